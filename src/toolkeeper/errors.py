@@ -1,0 +1,143 @@
+"""The one exception root of toolkeeper, and its tree.
+
+Every error the package raises on purpose derives from :class:`ToolkeeperError` and carries a
+stable ``code`` (a dotted rule id that tests and scripts match on; messages are for people and
+may change) plus optional structured ``data``::
+
+    ToolkeeperError                      code: "toolkeeper.error"
+    ├── ContractError                    a contract file or value is malformed ("contract.*")
+    │   └── SemverError                  a version string is not semver 2.0.0 ("semver.invalid")
+    ├── SchemaError                      a JSON Schema cannot be compiled ("schema.invalid")
+    ├── RegistryError                    registry operations ("registry.*")
+    │   ├── PublishRefusedError          the publish guard said no (rule, changes, minimumVersion)
+    │   ├── NotFoundError                no such tool or version ("registry.not_found")
+    │   ├── LifecycleError               an illegal status transition ("registry.lifecycle")
+    │   └── StoreError                   the storage backend failed ("registry.store")
+    ├── PrincipalError                   unknown clearance or malformed principal ("principal.*")
+    └── JsonRpcError                     a protocol error with a JSON-RPC code (protocol layer)
+
+``JsonRpcError`` lives here (not in ``protocol``) so that every layer can raise it without
+importing the protocol package; the protocol core is the single place that turns it into a
+wire error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ContractError",
+    "JsonRpcError",
+    "LifecycleError",
+    "NotFoundError",
+    "PrincipalError",
+    "PublishRefusedError",
+    "RegistryError",
+    "SchemaError",
+    "SemverError",
+    "StoreError",
+    "ToolkeeperError",
+]
+
+
+class ToolkeeperError(Exception):
+    """Root of every error toolkeeper raises on purpose."""
+
+    default_code = "toolkeeper.error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        path: str | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code or self.default_code
+        self.path = path
+        self.data: dict[str, Any] = dict(data or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready rendering: code, message, and path/data when present."""
+        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.path is not None:
+            out["path"] = self.path
+        if self.data:
+            out["data"] = self.data
+        return out
+
+
+class ContractError(ToolkeeperError):
+    """A contract (file or value) is malformed: unknown key, bad value, wrong type."""
+
+    default_code = "contract.invalid"
+
+
+class SemverError(ContractError):
+    """A version string is not a semver 2.0.0 version (ranges and junk included)."""
+
+    default_code = "semver.invalid"
+
+
+class SchemaError(ToolkeeperError):
+    """A JSON Schema is not a valid Draft 2020-12 schema, or cannot be compiled."""
+
+    default_code = "schema.invalid"
+
+
+class RegistryError(ToolkeeperError):
+    """Base of registry failures."""
+
+    default_code = "registry.error"
+
+
+class PublishRefusedError(RegistryError):
+    """The publish guard refused: ``code`` is the rule id, ``data`` holds the details.
+
+    ``data`` keys: ``rule``, ``bump`` (the classifier's verdict, when one was computed),
+    ``changes`` (the classifier's changes), ``minimumVersion`` (smallest version that would pass,
+    when one exists).
+    """
+
+    default_code = "publish.refused"
+
+
+class NotFoundError(RegistryError):
+    """No such tool, or no such version of it."""
+
+    default_code = "registry.not_found"
+
+
+class LifecycleError(RegistryError):
+    """An illegal lifecycle transition (e.g. deprecating a retired version)."""
+
+    default_code = "registry.lifecycle"
+
+
+class StoreError(RegistryError):
+    """The storage backend failed; nothing was changed."""
+
+    default_code = "registry.store"
+
+
+class PrincipalError(ToolkeeperError):
+    """A principal is malformed, or names an unknown clearance (never defaulted)."""
+
+    default_code = "principal.invalid"
+
+
+class JsonRpcError(ToolkeeperError):
+    """A protocol-level error: a JSON-RPC ``code`` (int), message and optional ``data``.
+
+    Raised anywhere below the protocol boundary; the boundary renders it verbatim. Its
+    ``rpc_data`` is sent as ``error.data`` (any JSON value, or omitted when ``None``).
+    """
+
+    default_code = "jsonrpc.error"
+
+    def __init__(self, rpc_code: int, message: str, rpc_data: Any = None) -> None:
+        super().__init__(message, code=f"jsonrpc.{rpc_code}")
+        self.rpc_code = rpc_code
+        self.rpc_data = rpc_data
