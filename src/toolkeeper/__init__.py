@@ -1,0 +1,76 @@
+"""toolkeeper: a contract-governed MCP tool registry and gateway.
+
+The curated public API is re-exported here; everything else is internal. A test pins this list.
+"""
+
+from toolkeeper.contracts import (
+    RETRYABLE,
+    Bump,
+    Change,
+    DataClassification,
+    Issue,
+    Repair,
+    RepairResult,
+    SideEffect,
+    Status,
+    ToolSpec,
+    Verdict,
+    Version,
+    classify,
+    classify_schemas,
+    compile_schema,
+    repair,
+    repair_arguments,
+    spec_from_mapping,
+    spec_to_mapping,
+    validate,
+)
+from toolkeeper.errors import (
+    ContractError,
+    JsonRpcError,
+    LifecycleError,
+    NotFoundError,
+    PrincipalError,
+    PublishRefusedError,
+    RegistryError,
+    SchemaError,
+    SemverError,
+    StoreError,
+    ToolkeeperError,
+)
+
+__all__ = [
+    "RETRYABLE",
+    "Bump",
+    "Change",
+    "ContractError",
+    "DataClassification",
+    "Issue",
+    "JsonRpcError",
+    "LifecycleError",
+    "NotFoundError",
+    "PrincipalError",
+    "PublishRefusedError",
+    "Repair",
+    "RepairResult",
+    "RegistryError",
+    "SchemaError",
+    "SemverError",
+    "SideEffect",
+    "Status",
+    "StoreError",
+    "ToolSpec",
+    "ToolkeeperError",
+    "Verdict",
+    "Version",
+    "classify",
+    "classify_schemas",
+    "compile_schema",
+    "repair",
+    "repair_arguments",
+    "spec_from_mapping",
+    "spec_to_mapping",
+    "validate",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,102 @@
+"""``toolkeeper validate``: arguments against a contract's input schema or a bare schema."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from toolkeeper.cli.output import (
+    EXIT_OK,
+    EXIT_REFUSED,
+    echo_json,
+    fail,
+    read_document,
+)
+from toolkeeper.contracts.canonical import loads_json
+from toolkeeper.contracts.repair import repair
+from toolkeeper.contracts.spec import spec_from_mapping
+from toolkeeper.contracts.validate import compile_schema
+from toolkeeper.errors import ToolkeeperError
+
+__all__ = ["is_contract_document", "load_schema_document", "register"]
+
+_CONTRACT_KEYS = ("name", "version", "inputSchema")
+
+
+def is_contract_document(document: Any) -> bool:
+    """A contract names itself and carries an inputSchema; anything else is a bare schema."""
+    return isinstance(document, dict) and all(k in document for k in _CONTRACT_KEYS)
+
+
+def load_schema_document(path: str) -> tuple[dict[str, Any], bool]:
+    """(input schema, assert_formats) from a contract file or a bare JSON Schema file."""
+    document = read_document(path)
+    if is_contract_document(document):
+        spec = spec_from_mapping(document)
+        return spec.input_schema, spec.assert_formats
+    if not isinstance(document, dict):
+        raise ToolkeeperError(f"{path}: a schema must be a JSON object", code="schema.invalid")
+    compile_schema(document)  # raises SchemaError on an invalid schema
+    return document, False
+
+
+def _read_arguments(source: str) -> Any:
+    if source == "-":
+        return loads_json(sys.stdin.buffer.read())
+    path = Path(source)
+    if path.is_file():
+        return read_document(source)
+    if source.lstrip()[:1] in ("{", "["):
+        return loads_json(source)
+    raise ToolkeeperError(f"{source}: no such file, and not inline JSON", code="file.unreadable")
+
+
+def _render_human(errors: list[dict[str, Any]], repairs: list[dict[str, Any]] | None) -> None:
+    for r in repairs or []:
+        click.echo(f"repaired {r['path']}: {r['rule']}")
+    if not errors:
+        click.echo("valid")
+    for e in errors:
+        click.echo(f"{e['path']}: {e['message']} [{e['keyword']}]")
+
+
+@click.command("validate")
+@click.argument("contract_or_schema")
+@click.argument("args_json")
+@click.option("--repair", "do_repair", is_flag=True, help="Run the repair pass first.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def validate_cmd(contract_or_schema: str, args_json: str, do_repair: bool, as_json: bool) -> None:
+    """Validate ARGS_JSON (a file, '-' for stdin, or inline JSON) against a contract or schema.
+
+    Exit 0 valid, 1 invalid, 2 bad input.
+    """
+    try:
+        schema, assert_formats = load_schema_document(contract_or_schema)
+        arguments = _read_arguments(args_json)
+    except ToolkeeperError as exc:
+        fail(exc, as_json=as_json)
+    out: dict[str, Any] = {}
+    repairs: list[dict[str, Any]] | None = None
+    if do_repair:
+        result = repair(arguments, schema, assert_formats=assert_formats)
+        issues = list(result.errors)
+        repairs = [r.to_dict() for r in result.repairs]
+        out["repaired"] = result.arguments
+        out["repairs"] = repairs
+    else:
+        issues = compile_schema(schema, assert_formats=assert_formats).errors(arguments)
+    errors = [i.to_dict() for i in issues]
+    out["valid"] = not errors
+    out["errors"] = errors
+    if as_json:
+        echo_json(out)
+    else:
+        _render_human(errors, repairs)
+    sys.exit(EXIT_OK if not errors else EXIT_REFUSED)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(validate_cmd)

@@ -1,0 +1,23 @@
+"""Entry point: the click group and the registration of every command module."""
+
+from __future__ import annotations
+
+import click
+
+from toolkeeper.cli import contracts_cmds
+
+__all__ = ["cli", "main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="toolkeeper")
+def cli() -> None:
+    """toolkeeper: a contract-governed MCP tool registry and gateway."""
+
+
+for _module in (contracts_cmds,):
+    _module.register(cli)
+
+
+def main() -> None:
+    cli(prog_name="toolkeeper")

@@ -1,0 +1,230 @@
+"""Schema-directed, idempotent argument repair (SPEC 1.3).
+
+Rules, each a row in :data:`RULES` (never a guess: no pattern, enum or format is ever "fixed"):
+
+* ``coerce.string_to_integer`` / ``_number`` / ``_boolean`` / ``_null``: a string that exactly
+  spells the declared scalar type, and only when the string's own type is not allowed there
+  (``"42"`` -> 42, ``"true"`` -> true; ``"yes"`` and ``"00713"`` stay as they are);
+* ``coerce.integral_float``: an integral float where ``integer`` (and not ``number``) is declared
+  becomes an int (lossless: ``5.0`` -> 5);
+* ``drop.additional_property``: properties that ``additionalProperties: false`` forbids;
+* ``fill.default``: missing properties that declare a ``default`` (the filled value is repaired
+  too, so a second pass finds nothing to do).
+
+Each rule is idempotent on its own and they touch disjoint keys, so the composition is:
+``repair(repair(x).arguments) == repair(x).arguments`` (asserted by property tests).
+Repair is for clients and explicit tools; the gateway never coerces silently (SPEC 3.4).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolkeeper.contracts.validate import Issue, compile_schema, format_path
+
+__all__ = ["RULES", "Repair", "RepairResult", "repair", "repair_arguments"]
+
+_INTEGER = re.compile(r"^-?(?:0|[1-9][0-9]*)$")
+_NUMBER = re.compile(r"^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$")
+_MAX_REF_HOPS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """One applied repair: where, which rule, the value before and after (``None`` when absent)."""
+
+    path: str
+    rule: str
+    before: Any
+    after: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "rule": self.rule, "before": self.before, "after": self.after}
+
+
+@dataclass(frozen=True, slots=True)
+class RepairResult:
+    """Repaired arguments, the repairs applied (in path order), and the errors that remain."""
+
+    arguments: Any
+    repairs: tuple[Repair, ...]
+    errors: tuple[Issue, ...]
+
+    @property
+    def repaired(self) -> bool:
+        return bool(self.repairs)
+
+
+def _parse_number(text: str) -> int | float | None:
+    if not _NUMBER.match(text):
+        return None
+    if _INTEGER.match(text):
+        return int(text)
+    value = float(text)
+    return value if value not in (float("inf"), float("-inf")) else None
+
+
+_MISSING = object()
+
+# Coercions from a string, tried in this order when the declared types do not allow a string.
+_STRING_COERCIONS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
+    ("coerce.string_to_integer", "integer",
+     lambda s: int(s) if _INTEGER.match(s) else _MISSING),
+    ("coerce.string_to_number", "number",
+     lambda s: n if (n := _parse_number(s)) is not None else _MISSING),
+    ("coerce.string_to_boolean", "boolean",
+     lambda s: {"true": True, "false": False}.get(s, _MISSING)),
+    ("coerce.string_to_null", "null", lambda s: None if s == "null" else _MISSING),
+)
+
+#: Every rule id repair can record, with what it does.
+RULES: Mapping[str, str] = {
+    "coerce.string_to_integer": "a string spelling a canonical integer where integer is declared",
+    "coerce.string_to_number": "a string spelling a JSON number where number is declared",
+    "coerce.string_to_boolean": '"true"/"false" where boolean is declared',
+    "coerce.string_to_null": '"null" where null is declared',
+    "coerce.integral_float": "an integral float where integer (not number) is declared",
+    "drop.additional_property": "a property that additionalProperties: false forbids",
+    "fill.default": "a missing property that declares a default",
+}
+
+
+def _declared_types(schema: Mapping[str, Any]) -> list[str]:
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return [declared]
+    if isinstance(declared, list):
+        return [t for t in declared if isinstance(t, str)]
+    return []
+
+
+def _allows(types: list[str], value: Any) -> bool:
+    if isinstance(value, bool):
+        return "boolean" in types
+    if isinstance(value, int):
+        return "integer" in types or "number" in types
+    if isinstance(value, float):
+        return "number" in types
+    if isinstance(value, str):
+        return "string" in types
+    if value is None:
+        return "null" in types
+    if isinstance(value, list):
+        return "array" in types
+    return "object" in types
+
+
+class _Repairer:
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        self.repairs: list[Repair] = []
+
+    def resolve(self, schema: Any) -> Any:
+        """Follow local ``$ref``s (``#/...`` JSON pointers); anything else is left alone."""
+        for _ in range(_MAX_REF_HOPS):
+            if not isinstance(schema, dict):
+                return schema
+            ref = schema.get("$ref")
+            if not isinstance(ref, str) or not ref.startswith("#"):
+                return schema
+            target: Any = self.root
+            for token in ref[1:].split("/")[1:]:
+                token = token.replace("~1", "/").replace("~0", "~")
+                if isinstance(target, dict) and token in target:
+                    target = target[token]
+                else:
+                    return schema
+            schema = target
+        return schema
+
+    def record(self, loc: tuple[str | int, ...], rule: str, before: Any, after: Any) -> None:
+        self.repairs.append(Repair(format_path(loc), rule, before, after))
+
+    def value(self, value: Any, schema: Any, loc: tuple[str | int, ...]) -> Any:
+        schema = self.resolve(schema)
+        if not isinstance(schema, dict):
+            return value
+        types = _declared_types(schema)
+        if types and not _allows(types, value):
+            value = self.scalar(value, types, loc)
+        if isinstance(value, dict):
+            return self.object(value, schema, loc)
+        if isinstance(value, list):
+            return self.array(value, schema, loc)
+        return value
+
+    def scalar(self, value: Any, types: list[str], loc: tuple[str | int, ...]) -> Any:
+        if isinstance(value, str):
+            for rule, target, convert in _STRING_COERCIONS:
+                if target in types:
+                    converted = convert(value)
+                    if converted is not _MISSING:
+                        self.record(loc, rule, value, converted)
+                        return converted
+        elif type(value) is float and "integer" in types and value.is_integer():
+            converted = int(value)
+            self.record(loc, "coerce.integral_float", value, converted)
+            return converted
+        return value
+
+    def object(self, value: dict[str, Any], schema: dict[str, Any],
+               loc: tuple[str | int, ...]) -> dict[str, Any]:
+        props = schema.get("properties")
+        props = props if isinstance(props, dict) else {}
+        out: dict[str, Any] = {}
+        for key in sorted(value):
+            if key not in props and self.forbidden(key, schema):
+                self.record((*loc, key), "drop.additional_property", value[key], None)
+                continue
+            sub = props.get(key)
+            out[key] = self.value(value[key], sub, (*loc, key)) if sub is not None else value[key]
+        for key in sorted(props):
+            if key in out:
+                continue
+            sub = self.resolve(props[key])
+            if isinstance(sub, dict) and "default" in sub:
+                filled = copy.deepcopy(sub["default"])
+                self.record((*loc, key), "fill.default", None, filled)
+                out[key] = self.value(filled, sub, (*loc, key))
+        return out
+
+    def forbidden(self, key: str, schema: dict[str, Any]) -> bool:
+        if schema.get("additionalProperties") is not False:
+            return False
+        patterns = schema.get("patternProperties")
+        if isinstance(patterns, dict):
+            for pattern in patterns:
+                if compile_schema({"type": "string", "pattern": pattern}).is_valid(key):
+                    return False
+        return True
+
+    def array(self, value: list[Any], schema: dict[str, Any],
+              loc: tuple[str | int, ...]) -> list[Any]:
+        prefix = schema.get("prefixItems")
+        prefix = prefix if isinstance(prefix, list) else []
+        items = schema.get("items")
+        out = []
+        for i, item in enumerate(value):
+            sub = prefix[i] if i < len(prefix) else items
+            out.append(self.value(item, sub, (*loc, i)) if sub is not None else item)
+        return out
+
+
+def repair(arguments: Any, schema: dict[str, Any], *, assert_formats: bool = False
+           ) -> RepairResult:
+    """Repair ``arguments`` against ``schema``; the input is not mutated."""
+    worker = _Repairer(schema)
+    repaired = worker.value(copy.deepcopy(arguments), schema, ())
+    errors = compile_schema(schema, assert_formats=assert_formats).errors(repaired)
+    repairs = tuple(sorted(worker.repairs, key=lambda r: (r.path, r.rule)))
+    return RepairResult(repaired, repairs, tuple(errors))
+
+
+def repair_arguments(arguments: Any, schema: dict[str, Any]) -> tuple[Any, list[Issue]]:
+    """SPEC 1.3's shape: ``(repaired, remaining_errors)``. Use :func:`repair` for the record."""
+    result = repair(arguments, schema)
+    return result.arguments, list(result.errors)
