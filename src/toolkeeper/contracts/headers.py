@@ -65,7 +65,7 @@ def find_invalid_x_mcp_header(schema: dict[str, Any]) -> tuple[str, str] | None:
     for where, on_chain, token, declared in found:
         if not on_chain or where == "":
             return where, "x-mcp-header is allowed only on properties reached through 'properties'"
-        if not isinstance(token, str) or not _TOKEN.match(token):
+        if not isinstance(token, str) or not _TOKEN.fullmatch(token):
             return where, "x-mcp-header must be a non-empty RFC 9110 token"
         if declared not in _ALLOWED_TYPES:
             return where, "x-mcp-header property must have type string, integer or boolean"

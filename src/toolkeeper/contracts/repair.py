@@ -60,9 +60,9 @@ class RepairResult:
 
 
 def _parse_number(text: str) -> int | float | None:
-    if not _NUMBER.match(text):
+    if not _NUMBER.fullmatch(text):
         return None
-    if _INTEGER.match(text):
+    if _INTEGER.fullmatch(text):
         return int(text)
     value = float(text)
     return value if value not in (float("inf"), float("-inf")) else None
@@ -73,7 +73,7 @@ _MISSING = object()
 # Coercions from a string, tried in this order when the declared types do not allow a string.
 _STRING_COERCIONS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
     ("coerce.string_to_integer", "integer",
-     lambda s: int(s) if _INTEGER.match(s) else _MISSING),
+     lambda s: int(s) if _INTEGER.fullmatch(s) else _MISSING),
     ("coerce.string_to_number", "number",
      lambda s: n if (n := _parse_number(s)) is not None else _MISSING),
     ("coerce.string_to_boolean", "boolean",

@@ -47,7 +47,7 @@ class Version:
         """Parse a version string; anything else (ranges, ``v1.0``, junk) is a SemverError."""
         if not isinstance(text, str):
             raise SemverError(f"version must be a string, got {type(text).__name__}")
-        m = _SEMVER.match(text)
+        m = _SEMVER.fullmatch(text)
         if m is None:
             raise SemverError(f"{text!r} is not a semver 2.0.0 version (MAJOR.MINOR.PATCH)")
         pre = m.group("pre")

@@ -255,7 +255,7 @@ def spec_from_mapping(data: object, *, lifecycle: bool = False) -> ToolSpec:
         if key not in data:
             raise _fail(f"$.{key}", "is required", "contract.missing_key")
     name = _string(data, "name")
-    if not _TOOL_NAME.match(name):
+    if not _TOOL_NAME.fullmatch(name):
         raise _fail("$.name", "must be 1 to 128 of A-Z a-z 0-9 _ - . (MCP tool names)",
                     "contract.name")
     try:

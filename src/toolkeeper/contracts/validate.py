@@ -53,7 +53,7 @@ def format_path(parts: Iterable[str | int]) -> str:
     for part in parts:
         if isinstance(part, int):
             out.append(f"[{part}]")
-        elif _IDENT.match(part):
+        elif _IDENT.fullmatch(part):
             out.append(f".{part}")
         else:
             out.append("[" + canonical_json(part).decode("utf-8") + "]")
@@ -94,7 +94,7 @@ def _message(kind: Any, error: Any) -> str:
         return f"expected type {expected}, got {json_type_name(instance)}"
     render = _MESSAGES.get(name)
     if render is not None:
-        return render(kind.value)
+        return str(render(kind.value))
     return str(error.message)
 
 

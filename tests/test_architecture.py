@@ -1,0 +1,46 @@
+"""Module layout (STYLE.md): dependencies point one way, and the public surface is pinned."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import toolkeeper
+
+SRC = Path(toolkeeper.__file__).resolve().parent
+
+
+def _imports(package: str) -> set[str]:
+    found: set[str] = set()
+    for path in (SRC / package).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_contracts_imports_nothing_else_of_the_package() -> None:
+    ours = {m for m in _imports("contracts") if m.startswith("toolkeeper")}
+    assert all(m == "toolkeeper.errors" or m.startswith("toolkeeper.contracts") for m in ours), ours
+
+
+def test_public_api_is_pinned() -> None:
+    assert sorted(toolkeeper.__all__) == sorted([
+        "RETRYABLE", "Bump", "Change", "ContractError", "DataClassification", "Issue",
+        "JsonRpcError", "LifecycleError", "NotFoundError", "PrincipalError", "PublishRefusedError",
+        "Repair", "RepairResult", "RegistryError", "SchemaError", "SemverError", "SideEffect",
+        "Status", "StoreError", "ToolSpec", "ToolkeeperError", "Verdict", "Version", "classify",
+        "classify_schemas", "compile_schema", "repair", "repair_arguments", "spec_from_mapping",
+        "spec_to_mapping", "validate",
+    ])
+    for name in toolkeeper.__all__:
+        assert hasattr(toolkeeper, name), name
+
+
+def test_every_error_derives_from_the_one_root() -> None:
+    from toolkeeper import errors
+
+    for name in errors.__all__:
+        assert issubclass(getattr(errors, name), errors.ToolkeeperError), name
