@@ -1,0 +1,77 @@
+"""Where the registry lives: a URL (``--registry`` / ``TOOLKEEPER_REGISTRY``) to a store.
+
+* ``memory:`` - an in-process store (tests, demos); nothing persists.
+* ``sqlite:///abs/path.db`` - everything after ``sqlite://`` is the file path, so three slashes
+  give an absolute path and ``sqlite://relative.db`` a relative one. The default when no URL is
+  given: ``registry.db`` in the user's data directory (platformdirs).
+* ``postgresql://...`` (or ``postgres://``) - a libpq connection URI.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+import platformdirs
+
+from toolkeeper.errors import StoreError
+from toolkeeper.registry.store import RegistryStore
+
+__all__ = ["ENV_VAR", "default_url", "open_store"]
+
+ENV_VAR = "TOOLKEEPER_REGISTRY"
+
+
+def default_url() -> str:
+    """``TOOLKEEPER_REGISTRY`` if set, else the SQLite file in the user data directory."""
+    from_env = os.environ.get(ENV_VAR)
+    if from_env:
+        return from_env
+    path = platformdirs.user_data_path("toolkeeper", appauthor=False) / "registry.db"
+    return f"sqlite://{path}"
+
+
+def _memory(rest: str) -> RegistryStore:
+    from toolkeeper.registry.memory import MemoryStore
+
+    if rest:
+        raise StoreError("memory: takes no path", code="registry.url_invalid")
+    return MemoryStore()
+
+
+def _sqlite(rest: str) -> RegistryStore:
+    from toolkeeper.registry.sqlite import SQLiteStore
+
+    if not rest.startswith("//") or not rest[2:]:
+        raise StoreError("expected sqlite:///path/to/file.db", code="registry.url_invalid")
+    path = Path(rest[2:])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SQLiteStore(path)
+
+
+def _postgres(rest: str) -> RegistryStore:
+    from toolkeeper.registry.postgres import PostgresStore
+
+    return PostgresStore("postgresql:" + rest)
+
+
+_SCHEMES: Mapping[str, Callable[[str], RegistryStore]] = MappingProxyType({
+    "memory": _memory,
+    "sqlite": _sqlite,
+    "postgresql": _postgres,
+    "postgres": _postgres,
+})
+
+
+def open_store(url: str | None = None) -> RegistryStore:
+    """The store a registry URL names (``None``: :func:`default_url`)."""
+    url = url or default_url()
+    scheme, sep, rest = url.partition(":")
+    opener = _SCHEMES.get(scheme.lower()) if sep else None
+    if opener is None:
+        raise StoreError(
+            f"unsupported registry URL {url!r} (use memory:, sqlite:///path.db or postgresql://)",
+            code="registry.url_invalid", data={"schemes": sorted(_SCHEMES)})
+    return opener(rest)

@@ -1,0 +1,116 @@
+"""The in-memory twin of the registry store: same contract, no I/O (SPEC 2.4, STYLE 2).
+
+One instance may back several :class:`~toolkeeper.registry.Registry` objects in one process;
+each is told about the others' commits through ``watch`` (the in-process analogue of
+PostgreSQL's LISTEN/NOTIFY).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from toolkeeper.contracts.semver import Version
+from toolkeeper.contracts.spec import ToolSpec
+from toolkeeper.errors import StoreError
+from toolkeeper.registry.store import AuditEntry, AuditRecord, Snapshot
+
+__all__ = ["MemoryStore"]
+
+
+class _MemoryTransaction:
+    """Staged writes to one name; applied to the store only on commit."""
+
+    def __init__(self, name: str, current: dict[Version, ToolSpec]) -> None:
+        self._name = name
+        self._current = current
+        self.staged: dict[Version, ToolSpec] = {}
+        self.audit: list[AuditRecord] = []
+
+    def versions(self) -> list[ToolSpec]:
+        merged = {**self._current, **self.staged}
+        return [merged[v] for v in sorted(merged)]
+
+    def insert(self, spec: ToolSpec) -> None:
+        _check_name(self._name, spec)
+        if spec.version in self._current or spec.version in self.staged:
+            raise StoreError(f"{spec.name} {spec.version} is already stored",
+                             code="registry.conflict")
+        self.staged[spec.version] = spec
+
+    def update(self, spec: ToolSpec) -> None:
+        _check_name(self._name, spec)
+        old = self.staged.get(spec.version) or self._current.get(spec.version)
+        if old is None:
+            raise StoreError(f"{spec.name} {spec.version} is not stored", code="registry.missing")
+        if old.content_digest != spec.content_digest:
+            raise StoreError("an update may change lifecycle fields only",
+                             code="registry.content_immutable")
+        self.staged[spec.version] = spec
+
+    def append_audit(self, record: AuditRecord) -> None:
+        self.audit.append(record)
+
+
+def _check_name(name: str, spec: ToolSpec) -> None:
+    if spec.name != name:
+        raise StoreError(f"transaction on {name!r} cannot write {spec.name!r}",
+                         code="registry.wrong_name")
+
+
+class MemoryStore:
+    """Records and audit trail in dictionaries, guarded by one lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._records: dict[str, dict[Version, ToolSpec]] = {}
+        self._audit: list[AuditEntry] = []
+        self._watchers: list[Callable[[], None]] = []
+        self._closed = False
+
+    @contextmanager
+    def change(self, name: str) -> Iterator[_MemoryTransaction]:
+        with self._lock:
+            self._check_open()
+            tx = _MemoryTransaction(name, self._records.get(name, {}))
+            yield tx  # an exception here leaves the store untouched: nothing was applied yet
+            if tx.staged:
+                self._records.setdefault(name, {}).update(tx.staged)
+            for record in tx.audit:
+                self._audit.append(AuditEntry.from_record(len(self._audit) + 1, record))
+            watchers = list(self._watchers) if tx.audit else []
+        for callback in watchers:
+            callback()
+
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            self._check_open()
+            specs = tuple(s for by_version in self._records.values() for s in by_version.values())
+            return Snapshot(len(self._audit), specs)
+
+    def changes_since(self, cursor: int) -> Snapshot:
+        with self._lock:
+            self._check_open()
+            keys = {(e.name, e.version) for e in self._audit[cursor:] if e.applied}
+            parsed = sorted((n, Version.parse(v)) for n, v in keys)
+            specs = tuple(self._records[n][v] for n, v in parsed)
+            return Snapshot(len(self._audit), specs)
+
+    def audit(self) -> tuple[AuditEntry, ...]:
+        with self._lock:
+            return tuple(self._audit)
+
+    def watch(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            self._watchers.append(callback)
+
+    def stale(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("the store is closed", code="registry.closed")

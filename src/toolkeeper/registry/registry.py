@@ -1,0 +1,251 @@
+"""The registry (SPEC 2): publish under the guard, lifecycle, resolution, discovery, audit.
+
+Writes go to the store inside a per-name transaction in which the guard (or lifecycle rule) is
+re-run against the stored history, so the store is the source of truth and racing writers are
+judged against what actually precedes them. Reads are served from an in-memory index patched
+from the store's change feed (the audit sequence), and discovery from cached views.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from toolkeeper.contracts.classify import classify as _default_classify
+from toolkeeper.contracts.semver import Version
+from toolkeeper.contracts.spec import Status, ToolSpec
+from toolkeeper.errors import NotFoundError, PublishRefusedError, StoreError
+from toolkeeper.registry import lifecycle
+from toolkeeper.registry.discovery import ViewCache, ViewKey, build_view
+from toolkeeper.registry.guard import Classifier, check_publish
+from toolkeeper.registry.index import Index
+from toolkeeper.registry.principal import Principal
+from toolkeeper.registry.store import (
+    AuditEntry,
+    AuditRecord,
+    RegistryStore,
+    StoreTransaction,
+    utc_now,
+)
+
+__all__ = ["Registry"]
+
+_log = logging.getLogger(__name__)
+
+
+def _not_found(name: str, version: Version) -> NotFoundError:
+    return NotFoundError(f"{name} {version} is not published", code="registry.not_found",
+                         data={"name": name, "version": str(version)})
+
+
+def _find(tx: StoreTransaction, name: str, version: Version) -> tuple[ToolSpec, list[ToolSpec]]:
+    history = tx.versions()
+    for spec in history:
+        if spec.version == version:
+            return spec, history
+    raise _not_found(name, version)
+
+
+class Registry:
+    """Versioned tool contracts over a :class:`RegistryStore`. Thread-safe."""
+
+    def __init__(self, store: RegistryStore, *, classifier: Classifier | None = None,
+                 view_cache_size: int = 1024) -> None:
+        self._store = store
+        self._classify: Classifier = classifier or _default_classify
+        self._lock = threading.RLock()
+        self._index = Index()
+        self._views = ViewCache(view_cache_size)
+        self._generation = 0
+        self._subscribers: list[Callable[[], None]] = []
+        snapshot = store.snapshot()
+        self._index.apply(snapshot.specs)
+        self._cursor = snapshot.cursor
+        self._closed = False
+        store.watch(self._on_external_change)
+
+    @classmethod
+    def open(cls, url: str | None = None, **options: Any) -> Registry:
+        """Open the registry at ``url`` (``memory:``, ``sqlite:///path.db``,
+        ``postgresql://...``); ``None`` means ``TOOLKEEPER_REGISTRY`` or the default SQLite file."""
+        from toolkeeper.registry.location import open_store
+
+        return cls(open_store(url), **options)
+
+    # --- writes ----------------------------------------------------------------------------
+
+    def publish(self, spec: ToolSpec, *, actor: str = "anonymous") -> ToolSpec:
+        """Publish ``spec`` under the guard; returns the stored record (an identical re-publish
+        returns the existing one). Refusals raise PublishRefusedError and are audited."""
+        refusal: PublishRefusedError | None = None
+        with self._store.change(spec.name) as tx:
+            try:
+                decision = check_publish(tx.versions(), spec, self._classify)
+            except PublishRefusedError as exc:
+                refusal = exc
+                tx.append_audit(AuditRecord(
+                    utc_now(), actor, "publish", spec.name, str(spec.version), exc.code,
+                    _verdict_of(exc)))
+            else:
+                if decision.existing is not None:
+                    return decision.existing
+                now = utc_now()
+                stored = spec.with_lifecycle(status=Status.ACTIVE, deprecation_message=None,
+                                             successor=None, publisher=actor, published_at=now)
+                tx.insert(stored)
+                verdict = decision.verdict.to_dict() if decision.verdict else None
+                tx.append_audit(AuditRecord(now, actor, "publish", spec.name,
+                                            str(spec.version), None, verdict))
+        if refusal is not None:
+            raise refusal
+        self._sync()
+        return stored
+
+    def deprecate(self, name: str, version: Version, *, message: str | None = None,
+                  successor: Version | None = None, actor: str = "anonymous") -> ToolSpec:
+        """Deprecate a version (again: updates message and successor). Retired is terminal."""
+        with self._store.change(name) as tx:
+            current, history = _find(tx, name, version)
+            updated = lifecycle.deprecated(current, history, message=message, successor=successor)
+            if updated == current:
+                return current
+            tx.update(updated)
+            tx.append_audit(AuditRecord(utc_now(), actor, lifecycle.DEPRECATE, name,
+                                        str(current.version)))
+        self._sync()
+        return updated
+
+    def retire(self, name: str, version: Version, *, actor: str = "anonymous") -> ToolSpec:
+        """Retire a version for good; it stays stored (``get``/``versions``) but is never served."""
+        with self._store.change(name) as tx:
+            current, _ = _find(tx, name, version)
+            updated = lifecycle.retired(current)
+            if updated == current:
+                return current
+            tx.update(updated)
+            tx.append_audit(AuditRecord(utc_now(), actor, lifecycle.RETIRE, name,
+                                        str(current.version)))
+        self._sync()
+        return updated
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def latest(self, name: str) -> ToolSpec | None:
+        """The newest active version (never deprecated or retired), or None."""
+        for spec in reversed(self._versions_of(name)):
+            if spec.status is Status.ACTIVE:
+                return spec
+        return None
+
+    def resolve(self, name: str, version: Version) -> ToolSpec | None:
+        """That exact version unless it is retired (deprecated versions still resolve)."""
+        spec = self.get(name, version)
+        return None if spec is None or spec.status is Status.RETIRED else spec
+
+    def get(self, name: str, version: Version) -> ToolSpec | None:
+        """That exact version in any status, retired included."""
+        self._refresh()
+        with self._lock:
+            return self._index.get(name, version)
+
+    def versions(self, name: str) -> tuple[ToolSpec, ...]:
+        """Every version of ``name``, oldest first, retired included."""
+        return tuple(self._versions_of(name))
+
+    def names(self) -> tuple[str, ...]:
+        """Every published name, sorted."""
+        self._refresh()
+        with self._lock:
+            return tuple(self._index.names)
+
+    def discover(self, principal: Principal, *, include_deprecated: bool = False,
+                 ) -> tuple[ToolSpec, ...]:
+        """The newest visible version of each tool, sorted by name (served from a cached view)."""
+        self._refresh()
+        with self._lock:
+            key = self._index.view_key(principal, include_deprecated)
+            return self._views.get(key, self._build_view)
+
+    def audit(self) -> tuple[AuditEntry, ...]:
+        """The append-only audit trail, oldest first (refused publishes included)."""
+        return self._store.audit()
+
+    # --- change propagation ----------------------------------------------------------------
+
+    @property
+    def generation(self) -> int:
+        """Grows on every change, local or learned from another process."""
+        self._refresh()
+        return self._generation
+
+    def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` after every change; returns the function that unsubscribes."""
+        with self._lock:
+            self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def close(self) -> None:
+        """Close the store (stops a PostgreSQL listener); idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._store.close()
+
+    def __enter__(self) -> Registry:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _versions_of(self, name: str) -> list[ToolSpec]:
+        self._refresh()
+        with self._lock:
+            return list(self._index.by_name.get(name, ()))
+
+    def _build_view(self, key: ViewKey) -> tuple[ToolSpec, ...]:
+        return build_view(self._index.names, self._index.by_name, key)
+
+    def _refresh(self) -> None:
+        if self._store.stale():
+            self._sync()
+
+    def _on_external_change(self) -> None:
+        if self._closed:
+            return
+        try:
+            self._sync()
+        except StoreError:
+            _log.exception("registry: could not apply a change notified by another process")
+
+    def _sync(self) -> None:
+        """Apply every change committed after our cursor; notify subscribers if any."""
+        with self._lock:
+            delta = self._store.changes_since(self._cursor)
+            self._cursor = max(self._cursor, delta.cursor)
+            if not self._index.apply(delta.specs):
+                return
+            self._generation += 1
+            self._views.clear()
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            try:
+                callback()
+            except Exception:  # a subscriber's bug must not undo or block a committed change
+                _log.exception("registry: subscriber %r failed", callback)
+
+
+def _verdict_of(exc: PublishRefusedError) -> dict[str, Any] | None:
+    if exc.data.get("bump") is None:
+        return None
+    return {"bump": exc.data["bump"], "changes": exc.data.get("changes", [])}

@@ -1,0 +1,159 @@
+"""The storage seam (SPEC 2.4): one interface, three backends (memory, SQLite, PostgreSQL).
+
+Stores are deliberately dumb: they keep records and an append-only audit trail, and they give
+the registry a *transaction per tool name* in which it re-reads the name's history, runs the
+publish guard or a lifecycle rule, and writes. Which backend is used never changes a decision,
+because every decision is taken by the registry inside that transaction. The guarantees a
+backend must give (the shared contract suite in ``tests/registry`` holds every backend to them):
+
+* ``change(name)`` serialises writers of one name across threads *and processes*; ``insert`` is
+  backed by a unique key on (name, version precedence), so two racing publishers cannot both win
+  even if serialisation were broken; an exception inside the block rolls everything back
+  (records *and* audit entries).
+* Audit sequence numbers are assigned in commit order, so ``changes_since(cursor)`` never skips a
+  change that commits late; the audit trail is append-only.
+* ``watch(callback)`` reports changes committed through *other* store instances (PostgreSQL:
+  LISTEN/NOTIFY on a dedicated connection); ``stale()`` is the cheap pull-side twin for backends
+  without push (SQLite: ``PRAGMA data_version``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from toolkeeper.contracts.spec import ToolSpec
+
+__all__ = [
+    "AuditEntry",
+    "AuditRecord",
+    "RegistryStore",
+    "Snapshot",
+    "StoreTransaction",
+    "utc_now",
+]
+
+
+def utc_now() -> str:
+    """The current UTC time as ISO-8601 with microseconds and a ``Z`` suffix."""
+    now = _dt.datetime.now(_dt.UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """An audit entry before the store numbers it: who did what to which contract, and why.
+
+    ``rule`` is ``None`` when the change was applied and the refusal rule id otherwise;
+    ``verdict`` is the classifier's ``Verdict.to_dict()`` when one was computed.
+    """
+
+    at: str
+    actor: str
+    action: str
+    name: str
+    version: str
+    rule: str | None = None
+    verdict: Mapping[str, Any] | None = None
+
+    @property
+    def applied(self) -> bool:
+        return self.rule is None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One numbered, immutable line of the audit trail (``seq`` grows in commit order)."""
+
+    seq: int
+    at: str
+    actor: str
+    action: str
+    name: str
+    version: str
+    rule: str | None
+    verdict: Mapping[str, Any] | None
+
+    @classmethod
+    def from_record(cls, seq: int, record: AuditRecord) -> AuditEntry:
+        return cls(seq, record.at, record.actor, record.action, record.name, record.version,
+                   record.rule, record.verdict)
+
+    @property
+    def applied(self) -> bool:
+        return self.rule is None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "seq": self.seq, "at": self.at, "actor": self.actor, "action": self.action,
+            "name": self.name, "version": self.version,
+        }
+        if self.rule is not None:
+            out["rule"] = self.rule
+        if self.verdict is not None:
+            out["verdict"] = dict(self.verdict)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Records as of audit sequence ``cursor`` (all of them, or those changed after a cursor)."""
+
+    cursor: int
+    specs: tuple[ToolSpec, ...]
+
+
+class StoreTransaction(Protocol):
+    """Writes to one tool name, all-or-nothing."""
+
+    def versions(self) -> list[ToolSpec]:
+        """Every stored version of the name (any status), oldest first, read inside the lock."""
+        ...
+
+    def insert(self, spec: ToolSpec) -> None:
+        """Add a new version; a duplicate (name, version) raises StoreError ``registry.conflict``."""
+        ...
+
+    def update(self, spec: ToolSpec) -> None:
+        """Replace the lifecycle fields of a stored version; its content must be identical."""
+        ...
+
+    def append_audit(self, record: AuditRecord) -> None:
+        """Append to the audit trail, committed with the rest of the transaction."""
+        ...
+
+
+class RegistryStore(Protocol):
+    """A registry backend. Implementations: MemoryStore, SQLiteStore, PostgresStore."""
+
+    def change(self, name: str) -> AbstractContextManager[StoreTransaction]:
+        """A transaction over one name; commits on normal exit, rolls back on an exception."""
+        ...
+
+    def snapshot(self) -> Snapshot:
+        """Every stored record and the audit cursor they reflect."""
+        ...
+
+    def changes_since(self, cursor: int) -> Snapshot:
+        """Current records of every contract changed after ``cursor``, and the new cursor."""
+        ...
+
+    def audit(self) -> tuple[AuditEntry, ...]:
+        """The whole audit trail, oldest first."""
+        ...
+
+    def watch(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (from any thread) when another instance commits a change."""
+        ...
+
+    def stale(self) -> bool:
+        """True when changes may have been committed elsewhere since the last look (pull side)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and threads; idempotent."""
+        ...
+
