@@ -1,0 +1,214 @@
+"""Local ``$ref`` resolution and reference-aware equality for the change classifier (SPEC 1.4).
+
+A :class:`SchemaDocument` wraps one schema document (the before or the after side) and resolves
+local references: JSON pointers (``#/$defs/x``, ``#/definitions/x``, ``#/properties/a``), the
+root (``#``) and plain-name anchors (``#name`` via ``$anchor``). Anything else (a remote or
+relative URI) is :class:`Unresolvable`, and the classifier fails closed on it.
+
+Resolution is cached per reference node, so every node the classifier walks is either an object
+of the document or one cached derivative of it: object identities are stable for the whole run,
+which is what makes the classifier's "compare a reference pair once" memo terminate on cyclic
+schemas. A reference with constraint siblings is merged with its target when they cannot
+interact, and otherwise becomes ``{"allOf": [target, siblings]}`` (exact 2020-12 semantics).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+from toolkeeper.contracts.canonical import canonical_json
+from toolkeeper.contracts.validate import format_path
+
+__all__ = [
+    "DATA_KEYWORDS",
+    "DEFINITION_KEYWORDS",
+    "SchemaDocument",
+    "Unresolvable",
+    "child_path",
+    "is_ref",
+    "same_schema",
+    "value_key",
+]
+
+#: Keywords whose values are JSON data, not schemas: a ``$ref`` inside them is just a string.
+DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+#: Keywords that only hold definitions reached through references; never compared directly.
+DEFINITION_KEYWORDS = frozenset({"$defs", "definitions", "$anchor"})
+# Annotation keywords: a reference sibling with only these is an overlay, not a constraint.
+_ANNOTATIONS = frozenset({"title", "description", "examples", "$comment", "deprecated",
+                          "readOnly", "writeOnly", "default"})
+# Keywords whose meaning depends on siblings: never split such a group across a merge.
+_GROUPS = (
+    frozenset({"properties", "patternProperties", "additionalProperties"}),
+    frozenset({"prefixItems", "items"}),
+    frozenset({"contains", "minContains", "maxContains"}),
+    frozenset({"if", "then", "else"}),
+)
+_NEVER_MERGE = frozenset({"unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+                          "$dynamicAnchor", "$recursiveRef", "$id", "$schema"})
+
+
+@dataclass(frozen=True, slots=True)
+class Unresolvable:
+    """A reference the classifier cannot follow; ``reason`` says why (for the Change reason)."""
+
+    reason: str
+
+
+def is_ref(node: Any) -> bool:
+    return isinstance(node, dict) and isinstance(node.get("$ref"), str)
+
+
+def child_path(path: str, *parts: str | int) -> str:
+    """Extend a JSON path: ``child_path("$", "properties", "odd key")`` -> ``$.properties["odd key"]``."""
+    return path + format_path(parts)[1:]
+
+
+def _normalize(value: Any) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) and value.is_integer() else value
+    if isinstance(value, list):
+        return [_normalize(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _normalize(v) for k, v in value.items()}
+    return repr(value)
+
+
+def value_key(value: Any) -> bytes:
+    """A key under which JSON values are equal exactly when JSON Schema says so: ``1 == 1.0``,
+    ``true != 1``, object key order is irrelevant."""
+    return canonical_json(_normalize(value))
+
+
+class SchemaDocument:
+    """One schema document and its cached reference resolutions."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        self._resolved: dict[int, Any] = {}
+        self._keep: list[Any] = []  # keeps resolved derivatives alive: ids stay unique
+        self._anchors: dict[str, Any] | None = None
+
+    def resolve(self, node: Any) -> Any:
+        """The schema a node stands for: the node itself unless it is a ``$ref``; else the
+        target (chains followed, siblings applied) or an :class:`Unresolvable`."""
+        if not is_ref(node):
+            return node
+        key = id(node)
+        if key in self._resolved:
+            return self._resolved[key]
+        self._resolved[key] = Unresolvable(f"$ref {node['$ref']!r} is a cycle of references")
+        result = self._resolve_uncached(node)
+        self._resolved[key] = result
+        self._keep.append(result)
+        return result
+
+    def _resolve_uncached(self, node: dict[str, Any]) -> Any:
+        ref: str = node["$ref"]
+        if not ref.startswith("#"):
+            return Unresolvable(f"$ref {ref!r} is not local to the document")
+        target = self._lookup(ref[1:])
+        if target is _MISSING:
+            return Unresolvable(f"$ref {ref!r} does not resolve in the document")
+        target = self.resolve(target)
+        rest = {k: v for k, v in node.items() if k != "$ref" and k not in DEFINITION_KEYWORDS}
+        if not rest or isinstance(target, Unresolvable) or target is False:
+            return target
+        if target is True:
+            return rest
+        if not isinstance(target, dict):
+            return Unresolvable(f"$ref {ref!r} does not point at a schema")
+        if _can_merge(target, rest):
+            merged = {k: v for k, v in target.items() if k not in DEFINITION_KEYWORDS}
+            merged.update(rest)
+            return merged
+        return {"allOf": [target, rest]}
+
+    def _lookup(self, fragment: str) -> Any:
+        if fragment == "":
+            return self.root
+        if not fragment.startswith("/"):
+            return self._anchor_index().get(fragment, _MISSING)
+        node = self.root
+        for raw in fragment[1:].split("/"):
+            part = unquote(raw).replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                return _MISSING
+        return node
+
+    def _anchor_index(self) -> dict[str, Any]:
+        if self._anchors is None:
+            found: dict[str, Any] = {}
+            stack = [self.root]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, dict):
+                    anchor = node.get("$anchor")
+                    if isinstance(anchor, str):
+                        found.setdefault(anchor, node)
+                    stack.extend(v for k, v in node.items() if k not in DATA_KEYWORDS)
+                elif isinstance(node, list):
+                    stack.extend(node)
+            self._anchors = found
+        return self._anchors
+
+
+_MISSING: Any = object()
+
+
+def _can_merge(target: dict[str, Any], rest: dict[str, Any]) -> bool:
+    """Whether ``{**target, **rest}`` means the same as ``allOf: [target, rest]``: no shared
+    constraint keyword, and no sibling-dependent keyword group split across the two."""
+    t_keys = set(target) - DEFINITION_KEYWORDS - _ANNOTATIONS
+    r_keys = set(rest) - _ANNOTATIONS
+    if t_keys & r_keys or (t_keys | r_keys) & _NEVER_MERGE:
+        return False
+    return not any(group & t_keys and group & r_keys for group in _GROUPS)
+
+
+def same_schema(before: SchemaDocument, b: Any, after: SchemaDocument, a: Any) -> bool:
+    """Reference-aware structural equality: equal JSON, where two equal ``$ref`` strings also need
+    equal targets (each document resolves its own). Cycles are assumed equal on revisit, which
+    is exact for this (greatest fixed point) equality."""
+    return _same(before, b, after, a, set())
+
+
+def _same(before: SchemaDocument, b: Any, after: SchemaDocument, a: Any,
+          memo: set[tuple[int, int]]) -> bool:
+    if isinstance(b, dict) and isinstance(a, dict):
+        keys = set(b) - DEFINITION_KEYWORDS
+        if keys != set(a) - DEFINITION_KEYWORDS:
+            return False
+        if is_ref(b) or is_ref(a):
+            if not (is_ref(b) and is_ref(a)) or b["$ref"] != a["$ref"]:
+                return False
+            pair = (id(b), id(a))
+            if pair in memo:
+                return True
+            memo.add(pair)
+            rb, ra = before.resolve(b), after.resolve(a)
+            if isinstance(rb, Unresolvable) or isinstance(ra, Unresolvable):
+                return bool(rb == ra)
+            return _same(before, rb, after, ra, memo)
+        for key in sorted(keys):
+            if key in DATA_KEYWORDS:
+                if value_key(b[key]) != value_key(a[key]):
+                    return False
+            elif not _same(before, b[key], after, a[key], memo):
+                return False
+        return True
+    if isinstance(b, list) and isinstance(a, list):
+        return len(b) == len(a) and all(
+            _same(before, x, after, y, memo) for x, y in zip(b, a, strict=True))
+    if isinstance(b, (dict, list)) or isinstance(a, (dict, list)):
+        return False
+    return value_key(b) == value_key(a)

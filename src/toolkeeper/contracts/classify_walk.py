@@ -1,0 +1,126 @@
+"""The change classifier's walker: one context per comparison, one ``compare`` per schema pair.
+
+``compare`` resolves local references (each document against its own root), memoizes reference
+pairs so a recursive schema terminates (a pair is compared once; the memo is keyed by object
+identities that :class:`SchemaDocument` keeps stable), skips pairs that are equal, and then runs
+every keyword handler of :data:`HANDLERS` (a table: keywords -> handler). A keyword that no
+handler owns and that changed is reported as ``*.unanalysable``: the classifier fails closed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolkeeper.contracts.changes import Change
+from toolkeeper.contracts.classify_combinators import COMBINATOR_HANDLERS
+from toolkeeper.contracts.classify_keywords import VALUE_HANDLERS, Handler, show
+from toolkeeper.contracts.classify_refs import (
+    DEFINITION_KEYWORDS,
+    SchemaDocument,
+    Unresolvable,
+    child_path,
+    is_ref,
+    same_schema,
+)
+from toolkeeper.contracts.classify_rules import RULES
+from toolkeeper.contracts.classify_structure import STRUCTURE_HANDLERS
+
+__all__ = ["HANDLERS", "KNOWN_KEYWORDS", "Ctx", "compare_documents"]
+
+#: Every keyword handler, in a fixed order (the order changes are found in, not reported in).
+HANDLERS: tuple[tuple[frozenset[str], Handler], ...] = (
+    VALUE_HANDLERS + STRUCTURE_HANDLERS + COMBINATOR_HANDLERS)
+#: Keywords the classifier understands; any other keyword that changed fails closed.
+KNOWN_KEYWORDS: frozenset[str] = frozenset().union(
+    *(keywords for keywords, _ in HANDLERS), DEFINITION_KEYWORDS, {"$ref"})
+
+_FLIP = {"input": "output", "output": "input"}
+
+
+@dataclass
+class Ctx:
+    """One comparison: direction (``input`` contravariant, ``output`` covariant), both documents,
+    whether each side asserts formats, the changes found, and the reference-pair memo."""
+
+    direction: str
+    before: SchemaDocument
+    after: SchemaDocument
+    assert_formats: tuple[bool, bool]
+    changes: list[Change] = field(default_factory=list)
+    visited: set[tuple[int, int]] = field(default_factory=set)
+    _same: dict[tuple[int, int], bool] = field(default_factory=dict)
+
+    def emit(self, path: str, suffix: str, reason: str) -> None:
+        row = RULES[f"{self.direction}.{suffix}"]
+        self.changes.append(Change(path, row.id, row.bump, reason))
+
+    def same(self, b: Any, a: Any) -> bool:
+        if not isinstance(b, (dict, list)) or not isinstance(a, (dict, list)):
+            return same_schema(self.before, b, self.after, a)
+        key = (id(b), id(a))  # containers of the documents: alive, so ids are stable
+        if key not in self._same:
+            self._same[key] = same_schema(self.before, b, self.after, a)
+        return self._same[key]
+
+    def compare(self, b: Any, a: Any, path: str) -> None:
+        """Compare the schemas ``b`` (before) and ``a`` (after) found at ``path``."""
+        if is_ref(b) or is_ref(a):
+            pair = (id(b), id(a))
+            if pair in self.visited:
+                return
+            self.visited.add(pair)
+        rb, ra = self.before.resolve(b), self.after.resolve(a)
+        bad = rb if isinstance(rb, Unresolvable) else ra
+        if isinstance(bad, Unresolvable):
+            if rb != ra or not self.same(b, a):
+                self.emit(child_path(path, "$ref"), "unanalysable",
+                          f"{bad.reason}: cannot be analysed, fails closed")
+            return
+        if self.same(rb, ra):
+            return
+        _compare_resolved(self, rb, ra, path)
+
+    def flipped(self) -> Ctx:
+        """A scratch context in the opposite direction (for ``not``): own changes and memo."""
+        return Ctx(_FLIP[self.direction], self.before, self.after, self.assert_formats)
+
+    def resolve_before(self, node: Any) -> Any:
+        return self.before.resolve(node)
+
+    def resolve_after(self, node: Any) -> Any:
+        return self.after.resolve(node)
+
+
+def _compare_resolved(ctx: Ctx, b: Any, a: Any, path: str) -> None:
+    b = {} if b is True else b
+    a = {} if a is True else a
+    if b is False or a is False:
+        if a is False:
+            ctx.emit(path, "schema.closed", "the schema became false: nothing is valid any more")
+        else:
+            ctx.emit(path, "schema.opened", "the schema was false (nothing valid) and now is not")
+        return
+    if not isinstance(b, dict) or not isinstance(a, dict):
+        ctx.emit(path, "unanalysable",
+                 f"not a schema ({show(b)} -> {show(a)}): cannot be analysed, fails closed")
+        return
+    for _, handler in HANDLERS:
+        handler(ctx, b, a, path)
+    _unknown(ctx, b, a, path)
+
+
+def _unknown(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
+    for name in sorted((set(b) | set(a)) - KNOWN_KEYWORDS):
+        if name in b and name in a and ctx.same(b[name], a[name]):
+            continue
+        ctx.emit(child_path(path, name), "unanalysable",
+                 f"{name} changed and the classifier cannot analyse it: fails closed")
+
+
+def compare_documents(before: Any, after: Any, *, direction: str, path: str,
+                      assert_formats: tuple[bool, bool]) -> list[Change]:
+    """Every change between two schema documents, rooted at ``path``."""
+    ctx = Ctx(direction, SchemaDocument(before), SchemaDocument(after), assert_formats)
+    ctx.compare(before, after, path)
+    return ctx.changes
