@@ -1,0 +1,90 @@
+"""Running a method: the handler call, the exception boundary, and era-specific result stamping.
+
+``run_method`` is where a handler's result or exception becomes a Reply (or a Pending whose
+completion does the same). Results are finished per era: the modern era adds ``resultType``,
+cache hints and the ``serverInfo`` stamp; the legacy era strips those fields (the 2025 wire
+never carries them), so era rules never mix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolkeeper.protocol.codes import http_status_for
+from toolkeeper.protocol.envelope import RequestId, error_message, result_message
+from toolkeeper.protocol.faults import wire_error
+from toolkeeper.protocol.meta import SERVER_INFO_KEY
+from toolkeeper.protocol.methods import CacheHint, Call, Deferred, Emit, Method
+from toolkeeper.protocol.outcome import Outcome, Pending, Reply
+from toolkeeper.protocol.versions import Era
+
+__all__ = ["ServerIdentity", "error_reply", "finish_result", "run_method"]
+
+_MODERN_ONLY = ("resultType", "ttlMs", "cacheScope")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerIdentity:
+    """The server's ``Implementation`` (``serverInfo``)."""
+
+    name: str
+    version: str
+    title: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "version": self.version}
+        if self.title is not None:
+            out["title"] = self.title
+        return out
+
+
+def error_reply(request_id: RequestId | None, exc: BaseException,
+                headers: tuple[tuple[str, str], ...] = ()) -> Reply:
+    """The Reply for an exception, with the table status for its code."""
+    error = wire_error(exc)
+    return Reply(error_message(request_id, error), http_status_for(error["code"]), headers)
+
+
+def finish_result(result: Mapping[str, Any], era: Era, cache: CacheHint | None,
+                  identity: ServerIdentity) -> dict[str, Any]:
+    """Stamp (modern) or strip (legacy) the era's bookkeeping fields on a result."""
+    out = dict(result)
+    if era is Era.LEGACY:
+        for key in _MODERN_ONLY:
+            out.pop(key, None)
+        return out
+    out.setdefault("resultType", "complete")
+    if cache is not None and out["resultType"] == "complete":
+        out.setdefault("ttlMs", cache.ttl_ms)
+        out.setdefault("cacheScope", cache.scope)
+    meta = dict(out.get("_meta") or {})
+    if meta.get(SERVER_INFO_KEY) is None:
+        meta[SERVER_INFO_KEY] = identity.to_wire()
+    out["_meta"] = meta
+    return out
+
+
+def run_method(method: Method, call: Call, identity: ServerIdentity,
+               headers: tuple[tuple[str, str], ...] = ()) -> Outcome:
+    """Call the handler; an immediate result is a Reply, a Deferred becomes a Pending."""
+    def finish(value: Mapping[str, Any]) -> dict[str, Any]:
+        return finish_result(value, call.era, method.cache, identity)
+
+    try:
+        result = method.handler(call)
+        if not isinstance(result, Deferred):
+            return Reply(result_message(call.request_id, finish(result)), 200, headers)
+    except Exception as exc:
+        return error_reply(call.request_id, exc, headers)
+    deferred = result
+
+    async def complete(emit: Emit) -> Reply:
+        try:
+            value = await deferred.run(emit)
+            return Reply(result_message(call.request_id, finish(value)), 200, headers)
+        except Exception as exc:
+            return error_reply(call.request_id, exc, headers)
+
+    return Pending(call.request_id, complete, headers)

@@ -1,0 +1,74 @@
+"""The one exception-to-wire boundary, and constructors for the errors the core raises.
+
+Every layer raises :class:`~toolkeeper.errors.JsonRpcError` (or lets anything else escape);
+:func:`wire_error` is the single function that turns an exception into a JSON-RPC ``error``
+object. An unexpected exception becomes -32603 with a generic message: no exception text,
+no traceback, nothing from a library reaches the wire (it is logged server-side instead).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from toolkeeper.errors import JsonRpcError
+from toolkeeper.protocol import codes
+from toolkeeper.protocol.versions import supported_versions
+
+__all__ = [
+    "header_mismatch",
+    "internal_error",
+    "invalid_params",
+    "invalid_request",
+    "method_not_found",
+    "missing_capability",
+    "unsupported_version",
+    "wire_error",
+]
+
+_log = logging.getLogger("toolkeeper.protocol")
+
+INTERNAL_MESSAGE = "Internal error"
+
+
+def wire_error(exc: BaseException) -> dict[str, Any]:
+    """The JSON-RPC ``error`` object for an exception (the only exception-to-wire mapping)."""
+    if isinstance(exc, JsonRpcError):
+        out: dict[str, Any] = {"code": exc.rpc_code, "message": exc.message}
+        if exc.rpc_data is not None:
+            out["data"] = exc.rpc_data
+        return out
+    _log.error("unexpected error while serving a request", exc_info=exc)
+    return {"code": codes.INTERNAL_ERROR, "message": INTERNAL_MESSAGE}
+
+
+def invalid_request(message: str) -> JsonRpcError:
+    return JsonRpcError(codes.INVALID_REQUEST, message)
+
+
+def method_not_found(method: str) -> JsonRpcError:
+    return JsonRpcError(codes.METHOD_NOT_FOUND, "Method not found", method)
+
+
+def invalid_params(message: str, data: Any = None) -> JsonRpcError:
+    return JsonRpcError(codes.INVALID_PARAMS, message, data)
+
+
+def internal_error() -> JsonRpcError:
+    return JsonRpcError(codes.INTERNAL_ERROR, INTERNAL_MESSAGE)
+
+
+def header_mismatch(message: str) -> JsonRpcError:
+    return JsonRpcError(codes.HEADER_MISMATCH, message)
+
+
+def unsupported_version(requested: str) -> JsonRpcError:
+    return JsonRpcError(codes.UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
+                        {"supported": supported_versions(), "requested": requested})
+
+
+def missing_capability(required: Mapping[str, Any]) -> JsonRpcError:
+    return JsonRpcError(codes.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                        "Missing required client capability",
+                        {"requiredCapabilities": dict(required)})

@@ -1,0 +1,225 @@
+"""HTTP header facts for the modern ladder: a case-insensitive view that keeps duplicates, the
+strict ``=?base64?...?=`` value codec (mcp-wire 4.2), and the routing and ``Mcp-Param-*``
+integrity checks (mcp-wire 4.1, 4.3, 4.4 rows 9 and 11-15).
+
+Names are case-insensitive, values case-sensitive. ``MCP-Protocol-Version`` and ``Mcp-Method``
+are compared raw; ``Mcp-Name`` and ``Mcp-Param-*`` are decoded first. A raw value that could
+not have survived an HTTP field round-trip (non-ASCII, control characters, edge whitespace) is
+treated as undecodable, so it never matches the body even when the body holds the same
+characters (SPEC 3.2).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Final
+
+from toolkeeper.contracts.headers import iter_x_mcp_headers
+from toolkeeper.protocol.faults import header_mismatch
+
+__all__ = [
+    "MCP_METHOD",
+    "MCP_NAME",
+    "MCP_PARAM_PREFIX",
+    "MCP_PROTOCOL_VERSION",
+    "MCP_SESSION_ID",
+    "NAME_PARAMS",
+    "HeaderView",
+    "check_param_headers",
+    "check_routing_headers",
+    "check_unique_routing_headers",
+    "decode_header_value",
+    "encode_header_value",
+    "param_headers",
+]
+
+MCP_PROTOCOL_VERSION: Final = "mcp-protocol-version"
+MCP_METHOD: Final = "mcp-method"
+MCP_NAME: Final = "mcp-name"
+MCP_SESSION_ID: Final = "mcp-session-id"
+MCP_PARAM_PREFIX: Final = "mcp-param-"
+_ROUTING: Final = (MCP_PROTOCOL_VERSION, MCP_METHOD, MCP_NAME)
+
+NAME_PARAMS: Final[Mapping[str, str]] = MappingProxyType({
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+})
+"""Method -> the params key mirrored by ``Mcp-Name``."""
+
+_SENTINEL: Final = re.compile(r"=\?base64\?(?P<payload>.*)\?=", re.DOTALL)
+_SAFE: Final = re.compile(r"[\x20-\x7e]*")
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderView:
+    """Request headers as received: ``(lowercase name, value)`` pairs in order."""
+
+    pairs: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[tuple[str | bytes, str | bytes]]) -> HeaderView:
+        """Build from ASGI byte pairs (decoded as Latin-1, as HTTP does) or from strings."""
+        out: list[tuple[str, str]] = []
+        for name, value in pairs:
+            n = name.decode("latin-1") if isinstance(name, bytes) else name
+            v = value.decode("latin-1") if isinstance(value, bytes) else value
+            out.append((n.lower(), v))
+        return cls(tuple(out))
+
+    @classmethod
+    def of(cls, mapping: Mapping[str, str]) -> HeaderView:
+        return cls.from_pairs(mapping.items())
+
+    def get(self, name: str) -> str | None:
+        """The first value of a header, or None."""
+        key = name.lower()
+        for n, v in self.pairs:
+            if n == key:
+                return v
+        return None
+
+    def get_all(self, name: str) -> list[str]:
+        key = name.lower()
+        return [v for n, v in self.pairs if n == key]
+
+    def count(self, name: str) -> int:
+        key = name.lower()
+        return sum(1 for n, _ in self.pairs if n == key)
+
+
+def _is_safe(value: str) -> bool:
+    return _SAFE.fullmatch(value) is not None and value == value.strip()
+
+
+def encode_header_value(value: str) -> str:
+    """The header form of a value: verbatim when it is safe printable ASCII without edge
+    whitespace and does not itself look like the sentinel, else ``=?base64?<b64 of UTF-8>?=``."""
+    if _is_safe(value) and _SENTINEL.fullmatch(value) is None:
+        return value
+    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+def decode_header_value(value: str | None) -> str | None:
+    """Inverse of :func:`encode_header_value`; None for anything that cannot be decoded
+    exactly: an unsafe raw value, invalid or non-canonical Base64, or invalid UTF-8. Markers
+    are case-sensitive (``=?BASE64?...`` is a raw value, and a plain one)."""
+    if value is None or not _is_safe(value):
+        return None
+    match = _SENTINEL.fullmatch(value)
+    if match is None:
+        return value
+    payload = match.group("payload")
+    try:
+        raw = base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if base64.b64encode(raw).decode("ascii") != payload:
+        return None  # non-zero trailing bits: not the canonical encoding
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def check_unique_routing_headers(headers: HeaderView) -> None:
+    """Row 9: a routing header given twice is refused even with identical values (first-copy
+    and last-copy readers would disagree). Raises -32020."""
+    for name in _ROUTING:
+        if headers.count(name) > 1:
+            raise header_mismatch(f"{name} header appears more than once")
+
+
+def check_routing_headers(headers: HeaderView, method: str, params: Mapping[str, Any],
+                          version: str) -> None:
+    """Rows 11-13 of mcp-wire 4.4: the version header, the method header and (when the body
+    value is non-null) ``Mcp-Name`` equal the body. Raises -32020. Version and method headers
+    compare raw but must be safe values."""
+    check_unique_routing_headers(headers)
+    raw_version = headers.get(MCP_PROTOCOL_VERSION)
+    if raw_version is None or not _is_safe(raw_version) or raw_version != version:
+        raise header_mismatch(
+            f"{MCP_PROTOCOL_VERSION} header does not match the request envelope's protocol version")
+    raw_method = headers.get(MCP_METHOD)
+    if raw_method is None or not _is_safe(raw_method) or raw_method != method:
+        raise header_mismatch(f"{MCP_METHOD} header does not match the request body's method")
+    key = NAME_PARAMS.get(method)
+    if (key is not None and params.get(key) is not None
+            and decode_header_value(headers.get(MCP_NAME)) != params[key]):
+        raise header_mismatch(
+            f"{MCP_NAME} header does not match the request body's {key!r} parameter")
+
+
+def _render(value: Any) -> str | None:
+    """How a client mirrors an argument into a header; None when it has no header form."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | str):
+        return str(value)
+    return None
+
+
+_DECIMAL: Final = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+
+
+def _matches(declared: str, value: Any, rendered: str, decoded: str) -> bool:
+    if declared == "integer" and type(value) is int and _DECIMAL.fullmatch(decoded):
+        whole, _, fraction = decoded.partition(".")
+        return fraction.strip("0") == "" and int(whole) == value
+    return decoded == rendered
+
+
+def _at(arguments: Mapping[str, Any], path: Sequence[str]) -> Any:
+    node: Any = arguments
+    for key in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def param_headers(schema: dict[str, Any], arguments: Mapping[str, Any]) -> dict[str, str]:
+    """The ``Mcp-Param-*`` headers a client sends for these arguments (client side)."""
+    out: dict[str, str] = {}
+    for token, path, _ in iter_x_mcp_headers(schema):
+        rendered = _render(_at(arguments, path))
+        if rendered is not None:
+            out[f"Mcp-Param-{token}"] = encode_header_value(rendered)
+    return out
+
+
+def check_param_headers(headers: HeaderView, schema: dict[str, Any],
+                        arguments: Mapping[str, Any]) -> None:
+    """Row 15: every ``x-mcp-header`` property's header and argument agree (both absent, or
+    equal after decoding; integers compare numerically). Unrecognised ``Mcp-Param-*`` headers
+    are ignored; a recognised one given twice is refused. Raises -32020."""
+    for token, path, declared in iter_x_mcp_headers(schema):
+        name = f"Mcp-Param-{token}"
+        values = headers.get_all(name)
+        argument = ".".join(path)
+        if len(values) > 1:
+            raise header_mismatch(f"{name} header appears more than once")
+        raw = values[0] if values else None
+        value = _at(arguments, path)
+        rendered = None if value is None else _render(value)
+        if rendered is None:
+            if raw is not None:
+                raise header_mismatch(
+                    f"{name} header is present but the request body's {argument!r} argument "
+                    "is absent or has no header form")
+            continue
+        if raw is None:
+            raise header_mismatch(
+                f"{name} header is missing but the request body's {argument!r} argument is present")
+        decoded = decode_header_value(raw)
+        if decoded is None or not _matches(declared, value, rendered, decoded):
+            raise header_mismatch(
+                f"{name} header does not match the request body's {argument!r} argument")

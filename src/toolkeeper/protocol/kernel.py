@@ -1,0 +1,180 @@
+"""The server kernel: one endpoint, both eras, no I/O.
+
+Transports hand it bytes (or decoded messages) plus :class:`TransportFacts` and get back an
+:class:`~toolkeeper.protocol.outcome.Outcome`: a Reply to send, Accepted (nothing to send), or
+Pending (await it on the transport's loop). Era selection:
+
+* HTTP, per message: modern when an ``MCP-Protocol-Version`` header names anything but a
+  handshake version, or when the body (other than ``initialize``) carries the modern ``_meta``
+  envelope; a modern body without a matching header therefore fails the header rung (-32020)
+  instead of being served silently as a legacy call. Everything else is legacy, with
+  ``Mcp-Session-Id`` sessions.
+* Stream transports, per connection: the first valid *request* decides once (mcp-wire 2,
+  "Dual-era on stream transports"); ``initialize`` on a modern connection is -32022, an
+  enveloped request on a legacy connection -32600.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolkeeper.errors import JsonRpcError
+from toolkeeper.protocol.codes import INTERNAL_ERROR
+from toolkeeper.protocol.dispatch import ServerIdentity, error_reply
+from toolkeeper.protocol.envelope import (
+    InboundRequest,
+    classify_inbound,
+    decode_message,
+    error_message,
+    safe_id,
+)
+from toolkeeper.protocol.faults import invalid_request, unsupported_version
+from toolkeeper.protocol.headers import MCP_PROTOCOL_VERSION, MCP_SESSION_ID
+from toolkeeper.protocol.legacy import LegacyPipeline, check_legacy_envelope
+from toolkeeper.protocol.meta import claims_modern_envelope
+from toolkeeper.protocol.methods import CacheHint, MethodTable, TransportFacts
+from toolkeeper.protocol.modern import ModernPipeline, discover_method
+from toolkeeper.protocol.outcome import Outcome, Reply
+from toolkeeper.protocol.sessions import LegacySession, SessionTable
+from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS, Era
+
+__all__ = ["ServerKernel", "StreamConnection", "select_http_era"]
+
+
+_DISCOVER_CACHE = CacheHint(0, "public")
+
+
+def _anonymous(facts: TransportFacts) -> Any:
+    return None
+
+
+def select_http_era(message: Any, headers: Any) -> Era:
+    """The era whose rules an HTTP message is judged by (see the module docstring)."""
+    if any(v not in HANDSHAKE_VERSIONS for v in headers.get_all(MCP_PROTOCOL_VERSION)):
+        return Era.MODERN
+    if (isinstance(message, dict) and message.get("method") != "initialize"
+            and claims_modern_envelope(message.get("params"))):
+        return Era.MODERN
+    return Era.LEGACY
+
+
+@dataclass(slots=True)
+class StreamConnection:
+    """One stdio (or in-memory) connection: its era once decided, and its legacy session."""
+
+    facts: TransportFacts
+    era: Era | None = None
+    session: LegacySession = field(default_factory=LegacySession)
+
+
+def _stream_era(message: Any) -> Era | None:
+    try:
+        inbound = classify_inbound(message)
+    except JsonRpcError:
+        return None
+    if not isinstance(inbound, InboundRequest):
+        return None
+    if inbound.method != "initialize" and claims_modern_envelope(inbound.params):
+        return Era.MODERN
+    return Era.LEGACY
+
+
+class ServerKernel:
+    """Routes each message to its era's pipeline over a shared method table."""
+
+    def __init__(self, methods: MethodTable, *, identity: ServerIdentity,
+                 capabilities: Mapping[str, Any], instructions: str | None = None,
+                 discover_cache: CacheHint = _DISCOVER_CACHE,
+                 resolve_principal: Callable[[TransportFacts], Any] = _anonymous,
+                 sessions: SessionTable | None = None) -> None:
+        if methods.lookup("server/discover", Era.MODERN) is None:
+            methods.add(discover_method(capabilities, instructions, discover_cache))
+        self.methods = methods
+        self.identity = identity
+        self.sessions = sessions if sessions is not None else SessionTable()
+        self._modern = ModernPipeline(methods, identity, resolve_principal)
+        self._legacy = LegacyPipeline(methods, identity, capabilities, instructions,
+                                      resolve_principal)
+
+    # --- HTTP --------------------------------------------------------------------------------
+
+    def handle_http(self, raw: bytes, facts: TransportFacts) -> Outcome:
+        """One POST body (already within the size limit) and its headers."""
+        try:
+            message = decode_message(raw)
+        except JsonRpcError as exc:
+            return error_reply(None, exc)
+        return self.handle_http_message(message, facts)
+
+    def handle_http_message(self, message: Any, facts: TransportFacts) -> Outcome:
+        if select_http_era(message, facts.headers) is Era.MODERN:
+            return self._modern.handle(message, facts, http=True)
+        return self._legacy_http(message, facts)
+
+    def _legacy_http(self, message: Any, facts: TransportFacts) -> Outcome:
+        try:
+            inbound = check_legacy_envelope(message)
+            for name in (MCP_SESSION_ID, MCP_PROTOCOL_VERSION):
+                if facts.headers.count(name) > 1:
+                    raise invalid_request(f"{name} header appears more than once")
+        except JsonRpcError as exc:
+            return error_reply(safe_id(message), exc)
+        session_id = facts.headers.get(MCP_SESSION_ID)
+        if session_id is None:
+            if isinstance(inbound, InboundRequest) and inbound.method == "initialize":
+                return self._http_initialize(inbound, facts)
+            return error_reply(safe_id(message), invalid_request("Bad Request: Missing session ID"))
+        session = self.sessions.get(session_id)
+        if session is None:
+            reply = error_reply(safe_id(message), invalid_request("Session not found"))
+            return dataclasses.replace(reply, status=404)
+        return self._legacy.after_envelope(inbound, session, facts,
+                                           ((MCP_SESSION_ID, session_id),))
+
+    def _http_initialize(self, request: InboundRequest, facts: TransportFacts) -> Outcome:
+        session = LegacySession()
+        outcome = self._legacy.after_envelope(request, session, facts)
+        if not isinstance(outcome, Reply) or outcome.is_error:
+            return outcome
+        if not self.sessions.admit(session):
+            return Reply(error_message(request.id, {
+                "code": INTERNAL_ERROR, "message": "Server busy: too many sessions"}), 503)
+        assert session.id is not None
+        return dataclasses.replace(outcome, headers=((MCP_SESSION_ID, session.id),))
+
+    def end_session(self, facts: TransportFacts) -> int:
+        """HTTP DELETE: terminate a legacy session. 200 done, 400 no (or a duplicated) id,
+        404 unknown or expired."""
+        ids = facts.headers.get_all(MCP_SESSION_ID)
+        if len(ids) != 1:
+            return 400
+        return 200 if self.sessions.remove(ids[0]) else 404
+
+    # --- stream transports -----------------------------------------------------------------
+
+    def open_stream(self, facts: TransportFacts | None = None) -> StreamConnection:
+        return StreamConnection(facts if facts is not None else TransportFacts("stdio"))
+
+    def handle_stream(self, conn: StreamConnection, raw: bytes | str) -> Outcome:
+        """One line of a newline-delimited stream."""
+        try:
+            message = decode_message(raw)
+        except JsonRpcError as exc:
+            return error_reply(None, exc)
+        return self.handle_stream_message(conn, message)
+
+    def handle_stream_message(self, conn: StreamConnection, message: Any) -> Outcome:
+        if conn.era is None:
+            conn.era = _stream_era(message)
+        if conn.era is Era.MODERN:
+            if (isinstance(message, dict) and message.get("method") == "initialize"
+                    and "id" in message):
+                params = message.get("params")
+                requested = params.get("protocolVersion") if isinstance(params, dict) else None
+                return error_reply(safe_id(message), unsupported_version(
+                    requested if isinstance(requested, str) else ""))
+            return self._modern.handle(message, conn.facts, http=False)
+        return self._legacy.handle(message, conn.session, conn.facts)

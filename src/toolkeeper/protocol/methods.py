@@ -1,0 +1,111 @@
+"""The method table the kernel dispatches through, and the values a method handler sees.
+
+A handler is a plain function of a :class:`Call`; it returns a result object, or a
+:class:`Deferred` when it has async work to do (a tool handler that may stream progress). The
+kernel turns a Deferred into a :class:`~toolkeeper.protocol.outcome.Pending` the transport
+awaits, so routing and validation stay pure while user code runs on the adapter's loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from toolkeeper.protocol.envelope import RequestId
+from toolkeeper.protocol.headers import HeaderView
+from toolkeeper.protocol.versions import Era
+
+__all__ = [
+    "CacheHint",
+    "Call",
+    "Deferred",
+    "Emit",
+    "Method",
+    "MethodResult",
+    "MethodTable",
+    "TransportFacts",
+]
+
+Emit = Callable[[dict[str, Any]], Awaitable[None]]
+"""Sends one JSON-RPC notification on the request's response stream (SSE or stdout)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TransportFacts:
+    """What the transport knows about a message besides its body: the input of principal
+    resolution and of the header rungs."""
+
+    transport: str
+    headers: HeaderView = field(default_factory=HeaderView)
+    peer: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One request that passed its era's ladder, as a method handler sees it."""
+
+    request_id: RequestId
+    method: str
+    params: Mapping[str, Any]
+    era: Era
+    protocol_version: str
+    client_capabilities: Mapping[str, Any]
+    client_info: Mapping[str, Any] | None
+    log_level: str | None
+    progress_token: str | int | None
+    facts: TransportFacts
+    principal: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """Async work a handler hands back: ``run(emit)`` returns the result object."""
+
+    run: Callable[[Emit], Awaitable[dict[str, Any]]]
+
+
+MethodResult = dict[str, Any] | Deferred
+
+
+@dataclass(frozen=True, slots=True)
+class CacheHint:
+    """``ttlMs``/``cacheScope`` stamped on a cacheable modern result (mcp-wire 7.6)."""
+
+    ttl_ms: int = 0
+    scope: Literal["public", "private"] = "private"
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """A row of the method table."""
+
+    name: str
+    handler: Callable[[Call], MethodResult]
+    eras: frozenset[Era] = frozenset(Era)
+    cache: CacheHint | None = None
+    header_schema: Callable[[Call], dict[str, Any] | None] | None = None
+    """For methods with ``x-mcp-header`` arguments (``tools/call``): the input schema whose
+    annotations the ``Mcp-Param-*`` headers are checked against, or None to skip."""
+
+
+class MethodTable:
+    """Method name -> :class:`Method`, looked up per era (a method outside an era's surface is
+    -32601 in that era)."""
+
+    def __init__(self, methods: Iterable[Method] = ()) -> None:
+        self._methods: dict[str, Method] = {}
+        for method in methods:
+            self.add(method)
+
+    def add(self, method: Method) -> None:
+        if method.name in self._methods:
+            raise ValueError(f"method {method.name!r} is already in the table")
+        self._methods[method.name] = method
+
+    def lookup(self, name: str, era: Era) -> Method | None:
+        method = self._methods.get(name)
+        return method if method is not None and era in method.eras else None
+
+    def names(self, era: Era) -> list[str]:
+        return sorted(n for n, m in self._methods.items() if era in m.eras)

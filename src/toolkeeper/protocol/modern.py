@@ -1,0 +1,145 @@
+"""The modern era (2026-07-28): no handshake, a ``_meta`` envelope on every request, and the
+request ladder of SPEC 3.2 / mcp-wire 4.4 (first failure wins):
+
+====  ====================================================================  ==================
+rung  check                                                                 failure
+====  ====================================================================  ==================
+n     an id-less object is a notification: valid shape; on HTTP the          -32600 / -32020 /
+      version header is a served modern version                              -32022, id null
+7     a single valid request (``jsonrpc`` "2.0", int/str id, object params)  -32600, id null
+9     HTTP: no routing header appears twice                                  -32020
+10    ``params._meta`` present, envelope keys present and well typed         -32602
+11    HTTP: ``MCP-Protocol-Version`` == envelope version                     -32020
+12    HTTP: ``Mcp-Method`` == ``method``                                     -32020
+13    HTTP: ``Mcp-Name`` (decoded) == ``name``/``uri`` when non-null         -32020
+14    envelope version is a served modern version                            -32022
+16    method is in the modern surface                                        -32601 (404)
+15    HTTP ``tools/call``: ``Mcp-Param-*`` agree with the arguments          -32020
+17+   method params and handler                                              per method
+====  ====================================================================  ==================
+
+Rung 15 runs after 16 here because it needs the method's schema hook; no method that has the
+hook can fail rung 16, so the observable order is the table's. Notifications carry no envelope
+and are acknowledged and dropped (``notifications/cancelled`` cancels on stream transports).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from toolkeeper.errors import JsonRpcError
+from toolkeeper.protocol.dispatch import ServerIdentity, error_reply, run_method
+from toolkeeper.protocol.envelope import (
+    InboundNotification,
+    InboundRequest,
+    classify_inbound,
+    is_request_id,
+)
+from toolkeeper.protocol.faults import (
+    header_mismatch,
+    invalid_request,
+    method_not_found,
+    unsupported_version,
+)
+from toolkeeper.protocol.headers import (
+    MCP_PROTOCOL_VERSION,
+    check_param_headers,
+    check_routing_headers,
+    check_unique_routing_headers,
+)
+from toolkeeper.protocol.meta import read_envelope
+from toolkeeper.protocol.methods import CacheHint, Call, Method, MethodTable, TransportFacts
+from toolkeeper.protocol.outcome import Accepted, Outcome
+from toolkeeper.protocol.versions import MODERN_VERSIONS, Era, supported_versions
+
+__all__ = ["ModernPipeline", "discover_method"]
+
+
+class ModernPipeline:
+    """The modern ladder and dispatch; stateless across requests."""
+
+    def __init__(self, methods: MethodTable, identity: ServerIdentity,
+                 resolve_principal: Callable[[TransportFacts], Any]) -> None:
+        self._methods = methods
+        self._identity = identity
+        self._resolve_principal = resolve_principal
+
+    def handle(self, message: Any, facts: TransportFacts, *, http: bool) -> Outcome:
+        if isinstance(message, dict) and "id" not in message:
+            return self._notification(message, facts, http=http)
+        try:
+            inbound = classify_inbound(message)
+            if not isinstance(inbound, InboundRequest):
+                raise invalid_request("Body must be a single JSON-RPC request or notification "
+                                      "object")
+        except JsonRpcError as exc:
+            return error_reply(None, exc)
+        try:
+            call, method = self._ladder(inbound, facts, http=http)
+        except Exception as exc:
+            return error_reply(inbound.id, exc)
+        return run_method(method, call, self._identity)
+
+    def _notification(self, message: dict[str, Any], facts: TransportFacts, *, http: bool
+                      ) -> Outcome:
+        try:
+            inbound = classify_inbound(message)
+            if not isinstance(inbound, InboundNotification):
+                raise invalid_request("Body must be a single JSON-RPC request or notification "
+                                      "object")
+            if http:
+                versions = facts.headers.get_all(MCP_PROTOCOL_VERSION)
+                if len(versions) != 1:
+                    raise header_mismatch(f"{MCP_PROTOCOL_VERSION} header must appear once")
+                if versions[0] not in MODERN_VERSIONS:
+                    raise unsupported_version(versions[0])
+        except JsonRpcError as exc:
+            return error_reply(None, exc)
+        if not http and inbound.method == "notifications/cancelled":
+            target = inbound.params.get("requestId")
+            if is_request_id(target):
+                return Accepted(cancel=target)
+        return Accepted()
+
+    def _ladder(self, request: InboundRequest, facts: TransportFacts, *, http: bool
+                ) -> tuple[Call, Method]:
+        if http:
+            check_unique_routing_headers(facts.headers)
+        envelope = read_envelope(request.params)
+        if http:
+            check_routing_headers(facts.headers, request.method, request.params,
+                                  envelope.protocol_version)
+        if envelope.protocol_version not in MODERN_VERSIONS:
+            raise unsupported_version(envelope.protocol_version)
+        method = self._methods.lookup(request.method, Era.MODERN)
+        if method is None:
+            raise method_not_found(request.method)
+        call = Call(
+            request_id=request.id, method=request.method, params=request.params,
+            era=Era.MODERN, protocol_version=envelope.protocol_version,
+            client_capabilities=envelope.client_capabilities, client_info=envelope.client_info,
+            log_level=envelope.log_level, progress_token=envelope.progress_token, facts=facts,
+            principal=self._resolve_principal(facts))
+        if http and method.header_schema is not None:
+            schema = method.header_schema(call)
+            arguments = request.params.get("arguments")
+            if schema is not None and isinstance(arguments, dict | type(None)):
+                check_param_headers(facts.headers, schema, arguments or {})
+        return call, method
+
+
+def discover_method(capabilities: Mapping[str, Any], instructions: str | None,
+                    cache: CacheHint) -> Method:
+    """``server/discover``: every version served (both eras), capabilities, instructions."""
+    result: dict[str, Any] = {
+        "supportedVersions": supported_versions(),
+        "capabilities": dict(capabilities),
+    }
+    if instructions is not None:
+        result["instructions"] = instructions
+
+    def discover(call: Call) -> dict[str, Any]:
+        return dict(result)
+
+    return Method("server/discover", discover, frozenset({Era.MODERN}), cache)

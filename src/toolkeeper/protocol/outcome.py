@@ -1,0 +1,54 @@
+"""What the kernel hands a transport for one inbound message."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolkeeper.protocol.envelope import RequestId, encode_message
+from toolkeeper.protocol.methods import Emit
+
+__all__ = ["Accepted", "Outcome", "Pending", "Reply"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A complete JSON-RPC response (result or error) and the HTTP status it travels with."""
+
+    message: dict[str, Any]
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def body(self) -> bytes:
+        return encode_message(self.message)
+
+    @property
+    def is_error(self) -> bool:
+        return "error" in self.message
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """No JSON-RPC response (a notification, or a response sent to us): HTTP 202, empty body.
+    ``cancel`` names an in-flight request the peer cancelled (stream transports act on it)."""
+
+    cancel: RequestId | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A request whose handler must run on the transport's loop: ``await complete(emit)``
+    gives the Reply; notifications emitted meanwhile belong on the same response stream."""
+
+    request_id: RequestId
+    run: Callable[[Emit], Awaitable[Reply]]
+    headers: tuple[tuple[str, str], ...] = field(default=())
+
+    async def complete(self, emit: Emit) -> Reply:
+        return await self.run(emit)
+
+
+Outcome = Reply | Accepted | Pending
