@@ -21,9 +21,9 @@ Choices the spec leaves open (documented here because they are decisions, not ac
   ``-rc.2`` or releasing ``2.0.0``), the bump is measured against the newest active version
   *outside* that train (its base), so the release still honours the bump it claims over the
   last stable contract. A train with no base is unguarded, like a first publish.
-* ``minimumVersion`` is the smallest *release* (no pre-release tag) that would pass every rule
-  with the same content, or ``None`` when none exists (e.g. a change that is only MINOR
-  against ``1.4.0`` while ``2.0.0-rc.1`` is active: deprecate the pre-release first).
+* ``minimumVersion`` is the smallest *release* (no pre-release tag) among the next patch,
+  minor and major of ``previous`` and of the reference that would pass every rule with the
+  same content (each candidate judged against the reference *it* would have), or ``None``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,219 @@
+"""The shared store for several gateway replicas: PostgreSQL through psycopg 3.
+
+Writers of one name serialise with ``pg_advisory_xact_lock`` (held to commit); the unique key
+on (name, version_key) backs the guard regardless. Audit rows are appended under a second,
+global transaction lock, so sequence numbers are assigned in commit order and a replica's
+cursor never skips a late commit. Every change transaction ends with ``pg_notify`` on
+:data:`~toolkeeper.registry.rows.CHANNEL`; :class:`~toolkeeper.registry.listener.PgListener`
+delivers it to the other replicas. Every wait is bounded (``connect_timeout``,
+``lock_timeout``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg import errors as pg_errors
+
+from toolkeeper.contracts.spec import ToolSpec
+from toolkeeper.errors import StoreError
+from toolkeeper.registry.listener import PgListener
+from toolkeeper.registry.migrations import POSTGRES_MIGRATIONS, latest_version
+from toolkeeper.registry.rows import (
+    CHANNEL,
+    audit_from_row,
+    audit_params,
+    contract_params,
+    spec_from_document,
+)
+from toolkeeper.registry.store import AuditEntry, AuditRecord, Snapshot
+
+__all__ = ["PostgresStore"]
+
+# Advisory lock namespaces (first key of the two-int form): "tk" + a role digit.
+_NAME_LOCK = 0x746B01
+_AUDIT_LOCK = 0x746B02
+_MIGRATION_LOCK = 0x746B03
+
+_ERRORS: tuple[tuple[type[Exception], str, str], ...] = (
+    (pg_errors.UniqueViolation, "registry.conflict", "the version is already stored"),
+    (pg_errors.LockNotAvailable, "registry.busy", "the registry stayed locked by another writer"),
+    (pg_errors.IntegrityConstraintViolation, "registry.conflict", "the database refused"),
+    (psycopg.OperationalError, "registry.unavailable", "the PostgreSQL registry is unreachable"),
+)
+
+
+def _store_error(exc: psycopg.Error) -> StoreError:
+    for kind, code, text in _ERRORS:
+        if isinstance(exc, kind):
+            return StoreError(f"{text}: {exc}", code=code)
+    return StoreError(f"the PostgreSQL registry failed: {exc}", code="registry.store")
+
+
+class _PgTransaction:
+    def __init__(self, conn: psycopg.Connection[Any], name: str) -> None:
+        self._conn = conn
+        self._name = name
+        self.audited = False
+
+    def versions(self) -> list[ToolSpec]:
+        rows = self._conn.execute("SELECT document FROM contracts WHERE name = %s",
+                                  (self._name,)).fetchall()
+        return sorted((spec_from_document(r[0]) for r in rows), key=lambda s: s.version)
+
+    def insert(self, spec: ToolSpec) -> None:
+        self._check(spec)
+        self._conn.execute(
+            "INSERT INTO contracts (name, version_key, version, content_digest, status, document)"
+            " VALUES (%(name)s, %(version_key)s, %(version)s, %(content_digest)s, %(status)s,"
+            " %(document)s)", contract_params(spec))
+
+    def update(self, spec: ToolSpec) -> None:
+        self._check(spec)
+        cur = self._conn.execute(
+            "UPDATE contracts SET status = %(status)s, document = %(document)s,"
+            " version = %(version)s, content_digest = %(content_digest)s"
+            " WHERE name = %(name)s AND version_key = %(version_key)s", contract_params(spec))
+        if cur.rowcount != 1:
+            raise StoreError(f"{spec.name} {spec.version} is not stored", code="registry.missing")
+
+    def append_audit(self, record: AuditRecord) -> None:
+        if not self.audited:
+            # Taken once, held to commit: sequence numbers are handed out in commit order.
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_AUDIT_LOCK,))
+            self.audited = True
+        self._conn.execute(
+            "INSERT INTO audit (at, actor, action, name, version, rule, verdict) VALUES"
+            " (%(at)s, %(actor)s, %(action)s, %(name)s, %(version)s, %(rule)s, %(verdict)s)",
+            audit_params(record))
+
+    def _check(self, spec: ToolSpec) -> None:
+        if spec.name != self._name:
+            raise StoreError(f"transaction on {self._name!r} cannot write {spec.name!r}",
+                             code="registry.wrong_name")
+
+
+class PostgresStore:
+    """A registry store in a PostgreSQL database, shared by any number of processes."""
+
+    def __init__(self, url: str, *, connect_timeout: int = 10, lock_timeout: float = 30.0,
+                 ) -> None:
+        self.url = url
+        self._connect_timeout = connect_timeout
+        self._lock_timeout_ms = int(lock_timeout * 1000)
+        self._lock = threading.Lock()
+        self._closed = False
+        self._listener: PgListener | None = None
+        self._conn = self._connect()
+        self._migrate()
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        try:
+            conn = psycopg.connect(self.url, autocommit=True,
+                                   connect_timeout=self._connect_timeout)
+            conn.execute(f"SET lock_timeout = {self._lock_timeout_ms}")
+        except psycopg.Error as exc:
+            raise _store_error(exc) from None
+        return conn
+
+    def _live(self) -> psycopg.Connection[Any]:
+        if self._closed:
+            raise StoreError("the store is closed", code="registry.closed")
+        if self._conn.closed or self._conn.broken:
+            self._conn = self._connect()
+        return self._conn
+
+    @contextmanager
+    def _transaction(self, *, read_only: bool = False) -> Iterator[psycopg.Connection[Any]]:
+        with self._lock:
+            conn = self._live()
+            try:
+                with conn.transaction():
+                    if read_only:
+                        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    yield conn
+            except psycopg.Error as exc:
+                raise _store_error(exc) from None
+
+    def _migrate(self) -> None:
+        with self._transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_MIGRATION_LOCK,))
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY,"
+                         " description TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
+            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
+            current = int(row[0]) if row else 0
+            if current > latest_version(POSTGRES_MIGRATIONS):
+                raise StoreError(f"the database has schema version {current}, newer than this "
+                                 "toolkeeper understands", code="registry.schema_too_new")
+            for migration in POSTGRES_MIGRATIONS:
+                if migration.version > current:
+                    for statement in migration.statements:
+                        conn.execute(statement)
+                    conn.execute("INSERT INTO schema_version VALUES (%s, %s, now())",
+                                 (migration.version, migration.description))
+
+    def schema_version(self) -> int:
+        with self._transaction(read_only=True) as conn:
+            row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+        return int(row[0]) if row else 0
+
+    @contextmanager
+    def change(self, name: str) -> Iterator[_PgTransaction]:
+        with self._transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_NAME_LOCK, name))
+            tx = _PgTransaction(conn, name)
+            yield tx
+            if tx.audited:
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, name))
+
+    def snapshot(self) -> Snapshot:
+        with self._transaction(read_only=True) as conn:
+            row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()
+            rows = conn.execute("SELECT document FROM contracts").fetchall()
+        return Snapshot(int(row[0]) if row else 0, tuple(spec_from_document(r[0]) for r in rows))
+
+    def changes_since(self, cursor: int) -> Snapshot:
+        with self._transaction(read_only=True) as conn:
+            row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()
+            rows = conn.execute(
+                "SELECT DISTINCT c.document FROM audit a JOIN contracts c"
+                " ON c.name = a.name AND c.version = a.version"
+                " WHERE a.seq > %s AND a.rule IS NULL", (cursor,)).fetchall()
+        return Snapshot(int(row[0]) if row else 0, tuple(spec_from_document(r[0]) for r in rows))
+
+    def audit(self) -> tuple[AuditEntry, ...]:
+        with self._transaction(read_only=True) as conn:
+            rows = conn.execute("SELECT seq, at, actor, action, name, version, rule, verdict"
+                                " FROM audit ORDER BY seq").fetchall()
+        return tuple(audit_from_row(r) for r in rows)
+
+    def watch(self, callback: Callable[[], None]) -> None:
+        """Deliver other replicas' commits: starts the LISTEN thread on first use."""
+        if self._listener is None:
+            self._listener = PgListener(self.url, CHANNEL, connect_timeout=self._connect_timeout)
+            self._listener.add(callback)
+            if not self._listener.start(timeout=self._connect_timeout):
+                raise StoreError("could not LISTEN for registry changes",
+                                 code="registry.unavailable")
+        else:
+            self._listener.add(callback)
+
+    def stale(self) -> bool:
+        return False  # changes are pushed through LISTEN/NOTIFY
+
+    def _send_token(self, token: str) -> None:
+        with self._lock:
+            self._live().execute("SELECT pg_notify(%s, %s)", (CHANNEL, token))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        if self._listener is not None:
+            self._listener.stop(self._send_token)
+        with self._lock:
+            self._closed = True
+            self._conn.close()
