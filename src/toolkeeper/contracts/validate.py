@@ -17,7 +17,7 @@ the keyword and a message, and are post-processed by a fixed policy:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -124,7 +124,7 @@ _MESSAGES: dict[str, Any] = {
 class CompiledSchema:
     """A compiled validator for one schema. Build with :func:`compile_schema` (cached)."""
 
-    __slots__ = ("_validator", "schema")
+    __slots__ = ("_validator", "is_valid", "schema")
 
     def __init__(self, schema: dict[str, Any] | bool, *, assert_formats: bool = False) -> None:
         self.schema = schema
@@ -137,13 +137,12 @@ class CompiledSchema:
         except (jsonschema_rs.ValidationError, ValueError, TypeError) as exc:
             first = str(exc).split("\n", 1)[0]
             raise SchemaError(f"not a valid JSON Schema 2020-12: {first}") from None
-
-    def is_valid(self, instance: Any) -> bool:
-        return bool(self._validator.is_valid(instance))
+        #: ``is_valid(instance) -> bool``: the fast path, bound straight to the compiled validator.
+        self.is_valid: Callable[[Any], bool] = self._validator.is_valid
 
     def errors(self, instance: Any) -> list[Issue]:
         """Every error, policy applied, sorted; ``[]`` when valid."""
-        if self._validator.is_valid(instance):
+        if self.is_valid(instance):
             return []
         raw: list[tuple[tuple[str | int, ...], str, str]] = []
         for error in self._validator.iter_errors(instance):
