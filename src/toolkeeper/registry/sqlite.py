@@ -94,7 +94,11 @@ class SQLiteStore:
             raise _store_error(exc) from None
         self._lock = threading.Lock()
         self._closed = False
-        self._migrate()
+        try:
+            self._migrate()
+        except BaseException:
+            self._conn.close()
+            raise
         self._data_version = self._pragma_data_version()
 
     # --- schema ----------------------------------------------------------------------------
