@@ -108,6 +108,23 @@ class SchemaDocument:
         self._keep.append(result)
         return result
 
+    def mentions(self, keyword: str, node: Any) -> bool:
+        """Whether ``keyword`` occurs in the schema ``node`` or anything it references."""
+        seen: set[int] = set()
+        stack = [node]
+        while stack:
+            current = self.resolve(stack.pop())
+            if id(current) in seen or isinstance(current, Unresolvable):
+                continue
+            seen.add(id(current))
+            if isinstance(current, dict):
+                if keyword in current:
+                    return True
+                stack.extend(v for k, v in current.items() if k not in DATA_KEYWORDS)
+            elif isinstance(current, list):
+                stack.extend(current)
+        return False
+
     def _resolve_uncached(self, node: dict[str, Any]) -> Any:
         ref: str = node["$ref"]
         if not ref.startswith("#"):

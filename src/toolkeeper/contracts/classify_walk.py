@@ -65,11 +65,6 @@ class Ctx:
 
     def compare(self, b: Any, a: Any, path: str) -> None:
         """Compare the schemas ``b`` (before) and ``a`` (after) found at ``path``."""
-        if is_ref(b) or is_ref(a):
-            pair = (id(b), id(a))
-            if pair in self.visited:
-                return
-            self.visited.add(pair)
         rb, ra = self.before.resolve(b), self.after.resolve(a)
         bad = rb if isinstance(rb, Unresolvable) else ra
         if isinstance(bad, Unresolvable):
@@ -77,8 +72,16 @@ class Ctx:
                 self.emit(child_path(path, "$ref"), "unanalysable",
                           f"{bad.reason}: cannot be analysed, fails closed")
             return
-        if self.same(rb, ra):
-            return
+        if is_ref(b) or is_ref(a):
+            # Compare a pair of reference targets once: a recursive schema terminates, and a
+            # change inside a shared definition is reported where it is first reached.
+            pair = (id(rb), id(ra))
+            if pair in self.visited:
+                return
+            self.visited.add(pair)
+        if self.same(rb, ra) and (self.assert_formats[0] == self.assert_formats[1]
+                                  or not self.before.mentions("format", rb)):
+            return  # equal schemas, unless format assertion flipped and a format is reachable
         _compare_resolved(self, rb, ra, path)
 
     def flipped(self) -> Ctx:
