@@ -42,7 +42,7 @@ MAX_DEPTH: Final = 64
 (-32700): the decoder declines to build it, whatever the content."""
 
 _DECODER: Final = msgspec.json.Decoder()
-_ENCODER: Final = msgspec.json.Encoder()
+_ENCODER: Final = msgspec.json.Encoder(order="sorted")
 
 
 def decode_message(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
@@ -77,7 +77,8 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
 
 
 def encode_message(message: Mapping[str, Any]) -> bytes:
-    """Compact JSON bytes of a message (``msgspec.Raw`` values are spliced in verbatim)."""
+    """Canonical (sorted-key, compact) JSON bytes of a message; ``msgspec.Raw`` values are
+    spliced in verbatim."""
     return _ENCODER.encode(message)
 
 

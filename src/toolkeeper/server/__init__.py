@@ -1,0 +1,51 @@
+"""The gateway (SPEC 3): ``tools/list`` and ``tools/call`` over the registry, the handler API,
+the call log and principal resolution, assembled behind the protocol kernel."""
+
+from toolkeeper.server.calllog import CallLog, CallRecord, InMemoryCallLog, arguments_digest
+from toolkeeper.server.calls import ToolCalls, closed_schema
+from toolkeeper.server.content import (
+    ToolResult,
+    audio,
+    embedded_resource,
+    image,
+    resource_link,
+    text,
+    to_tool_result,
+)
+from toolkeeper.server.gate import RETIRED, UNKNOWN, Plan, plan_call, unknown_tool
+from toolkeeper.server.gateway import Gateway, build_gateway, default_identity
+from toolkeeper.server.handlers import HandlerBinding, ToolContext, ToolHandlers
+from toolkeeper.server.principal import LocalPrincipal, PrincipalResolver, fixed_principal
+from toolkeeper.server.views import ToolViews, View
+
+__all__ = [
+    "RETIRED",
+    "UNKNOWN",
+    "CallLog",
+    "CallRecord",
+    "Gateway",
+    "HandlerBinding",
+    "InMemoryCallLog",
+    "LocalPrincipal",
+    "Plan",
+    "PrincipalResolver",
+    "ToolCalls",
+    "ToolContext",
+    "ToolHandlers",
+    "ToolResult",
+    "ToolViews",
+    "View",
+    "arguments_digest",
+    "audio",
+    "build_gateway",
+    "closed_schema",
+    "default_identity",
+    "embedded_resource",
+    "fixed_principal",
+    "image",
+    "plan_call",
+    "resource_link",
+    "text",
+    "to_tool_result",
+    "unknown_tool",
+]

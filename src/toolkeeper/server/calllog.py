@@ -1,0 +1,82 @@
+"""The call log: one record per *dispatched* tool call (SPEC 3.4 step 4).
+
+A call that fails the schema-version gate or argument validation never reaches the log
+(invariant 2). Arguments are never stored, only the SHA-256 of their canonical JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from toolkeeper.contracts.canonical import canonical_json
+
+__all__ = ["CallLog", "CallRecord", "InMemoryCallLog", "arguments_digest"]
+
+
+def arguments_digest(arguments: Mapping[str, Any]) -> str:
+    """``sha256:<hex>`` of the canonical JSON of the arguments."""
+    return "sha256:" + hashlib.sha256(canonical_json(dict(arguments))).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One dispatched call. ``outcome`` is None while the handler runs, then ``ok``, ``error``
+    (an ``isError`` result), ``exception`` (the handler raised), ``protocol_error`` (the handler
+    raised a JSON-RPC error) or ``cancelled``; ``latency_ms`` is set with it."""
+
+    tool: str
+    version: str
+    principal: str
+    arguments_digest: str
+    era: str
+    outcome: str | None = None
+    latency_ms: float | None = None
+
+
+class CallLog(Protocol):
+    """Where dispatched calls are recorded: ``dispatched`` before the handler runs,
+    ``completed`` after it, with the handle ``dispatched`` returned."""
+
+    def dispatched(self, record: CallRecord) -> int: ...
+
+    def completed(self, handle: int, outcome: str, latency_ms: float) -> None: ...
+
+
+class InMemoryCallLog:
+    """The in-memory call log (thread-safe), bounded to the newest ``max_records`` entries;
+    ``records`` are in dispatch order."""
+
+    def __init__(self, max_records: int = 100_000) -> None:
+        self._records: OrderedDict[int, CallRecord] = OrderedDict()
+        self._next = 0
+        self._max = max_records
+        self._lock = threading.Lock()
+
+    @property
+    def records(self) -> tuple[CallRecord, ...]:
+        with self._lock:
+            return tuple(self._records.values())
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._records)
+
+    def dispatched(self, record: CallRecord) -> int:
+        with self._lock:
+            handle = self._next
+            self._next += 1
+            self._records[handle] = record
+            while len(self._records) > self._max:
+                self._records.popitem(last=False)
+            return handle
+
+    def completed(self, handle: int, outcome: str, latency_ms: float) -> None:
+        with self._lock:
+            record = self._records.get(handle)
+            if record is not None:
+                self._records[handle] = replace(record, outcome=outcome, latency_ms=latency_ms)

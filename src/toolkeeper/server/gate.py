@@ -1,0 +1,106 @@
+"""The schema-version gate of ``tools/call`` (SPEC 3.4 steps 1-2, seed 003).
+
+Given the caller's principal, the tool name and the optional ``params._meta.schemaVersion``,
+decide which contract version the call runs under, or refuse:
+
+* no tool visible to the principal (unknown, or invisible): -32602 ``Unknown tool: <name>``,
+  one shape for both, so the error is no existence oracle;
+* no version declared: the served version, validated strictly (unknown properties refused);
+* the served version: accepted;
+* another version that is still callable (active or deprecated) and visible: accepted under
+  exactly that version's schema, and the result names the successor;
+* a retired version: -32602 ``schema_version_retired`` (the call never executes);
+* anything else (never published, not semver, or not visible): -32602 ``schema_version_unknown``.
+
+Gate rejections carry ``{"reason", "tool", "requestedVersion", "currentVersion", "action":
+"relist"}`` so a client can re-list and retry once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolkeeper.contracts.semver import Version
+from toolkeeper.contracts.spec import Status, ToolSpec
+from toolkeeper.errors import JsonRpcError, SemverError
+from toolkeeper.protocol.faults import invalid_params
+from toolkeeper.registry import Principal, Registry, is_visible
+from toolkeeper.server.views import ToolViews
+
+__all__ = ["RETIRED", "UNKNOWN", "Plan", "plan_call", "unknown_tool"]
+
+RETIRED = "schema_version_retired"
+UNKNOWN = "schema_version_unknown"
+SCHEMA_VERSION_KEY = "schemaVersion"
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The contract a call runs under. ``strict``: no version was declared, so the root is
+    closed to unknown properties. ``successor``: set when the caller pinned an older version."""
+
+    spec: ToolSpec
+    strict: bool
+    successor: Version | None = None
+
+
+def unknown_tool(name: str) -> JsonRpcError:
+    """The one error for a tool that does not exist *or* that the caller may not see."""
+    return invalid_params(f"Unknown tool: {name}")
+
+
+def _gate_error(reason: str, name: str, requested: str, current: ToolSpec | None
+                ) -> JsonRpcError:
+    verb = "is retired" if reason == RETIRED else "is not a version this caller can use"
+    return invalid_params(
+        f"schema version {requested} of tool {name!r} {verb}; re-list tools and retry",
+        {"reason": reason, "tool": name, "requestedVersion": requested,
+         "currentVersion": str(current.version) if current is not None else None,
+         "action": "relist"})
+
+
+def requested_version(params: Mapping[str, Any]) -> str | None:
+    """``params._meta.schemaVersion``: a string, absent (None), or -32602."""
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or meta.get(SCHEMA_VERSION_KEY) is None:
+        return None
+    value = meta[SCHEMA_VERSION_KEY]
+    if not isinstance(value, str):
+        raise invalid_params("params._meta.schemaVersion must be a string",
+                             {"path": "$.params._meta.schemaVersion"})
+    return value
+
+
+def plan_call(registry: Registry, views: ToolViews, principal: Principal, name: str,
+              requested: str | None) -> Plan:
+    """Decide the contract for a call, or raise the gate's JsonRpcError."""
+    served = views.view(principal).by_name.get(name)
+    fallback: ToolSpec | None = None
+    if served is None:
+        fallback = views.view(principal, include_deprecated=True).by_name.get(name)
+        if fallback is None or requested is None:
+            raise unknown_tool(name)
+    if requested is None:
+        assert served is not None
+        return Plan(served, strict=True)
+    current = served if served is not None else fallback
+    try:
+        version = Version.parse(requested)
+    except SemverError:
+        raise _gate_error(UNKNOWN, name, requested, current) from None
+    if served is not None and version == served.version:
+        return Plan(served, strict=False)
+    pinned = registry.get(name, version)
+    if pinned is None:
+        raise _gate_error(UNKNOWN, name, requested, current)
+    if pinned.status is Status.RETIRED:
+        entitled = is_visible(pinned.with_lifecycle(status=Status.ACTIVE), principal)
+        raise _gate_error(RETIRED if entitled else UNKNOWN, name, requested, current)
+    if not is_visible(pinned, principal, include_deprecated=True):
+        raise _gate_error(UNKNOWN, name, requested, current)
+    successor = pinned.successor
+    if successor is None and served is not None and served.version != pinned.version:
+        successor = served.version
+    return Plan(pinned, strict=False, successor=successor)

@@ -1,0 +1,93 @@
+"""The gateway: the registry, the handlers and the call log behind the protocol kernel.
+
+:func:`build_gateway` is the one place that assembles a server: it fills the kernel's method
+table with ``tools/list`` and ``tools/call`` (both eras) and wires the principal resolver.
+Transports take ``gateway.kernel``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from toolkeeper.protocol import (
+    CacheHint,
+    Call,
+    Method,
+    MethodResult,
+    MethodTable,
+    ServerIdentity,
+    ServerKernel,
+    SessionTable,
+)
+from toolkeeper.protocol.faults import invalid_params
+from toolkeeper.registry import Principal, Registry
+from toolkeeper.server.calllog import CallLog, InMemoryCallLog
+from toolkeeper.server.calls import ToolCalls
+from toolkeeper.server.handlers import ToolHandlers
+from toolkeeper.server.principal import LocalPrincipal, PrincipalResolver
+from toolkeeper.server.views import ToolViews
+
+__all__ = ["Gateway", "build_gateway", "default_identity"]
+
+CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": False}, "logging": {}}
+
+
+def default_identity() -> ServerIdentity:
+    try:
+        version = metadata.version("toolkeeper")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        version = "0.0.0"
+    return ServerIdentity("toolkeeper", version, "toolkeeper gateway")
+
+
+@dataclass(frozen=True, slots=True)
+class Gateway:
+    """An assembled gateway: hand ``kernel`` to a transport."""
+
+    kernel: ServerKernel
+    registry: Registry
+    handlers: ToolHandlers
+    call_log: CallLog
+    views: ToolViews
+    resolve_principal: PrincipalResolver
+
+
+def _list_tools(views: ToolViews) -> Callable[[Call], MethodResult]:
+    def list_tools(call: Call) -> dict[str, Any]:
+        if call.params.get("cursor") is not None:
+            # Every view fits one page; a cursor can only be one we never issued.
+            raise invalid_params("tools/list: unknown cursor", {"path": "$.params.cursor"})
+        principal = call.principal
+        if not isinstance(principal, Principal):
+            raise TypeError("tools/list needs a Principal from the principal resolver")
+        return {"tools": views.view(principal).tools_json}
+    return list_tools
+
+
+def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
+                  call_log: CallLog | None = None,
+                  resolve_principal: PrincipalResolver | None = None,
+                  identity: ServerIdentity | None = None, instructions: str | None = None,
+                  list_ttl_ms: int = 0, discover_ttl_ms: int = 0,
+                  sessions: SessionTable | None = None) -> Gateway:
+    """Assemble a gateway over ``registry``. Defaults: no handlers, an in-memory call log,
+    the anonymous :class:`LocalPrincipal`, ``ttlMs`` 0 (``tools/list`` is ``private``,
+    ``server/discover`` ``public``)."""
+    handlers = handlers if handlers is not None else ToolHandlers()
+    call_log = call_log if call_log is not None else InMemoryCallLog()
+    resolver: PrincipalResolver = (resolve_principal if resolve_principal is not None
+                                   else LocalPrincipal(registry))
+    views = ToolViews(registry)
+    calls = ToolCalls(registry, views, handlers, call_log)
+    table = MethodTable([
+        Method("tools/list", _list_tools(views), cache=CacheHint(list_ttl_ms, "private")),
+        Method("tools/call", calls, header_schema=calls.header_schema),
+    ])
+    kernel = ServerKernel(
+        table, identity=identity or default_identity(), capabilities=CAPABILITIES,
+        instructions=instructions, discover_cache=CacheHint(discover_ttl_ms, "public"),
+        resolve_principal=resolver, sessions=sessions)
+    return Gateway(kernel, registry, handlers, call_log, views, resolver)

@@ -1,0 +1,172 @@
+"""The handler API: bind Python functions (sync or async) to tool contracts.
+
+::
+
+    handlers = ToolHandlers()
+
+    @handlers.tool("payments.lookup")
+    async def lookup(arguments, ctx):
+        await ctx.progress(1, 2, "querying core banking")
+        return f"{arguments['reference']}: HELD"
+
+    handlers.bind("db.query", query_v4, version="4.0.0")   # per name+version
+
+A handler takes ``(arguments)`` or ``(arguments, ctx)`` and returns a
+:class:`~toolkeeper.server.content.ToolResult`, a string, a mapping (structured content), a
+list of content blocks, or None. A binding for the exact version wins over one for the name.
+Sync handlers run on the event loop: keep them quick, and use ``async def`` for I/O.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from toolkeeper.contracts.semver import Version
+from toolkeeper.contracts.spec import ToolSpec
+from toolkeeper.errors import JsonRpcError
+from toolkeeper.protocol import (
+    LOG_LEVELS,
+    Call,
+    Emit,
+    Era,
+    log_level_allows,
+    missing_capabilities,
+    notification_message,
+)
+from toolkeeper.protocol.faults import invalid_params, missing_capability
+
+__all__ = ["HandlerBinding", "ToolContext", "ToolHandlers", "capability_error"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def capability_error(required: Mapping[str, Any], era: Era) -> JsonRpcError:
+    """-32021 in the modern era; the legacy era has no such code, so it is -32602 with the
+    same ``requiredCapabilities`` data (era rules never mix)."""
+    if era is Era.MODERN:
+        return missing_capability(required)
+    return invalid_params("Missing required client capability",
+                          {"requiredCapabilities": dict(required)})
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerBinding:
+    """A function bound to a tool (``version`` None: every version of the name)."""
+
+    name: str
+    version: Version | None
+    function: Callable[..., Any]
+    requires: Mapping[str, Any] = field(default_factory=dict)
+    takes_context: bool = True
+
+
+class ToolContext:
+    """What a running handler can do besides computing its result."""
+
+    def __init__(self, call: Call, spec: ToolSpec, principal: Any, emit: Emit) -> None:
+        self._call = call
+        self._emit = emit
+        self.spec = spec
+        self.principal = principal
+
+    @property
+    def tool(self) -> str:
+        return self.spec.name
+
+    @property
+    def version(self) -> Version:
+        return self.spec.version
+
+    @property
+    def era(self) -> Era:
+        return self._call.era
+
+    @property
+    def client_capabilities(self) -> Mapping[str, Any]:
+        return self._call.client_capabilities
+
+    async def progress(self, progress: float, total: float | None = None,
+                       message: str | None = None) -> None:
+        """Report progress; sent only when the caller gave a progress token (SSE on HTTP)."""
+        token = self._call.progress_token
+        if token is None:
+            return
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self._emit(notification_message("notifications/progress", params))
+
+    async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
+        """Log to the caller; sent only at or above the level the caller asked for (modern:
+        ``_meta`` logLevel on this request; legacy: ``logging/setLevel``)."""
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}")
+        if not log_level_allows(self._call.log_level, level):
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self._emit(notification_message("notifications/message", params))
+
+    def require_capabilities(self, required: Mapping[str, Any]) -> None:
+        """Stop the call unless the client declared these capabilities (-32021)."""
+        if missing_capabilities(required, self._call.client_capabilities):
+            raise capability_error(required, self._call.era)
+
+
+def _takes_context(function: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+class ToolHandlers:
+    """The set of bound handlers a gateway dispatches to."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, HandlerBinding] = {}
+        self._by_version: dict[tuple[str, Version], HandlerBinding] = {}
+
+    def bind(self, name: str, function: Callable[..., Any], *,
+             version: str | Version | None = None,
+             requires: Mapping[str, Any] | None = None) -> HandlerBinding:
+        """Bind ``function`` to ``name`` (every version) or to one ``version`` of it.
+        ``requires`` names client capabilities the call needs (checked before dispatch)."""
+        parsed = Version.parse(version) if isinstance(version, str) else version
+        binding = HandlerBinding(name, parsed, function, dict(requires or {}),
+                                 _takes_context(function))
+        if parsed is None:
+            if name in self._by_name:
+                raise ValueError(f"a handler is already bound to {name!r}")
+            self._by_name[name] = binding
+        else:
+            if (name, parsed) in self._by_version:
+                raise ValueError(f"a handler is already bound to {name!r} {parsed}")
+            self._by_version[(name, parsed)] = binding
+        return binding
+
+    def tool(self, name: str, *, version: str | Version | None = None,
+             requires: Mapping[str, Any] | None = None) -> Callable[[F], F]:
+        """Decorator form of :meth:`bind`."""
+        def decorate(function: F) -> F:
+            self.bind(name, function, version=version, requires=requires)
+            return function
+        return decorate
+
+    def lookup(self, name: str, version: Version) -> HandlerBinding | None:
+        """The binding for that exact version, else the one for the name, else None."""
+        return self._by_version.get((name, version)) or self._by_name.get(name)
+
+    def merge(self, other: ToolHandlers) -> None:
+        """Add every binding of ``other`` (duplicates are refused)."""
+        for binding in [*other._by_name.values(), *other._by_version.values()]:
+            self.bind(binding.name, binding.function, version=binding.version,
+                      requires=binding.requires)

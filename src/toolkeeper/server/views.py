@@ -1,0 +1,74 @@
+"""Per-principal views of the estate for ``tools/list`` and ``tools/call``.
+
+A view is the registry's discovery answer for one principal, plus its ``tools`` array
+serialized once (canonical JSON spliced into every response as ``msgspec.Raw``) and a name
+index. Views are keyed on (registry generation, tenant, scopes, clearance): any registry
+change, local or from another replica, bumps the generation and retires every cached view.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import msgspec
+
+from toolkeeper.contracts.canonical import canonical_json
+from toolkeeper.contracts.spec import ToolSpec
+from toolkeeper.registry import Principal, Registry
+
+__all__ = ["ToolViews", "View"]
+
+_Key = tuple[int, str, frozenset[str], str]
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """One principal's estate: the served version of every visible tool."""
+
+    specs: tuple[ToolSpec, ...]
+    by_name: Mapping[str, ToolSpec]
+    tools_json: msgspec.Raw
+
+    @classmethod
+    def build(cls, specs: tuple[ToolSpec, ...]) -> View:
+        return cls(specs, MappingProxyType({s.name: s for s in specs}),
+                   msgspec.Raw(canonical_json([s.to_mcp() for s in specs])))
+
+
+class ToolViews:
+    """A bounded cache of views, cleared whenever the registry generation moves."""
+
+    def __init__(self, registry: Registry, *, max_views: int = 1024) -> None:
+        self._registry = registry
+        self._max = max_views
+        self._lock = threading.Lock()
+        self._views: OrderedDict[_Key, View] = OrderedDict()
+        self._generation = -1
+        self.builds = 0
+
+    def view(self, principal: Principal, *, include_deprecated: bool = False) -> View:
+        """The principal's view (with deprecated versions too when asked; not cached)."""
+        if include_deprecated:
+            return View.build(self._registry.discover(principal, include_deprecated=True))
+        generation = self._registry.generation
+        key = (generation, principal.tenant, principal.scopes, principal.clearance.value)
+        with self._lock:
+            if generation != self._generation:
+                self._views.clear()
+                self._generation = generation
+            cached = self._views.get(key)
+            if cached is not None:
+                self._views.move_to_end(key)
+                return cached
+        view = View.build(self._registry.discover(principal))
+        with self._lock:
+            if generation == self._generation:
+                self._views[key] = view
+                self.builds += 1
+                while len(self._views) > self._max:
+                    self._views.popitem(last=False)
+        return view
