@@ -1,0 +1,292 @@
+"""Streamable HTTP: a plain ASGI app around the protocol kernel (SPEC 3.2, mcp-wire 4).
+
+Checks run in the order of mcp-wire 4.4; the rest of the ladder is the kernel's:
+
+=====  ===================================================  ===============================
+step   check                                                failure
+=====  ===================================================  ===============================
+0a     POST body within ``max_body_bytes`` (4 MiB)           413 text/plain
+1      POST ``Content-Type`` is ``application/json``         400 text/plain
+2      ``Host`` allowed / ``Origin`` absent or allowed        421 / 403 text/plain
+3      method: POST; DELETE ends a legacy session            405 ``Allow: POST`` (GET and the
+                                                             rest; DELETE without a session)
+4      ``Accept`` lists JSON and SSE (JSON in JSON mode)     406
+5+     body -> :meth:`ServerKernel.handle_http`              JSON-RPC error, table status
+=====  ===================================================  ===============================
+
+A reply is JSON with the status from the code table; an accepted notification is 202 with an
+empty body. A request whose handler emits a notification (progress, log) is committed to SSE
+at the first one, and so is one silent for ``keepalive_s`` (then pinged); once committed the
+status is 200 and the response is the last event. A client that disconnects cancels its
+handler. No exception escapes to the server: a transport fault is logged and answered 500
+with a fixed text, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from toolkeeper.protocol import (
+    Accepted,
+    HeaderView,
+    Pending,
+    Reply,
+    ServerKernel,
+    TransportFacts,
+    encode_message,
+)
+from toolkeeper.protocol.headers import MCP_PROTOCOL_VERSION, MCP_SESSION_ID
+from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS
+from toolkeeper.transports.security import OriginPolicy
+from toolkeeper.transports.sse import KEEPALIVE, SSE_HEADERS, sse_frame
+
+__all__ = ["ASGIApp", "HttpConfig", "StreamableHTTPApp", "create_asgi_app"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_log = logging.getLogger("toolkeeper.transports.http")
+
+DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
+_JSON: Final = (b"content-type", b"application/json")
+
+
+@dataclass(frozen=True, slots=True)
+class HttpConfig:
+    """Transport options. ``path`` None serves every path (for mounting in another app)."""
+
+    path: str | None = "/mcp"
+    max_body_bytes: int = DEFAULT_MAX_BODY
+    policy: OriginPolicy = field(default_factory=OriginPolicy)
+    json_response: bool = False
+    keepalive_s: float = 15.0
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Disconnected(Exception):
+    pass
+
+
+def _accepts(accept: str | None) -> tuple[bool, bool]:
+    """(JSON acceptable, SSE acceptable), with ``*/*``, ``application/*``, ``text/*``."""
+    types: set[str] = set()
+    for item in (accept or "").split(","):
+        media, *params = (p.strip().lower() for p in item.split(";"))
+        if any(p.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params):
+            continue
+        types.add(media)
+    json = bool(types & {"application/json", "application/*", "*/*"})
+    sse = bool(types & {"text/event-stream", "text/*", "*/*"})
+    return json, sse
+
+
+class StreamableHTTPApp:
+    """The MCP endpoint as an ASGI callable."""
+
+    def __init__(self, kernel: ServerKernel, config: HttpConfig | None = None) -> None:
+        self.kernel = kernel
+        self.config = config if config is not None else HttpConfig()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await _lifespan(receive, send)
+        elif kind == "http":
+            started = False
+
+            async def tracking_send(message: Message) -> None:
+                nonlocal started
+                started = started or message["type"] == "http.response.start"
+                await send(message)
+
+            try:
+                await self._http(scope, receive, tracking_send)
+            except _Disconnected:
+                return
+            except Exception:
+                _log.exception("transport fault while serving %s %s", scope.get("method"),
+                               scope.get("path"))
+                if not started:
+                    await _plain(send, 500, b"Internal Server Error")
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1000})
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        config = self.config
+        if config.path is not None and scope["path"] != config.path:
+            await _plain(send, 404, b"Not Found")
+            return
+        headers = HeaderView.from_pairs(scope["headers"])
+        method = scope["method"]
+        if method == "POST":
+            refusal = _check_post_headers(headers, config.max_body_bytes)
+            if refusal is not None:
+                await _plain(send, *refusal)
+                return
+        if not config.policy.host_allowed(headers.get("host")):
+            await _plain(send, 421, b"Invalid Host header")
+            return
+        if not config.policy.origin_allowed(headers.get("origin")):
+            await _plain(send, 403, b"Invalid Origin header")
+            return
+        if method != "POST":
+            await self._other_method(method, headers, scope, send)
+            return
+        json_ok, sse_ok = _accepts(headers.get("accept"))
+        if not json_ok or not (sse_ok or config.json_response):
+            await _respond(send, 406, [], b"")
+            return
+        try:
+            body = await _read_body(receive, config.max_body_bytes)
+        except _TooLarge:
+            await _plain(send, 413, b"Request body too large")
+            return
+        client = scope.get("client")
+        facts = TransportFacts("http", headers,
+                               f"{client[0]}:{client[1]}" if client else None)
+        outcome = self.kernel.handle_http(body, facts)
+        if isinstance(outcome, Reply):
+            await _reply(send, outcome)
+        elif isinstance(outcome, Accepted):
+            await _respond(send, 202, _encode_headers(outcome.headers), b"")
+        else:
+            await self._pending(outcome, receive, send)
+
+    async def _other_method(self, method: str, headers: HeaderView, scope: Scope,
+                            send: Send) -> None:
+        versions = headers.get_all(MCP_PROTOCOL_VERSION)
+        modern = any(v not in HANDSHAKE_VERSIONS for v in versions)
+        if method == "DELETE" and not modern and headers.get(MCP_SESSION_ID) is not None:
+            status = self.kernel.end_session(TransportFacts("http", headers))
+            await _respond(send, status, [], b"")
+            return
+        await _respond(send, 405, [(b"allow", b"POST")], b"")
+
+    async def _pending(self, pending: Pending, receive: Receive, send: Send) -> None:
+        """Run a handler; JSON if it stays silent, SSE from its first notification on."""
+        lock = asyncio.Lock()
+        committed = False
+        extra = _encode_headers(pending.headers)
+
+        async def commit() -> None:
+            nonlocal committed
+            if not committed:
+                committed = True
+                await send({"type": "http.response.start", "status": 200,
+                            "headers": [*SSE_HEADERS, *extra]})
+
+        async def emit(message: dict[str, Any]) -> None:
+            if self.config.json_response:
+                return
+            async with lock:
+                await commit()
+                await send({"type": "http.response.body",
+                            "body": sse_frame(encode_message(message)), "more_body": True})
+
+        handler = asyncio.ensure_future(pending.complete(emit))
+        watcher = asyncio.ensure_future(_wait_disconnect(receive))
+        try:
+            while True:
+                done, _ = await asyncio.wait({handler, watcher}, timeout=self.config.keepalive_s,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if handler in done:
+                    break
+                if watcher in done:
+                    return  # the client left: the finally clause cancels the handler
+                if not self.config.json_response:
+                    async with lock:
+                        await commit()
+                        await send({"type": "http.response.body", "body": KEEPALIVE,
+                                    "more_body": True})
+            reply = handler.result()
+            async with lock:
+                if committed:
+                    await send({"type": "http.response.body", "body": sse_frame(reply.body),
+                                "more_body": False})
+                else:
+                    await _reply(send, reply)
+        finally:
+            for task in (handler, watcher):
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
+
+
+def _check_post_headers(headers: HeaderView, limit: int) -> tuple[int, bytes] | None:
+    lengths = headers.get_all("content-length")
+    if lengths:
+        if len(set(lengths)) != 1 or not lengths[0].strip().isdigit():
+            return 400, b"Invalid Content-Length header"
+        if int(lengths[0]) > limit:
+            return 413, b"Request body too large"
+    content_type = headers.get("content-type")
+    if content_type is None or not content_type.strip().lower().startswith("application/json"):
+        return 400, b"Invalid Content-Type header"
+    return None
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Disconnected
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _wait_disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def _encode_headers(headers: tuple[tuple[str, str], ...]) -> list[tuple[bytes, bytes]]:
+    return [(n.encode("latin-1"), v.encode("latin-1")) for n, v in headers]
+
+
+async def _respond(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes
+                   ) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _plain(send: Send, status: int, text: bytes) -> None:
+    await _respond(send, status, [(b"content-type", b"text/plain; charset=utf-8")], text)
+
+
+async def _reply(send: Send, reply: Reply) -> None:
+    await _respond(send, reply.status, [_JSON, *_encode_headers(reply.headers)], reply.body)
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def create_asgi_app(kernel: ServerKernel, config: HttpConfig | None = None) -> StreamableHTTPApp:
+    """The ASGI app serving ``kernel`` (see :class:`HttpConfig`)."""
+    return StreamableHTTPApp(kernel, config)

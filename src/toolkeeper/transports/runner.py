@@ -1,0 +1,103 @@
+"""Running the ASGI app under uvicorn: in the foreground (``toolkeeper serve``) or in a
+background thread on an ephemeral loopback port (tests, benchmarks, embedding).
+
+The background server binds and listens *before* uvicorn starts, so the port is known and
+connections made at once wait in the backlog: there is nothing to poll for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import uvicorn
+
+from toolkeeper.transports.http import ASGIApp
+
+__all__ = ["RunningServer", "ServerThread", "run_foreground", "serve_in_thread"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunningServer:
+    """Where a started server listens."""
+
+    host: str
+    port: int
+    path: str = "/mcp"
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return self.base_url + self.path
+
+
+def _config(app: ASGIApp, log_level: str, host: str = "127.0.0.1", port: int = 8000
+            ) -> uvicorn.Config:
+    return uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
+                          ws="none", access_log=log_level in ("debug", "info"))
+
+
+class ServerThread:
+    """uvicorn in a daemon thread; ``start()`` returns where it listens, ``stop()`` ends it."""
+
+    def __init__(self, app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
+                 path: str = "/mcp", log_level: str = "warning") -> None:
+        self._app = app
+        self._host = host
+        self._port = port
+        self._path = path
+        self._log_level = log_level
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> RunningServer:
+        if self._thread is not None:
+            raise RuntimeError("server already started")
+        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self._host, self._port))
+        sock.listen(128)
+        port = sock.getsockname()[1]
+        self._server = uvicorn.Server(_config(self._app, self._log_level))
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
+                                        name=f"toolkeeper-http-{port}", daemon=True)
+        self._thread.start()
+        return RunningServer(self._host, port, self._path)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Ask uvicorn to exit and wait (bounded); a second, forced exit if it lingers."""
+        if self._server is None or self._thread is None:
+            return
+        self._server.should_exit = True
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._server.force_exit = True
+            self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError("the HTTP server thread did not stop")
+
+
+@contextlib.contextmanager
+def serve_in_thread(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
+                    path: str = "/mcp", log_level: str = "warning") -> Iterator[RunningServer]:
+    """Serve ``app`` on ``host`` (an ephemeral port by default) for the ``with`` block."""
+    thread = ServerThread(app, host=host, port=port, path=path, log_level=log_level)
+    running = thread.start()
+    try:
+        yield running
+    finally:
+        thread.stop()
+
+
+def run_foreground(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 8000,
+                   log_level: str = "info") -> None:
+    """Serve until interrupted (SIGINT/SIGTERM), in the calling (main) thread."""
+    uvicorn.Server(_config(app, log_level, host=host, port=port)).run()
