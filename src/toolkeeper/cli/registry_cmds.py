@@ -1,0 +1,227 @@
+"""Registry commands: publish, versions, deprecate, retire, discover, audit (SPEC 2).
+
+Every command takes ``--registry URL`` (or ``TOOLKEEPER_REGISTRY``; default: the SQLite file in
+the user data directory). Exit codes: 0 done, 1 the registry refused (publish guard, lifecycle
+rule, unknown tool or version), 2 bad input (unreadable or malformed file, bad version or
+clearance, unusable registry URL or unreachable store).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from types import MappingProxyType
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, echo_json, fail, read_document
+from toolkeeper.contracts.semver import Version
+from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping, spec_to_mapping
+from toolkeeper.errors import (
+    LifecycleError,
+    NotFoundError,
+    PublishRefusedError,
+    ToolkeeperError,
+)
+from toolkeeper.registry import Principal, Registry
+from toolkeeper.registry.location import ENV_VAR
+
+__all__ = ["register"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Which errors are the registry saying no (exit 1); everything else is bad input (exit 2).
+_EXIT_CODES: Mapping[type[ToolkeeperError], int] = MappingProxyType({
+    PublishRefusedError: EXIT_REFUSED,
+    LifecycleError: EXIT_REFUSED,
+    NotFoundError: EXIT_REFUSED,
+})
+
+
+def _exit_code(error: ToolkeeperError) -> int:
+    for kind, code in _EXIT_CODES.items():
+        if isinstance(error, kind):
+            return code
+    return EXIT_BAD_INPUT
+
+
+def _refusal_json(error: PublishRefusedError) -> dict[str, Any]:
+    data = error.data
+    return {"error": {"rule": data.get("rule", error.code), "bump": data.get("bump"),
+                      "changes": data.get("changes", []),
+                      "minimumVersion": data.get("minimumVersion")}}
+
+
+def _report(error: ToolkeeperError, as_json: bool) -> NoReturn:
+    code = _exit_code(error)
+    if isinstance(error, PublishRefusedError):
+        if as_json:
+            echo_json(_refusal_json(error))
+        else:
+            click.echo(f"refused: {error.message} [{error.code}]", err=True)
+            for change in error.data.get("changes", []):
+                click.echo(f"  {change['path']}: {change['reason']} [{change['rule']}, "
+                           f"{change['bump']}]", err=True)
+        sys.exit(code)
+    fail(error, as_json=as_json, code=code)
+
+
+def _options(func: F) -> F:
+    func = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")(func)
+    return click.option("--registry", "registry_url", envvar=ENV_VAR, default=None,
+                        metavar="URL", help="sqlite:///path.db, postgresql://... or memory: "
+                        f"(env {ENV_VAR}; default: a SQLite file in the user data dir).")(func)
+
+
+@contextmanager
+def _registry(url: str | None, as_json: bool) -> Iterator[Registry]:
+    try:
+        registry = Registry.open(url)
+    except ToolkeeperError as exc:
+        _report(exc, as_json)
+    try:
+        yield registry
+    except ToolkeeperError as exc:
+        _report(exc, as_json)
+    finally:
+        registry.close()
+
+
+def _version(text: str, as_json: bool) -> Version:
+    try:
+        return Version.parse(text)
+    except ToolkeeperError as exc:
+        _report(exc, as_json)
+
+
+def _line(spec: ToolSpec) -> str:
+    who = f" by {spec.publisher}" if spec.publisher else ""
+    return f"{spec.name} {spec.version} [{spec.status.value}]{who}"
+
+
+def _emit_record(spec: ToolSpec, as_json: bool) -> None:
+    if as_json:
+        echo_json(spec_to_mapping(spec))
+    else:
+        click.echo(_line(spec))
+
+
+def _emit_records(specs: tuple[ToolSpec, ...] | list[ToolSpec], as_json: bool) -> None:
+    if as_json:
+        echo_json([spec_to_mapping(s) for s in specs])
+    else:
+        for spec in specs:
+            click.echo(_line(spec))
+
+
+@click.command("publish")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option("--actor", default="anonymous", show_default=True, help="Recorded in the audit.")
+@_options
+def publish_cmd(files: tuple[str, ...], actor: str, registry_url: str | None,
+                as_json: bool) -> None:
+    """Publish contract files (JSON or YAML) under the guard, in order; stop at a refusal.
+
+    With --json, prints each stored record as one JSON line.
+    """
+    try:  # read and check every file before publishing any
+        specs = [spec_from_mapping(read_document(path)) for path in files]
+    except ToolkeeperError as exc:
+        _report(exc, as_json)
+    with _registry(registry_url, as_json) as registry:
+        for spec in specs:
+            before = registry.generation
+            stored = registry.publish(spec, actor=actor)
+            if as_json:
+                echo_json(spec_to_mapping(stored))
+            else:
+                verb = "published" if registry.generation != before else "unchanged"
+                click.echo(f"{verb} {_line(stored)}")
+
+
+@click.command("versions")
+@click.argument("name")
+@_options
+def versions_cmd(name: str, registry_url: str | None, as_json: bool) -> None:
+    """Every version of NAME, oldest first, retired included."""
+    with _registry(registry_url, as_json) as registry:
+        found = registry.versions(name)
+        if not found:
+            raise NotFoundError(f"{name} is not published", data={"name": name})
+        _emit_records(found, as_json)
+
+
+@click.command("deprecate")
+@click.argument("name")
+@click.argument("version")
+@click.option("--message", default=None, help="Shown to callers of the deprecated version.")
+@click.option("--successor", default=None, help="The version callers should move to.")
+@click.option("--actor", default="anonymous", show_default=True, help="Recorded in the audit.")
+@_options
+def deprecate_cmd(name: str, version: str, message: str | None, successor: str | None,
+                  actor: str, registry_url: str | None, as_json: bool) -> None:
+    """Deprecate NAME VERSION (it still resolves, but is no longer the latest)."""
+    parsed = _version(version, as_json)
+    parsed_successor = _version(successor, as_json) if successor is not None else None
+    with _registry(registry_url, as_json) as registry:
+        stored = registry.deprecate(name, parsed, message=message, successor=parsed_successor,
+                                    actor=actor)
+        _emit_record(stored, as_json)
+
+
+@click.command("retire")
+@click.argument("name")
+@click.argument("version")
+@click.option("--actor", default="anonymous", show_default=True, help="Recorded in the audit.")
+@_options
+def retire_cmd(name: str, version: str, actor: str, registry_url: str | None,
+               as_json: bool) -> None:
+    """Retire NAME VERSION for good (kept on record, never served again)."""
+    parsed = _version(version, as_json)
+    with _registry(registry_url, as_json) as registry:
+        stored = registry.retire(name, parsed, actor=actor)
+        _emit_record(stored, as_json)
+
+
+@click.command("discover")
+@click.option("--tenant", required=True, help="The caller's tenant.")
+@click.option("--scope", "scopes", multiple=True, help="A scope the caller holds (repeatable).")
+@click.option("--clearance", required=True,
+              help="public, internal, confidential or restricted.")
+@click.option("--include-deprecated", is_flag=True, help="Offer deprecated versions too.")
+@_options
+def discover_cmd(tenant: str, scopes: tuple[str, ...], clearance: str, include_deprecated: bool,
+                 registry_url: str | None, as_json: bool) -> None:
+    """The newest version of each tool this caller may see, by name."""
+    try:
+        principal = Principal.parse(tenant, scopes, clearance)
+    except ToolkeeperError as exc:
+        _report(exc, as_json)
+    with _registry(registry_url, as_json) as registry:
+        _emit_records(registry.discover(principal, include_deprecated=include_deprecated),
+                      as_json)
+
+
+@click.command("audit")
+@_options
+def audit_cmd(registry_url: str | None, as_json: bool) -> None:
+    """The append-only audit trail, oldest first (refused publishes included)."""
+    with _registry(registry_url, as_json) as registry:
+        entries = registry.audit()
+        if as_json:
+            echo_json([e.to_dict() for e in entries])
+            return
+        for e in entries:
+            outcome = f"refused [{e.rule}]" if e.rule else "applied"
+            click.echo(f"{e.seq} {e.at} {e.actor} {e.action} {e.name} {e.version} {outcome}")
+
+
+_COMMANDS = (publish_cmd, versions_cmd, deprecate_cmd, retire_cmd, discover_cmd, audit_cmd)
+
+
+def register(group: click.Group) -> None:
+    """Add the registry commands to ``group``."""
+    for command in _COMMANDS:
+        group.add_command(command)
