@@ -1,0 +1,55 @@
+"""Registry URLs (``--registry`` / ``TOOLKEEPER_REGISTRY``) and the default location."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolkeeper.errors import StoreError
+from toolkeeper.registry import MemoryStore, default_url, open_store
+from toolkeeper.registry.sqlite import SQLiteStore
+
+
+def test_memory_url_opens_an_in_memory_store() -> None:
+    assert isinstance(open_store("memory:"), MemoryStore)
+
+
+def test_sqlite_url_with_three_slashes_names_an_absolute_file(tmp_path: Path) -> None:
+    store = open_store(f"sqlite://{tmp_path / 'nested' / 'r.db'}")
+    try:
+        assert isinstance(store, SQLiteStore)
+        assert store.path == tmp_path / "nested" / "r.db" and store.path.is_file()
+    finally:
+        store.close()
+
+
+def test_sqlite_url_with_two_slashes_is_relative(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = open_store("sqlite://here.db")
+    store.close()
+    assert (tmp_path / "here.db").is_file()
+
+
+@pytest.mark.parametrize("url", ["mysql://db", "sqlite:", "sqlite:relative.db", "memory:x",
+                                 "no-scheme"])
+def test_an_unusable_url_is_refused_with_a_stable_code(url: str) -> None:
+    with pytest.raises(StoreError) as info:
+        open_store(url)
+    assert info.value.code == "registry.url_invalid"
+
+
+def test_the_environment_variable_wins_over_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLKEEPER_REGISTRY", "memory:")
+    assert default_url() == "memory:"
+    assert isinstance(open_store(None), MemoryStore)
+
+
+def test_the_default_is_a_sqlite_file_in_the_user_data_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOOLKEEPER_REGISTRY", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert default_url() == f"sqlite://{tmp_path / 'toolkeeper' / 'registry.db'}"
+    open_store().close()
+    assert (tmp_path / "toolkeeper" / "registry.db").is_file()
