@@ -1,6 +1,7 @@
 """The gateway (SPEC 3): ``tools/list`` and ``tools/call`` over the registry, the handler API,
 the call log and principal resolution, assembled behind the protocol kernel."""
 
+from toolkeeper.server.app import build_app
 from toolkeeper.server.calllog import CallLog, CallRecord, InMemoryCallLog, arguments_digest
 from toolkeeper.server.calls import ToolCalls, closed_schema
 from toolkeeper.server.content import (
@@ -37,6 +38,7 @@ __all__ = [
     "View",
     "arguments_digest",
     "audio",
+    "build_app",
     "build_gateway",
     "closed_schema",
     "default_identity",

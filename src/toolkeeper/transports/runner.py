@@ -10,14 +10,14 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import uvicorn
 
 from toolkeeper.transports.http import ASGIApp
 
-__all__ = ["RunningServer", "ServerThread", "run_foreground", "serve_in_thread"]
+__all__ = ["RunningServer", "ServerThread", "listen", "run_foreground", "serve_in_thread"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +36,20 @@ class RunningServer:
     @property
     def url(self) -> str:
         return self.base_url + self.path
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: an ephemeral one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _config(app: ASGIApp, log_level: str, host: str = "127.0.0.1", port: int = 8000
@@ -60,11 +74,7 @@ class ServerThread:
     def start(self) -> RunningServer:
         if self._thread is not None:
             raise RuntimeError("server already started")
-        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self._host, self._port))
-        sock.listen(128)
+        sock = listen(self._host, self._port)
         port = sock.getsockname()[1]
         self._server = uvicorn.Server(_config(self._app, self._log_level))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
@@ -98,6 +108,11 @@ def serve_in_thread(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
 
 
 def run_foreground(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 8000,
-                   log_level: str = "info") -> None:
-    """Serve until interrupted (SIGINT/SIGTERM), in the calling (main) thread."""
-    uvicorn.Server(_config(app, log_level, host=host, port=port)).run()
+                   path: str = "/mcp", log_level: str = "info",
+                   on_ready: Callable[[RunningServer], None] | None = None) -> None:
+    """Serve until interrupted (SIGINT/SIGTERM), in the calling (main) thread. The socket is
+    bound first (an OSError says the address is unusable), then ``on_ready`` learns the port."""
+    sock = listen(host, port)
+    if on_ready is not None:
+        on_ready(RunningServer(host, sock.getsockname()[1], path))
+    uvicorn.Server(_config(app, log_level, host=host, port=port)).run(sockets=[sock])

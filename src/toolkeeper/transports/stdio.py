@@ -1,0 +1,138 @@
+"""stdio: newline-delimited JSON-RPC on stdin/stdout, both eras (the first request decides),
+logs on stderr only.
+
+Requests run concurrently, so a long handler does not block ``ping`` and
+``notifications/cancelled`` can stop it (a cancelled request gets no response). Notifications
+a handler emits (progress, log) are written as their own lines before its response. A line
+longer than ``max_line_bytes`` is discarded and answered -32600 with ``"id": null``. At end of
+input the server waits for in-flight requests, then returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, BinaryIO
+
+from toolkeeper.protocol import (
+    Accepted,
+    Pending,
+    Reply,
+    RequestId,
+    ServerKernel,
+    TransportFacts,
+    encode_message,
+    error_message,
+)
+from toolkeeper.protocol.codes import INVALID_REQUEST
+from toolkeeper.transports.http import DEFAULT_MAX_BODY
+
+__all__ = ["StdioServer", "run_stdio"]
+
+_log = logging.getLogger("toolkeeper.transports.stdio")
+
+ReadLine = Callable[[], Awaitable[bytes | None]]
+Write = Callable[[bytes], Awaitable[None]]
+_TOO_LONG = b"\x00too-long"
+
+
+class StdioServer:
+    """The stream loop over a line source and a byte sink (stdin/stdout in production)."""
+
+    def __init__(self, kernel: ServerKernel, read_line: ReadLine, write: Write) -> None:
+        self._kernel = kernel
+        self._read_line = read_line
+        self._write_raw = write
+        self._lock = asyncio.Lock()
+        self._tasks: dict[RequestId, asyncio.Task[None]] = {}
+
+    async def _write(self, data: bytes) -> None:
+        async with self._lock:
+            await self._write_raw(data + b"\n")
+
+    async def run(self) -> None:
+        conn = self._kernel.open_stream(TransportFacts("stdio"))
+        while True:
+            line = await self._read_line()
+            if line is None:
+                break
+            if line == _TOO_LONG:
+                await self._write(encode_message(error_message(None, {
+                    "code": INVALID_REQUEST, "message": "message exceeds the size limit"})))
+                continue
+            if not line.strip():
+                continue
+            outcome = self._kernel.handle_stream(conn, line)
+            if isinstance(outcome, Reply):
+                await self._write(outcome.body)
+            elif isinstance(outcome, Accepted):
+                task = self._tasks.get(outcome.cancel) if outcome.cancel is not None else None
+                if task is not None:
+                    task.cancel()
+            else:
+                self._start(outcome)
+        if self._tasks:
+            await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+
+    def _start(self, pending: Pending) -> None:
+        async def emit(message: dict[str, Any]) -> None:
+            await self._write(encode_message(message))
+
+        async def complete() -> None:
+            try:
+                reply = await pending.complete(emit)
+            except asyncio.CancelledError:
+                return  # cancelled by the client: no response (MCP cancellation)
+            await self._write(reply.body)
+
+        task = asyncio.ensure_future(complete())
+        self._tasks[pending.request_id] = task
+
+        def forget(done: asyncio.Task[None]) -> None:
+            if self._tasks.get(pending.request_id) is done:
+                del self._tasks[pending.request_id]
+
+        task.add_done_callback(forget)
+
+
+def _reader(stream: BinaryIO, limit: int) -> Callable[[], bytes | None]:
+    def read() -> bytes | None:
+        line = stream.readline(limit + 1)
+        if not line:
+            return None
+        if len(line) > limit and not line.endswith(b"\n"):
+            while True:  # discard the rest of the oversized line
+                rest = stream.readline(65536)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            return _TOO_LONG
+        return line
+    return read
+
+
+async def serve_stdio(kernel: ServerKernel, *, stdin: BinaryIO | None = None,
+                      stdout: BinaryIO | None = None,
+                      max_line_bytes: int = DEFAULT_MAX_BODY) -> None:
+    """Serve ``kernel`` on binary stdin/stdout until end of input."""
+    source = stdin if stdin is not None else sys.stdin.buffer
+    sink = stdout if stdout is not None else sys.stdout.buffer
+    loop = asyncio.get_running_loop()
+    read = _reader(source, max_line_bytes)
+
+    async def read_line() -> bytes | None:
+        return await loop.run_in_executor(None, read)
+
+    async def write(data: bytes) -> None:
+        sink.write(data)
+        with contextlib.suppress(BrokenPipeError):
+            sink.flush()
+
+    await StdioServer(kernel, read_line, write).run()
+
+
+def run_stdio(kernel: ServerKernel, **options: Any) -> None:
+    """Blocking entry point of ``toolkeeper serve --stdio``."""
+    asyncio.run(serve_stdio(kernel, **options))
