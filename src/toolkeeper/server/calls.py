@@ -41,10 +41,11 @@ def closed_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """The schema with its root closed to unknown properties (fail closed when the caller
     declared no version): unchanged when already closed; ``additionalProperties: false`` for a
     plain root; ``unevaluatedProperties: false`` when the root composes subschemas (so
-    properties declared in ``allOf`` branches stay allowed)."""
+    properties declared in ``allOf`` branches stay allowed) or declares no ``properties`` (the
+    validator reports that case at the offending property's path)."""
     if schema.get("additionalProperties") is False or schema.get("unevaluatedProperties") is False:
         return schema
-    if any(key in schema for key in _COMPOSITION):
+    if "properties" not in schema or any(key in schema for key in _COMPOSITION):
         return {**schema, "unevaluatedProperties": False}
     return {**schema, "additionalProperties": False}
 
