@@ -12,30 +12,31 @@ from collections.abc import Iterable
 
 from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import ToolSpec, classification_rank
-from toolkeeper.registry.discovery import ViewKey
+from toolkeeper.registry.discovery import Gate, ViewKey, gate_of
 from toolkeeper.registry.principal import Principal
 
 __all__ = ["Index"]
 
 
 class Index:
-    """Records by name (versions oldest first) and the sorted list of names."""
+    """Records by name (versions oldest first), their discovery gates, the sorted names."""
 
     def __init__(self) -> None:
         self.by_name: dict[str, list[ToolSpec]] = {}
         self.names: list[str] = []
+        self.gates: dict[str, list[Gate]] = {}  # per name, newest first (discovery's walk)
         self._keys: dict[str, list[Version]] = {}
         self._scopes: set[str] = set()
         self._tenants: set[str] = set()
 
     def apply(self, specs: Iterable[ToolSpec]) -> int:
-        """Insert or replace records; returns how many differed from what was indexed."""
-        changed = 0
-        for spec in specs:
-            changed += self._put(spec)
-        return changed
+        """Insert or replace records; returns how many names changed (0: nothing new)."""
+        touched = {spec.name for spec in specs if self._put(spec)}
+        for name in touched:
+            self.gates[name] = [gate_of(s) for s in reversed(self.by_name[name])]
+        return len(touched)
 
-    def _put(self, spec: ToolSpec) -> int:
+    def _put(self, spec: ToolSpec) -> bool:
         versions = self.by_name.get(spec.name)
         if versions is None:
             bisect.insort(self.names, spec.name)
@@ -45,14 +46,14 @@ class Index:
         i = bisect.bisect_left(keys, spec.version)
         if i < len(keys) and keys[i] == spec.version:
             if versions[i] == spec:
-                return 0
+                return False
             versions[i] = spec
         else:
             keys.insert(i, spec.version)
             versions.insert(i, spec)
         self._scopes.update(spec.required_scopes)
         self._tenants.update(spec.tenants)
-        return 1
+        return True
 
     def get(self, name: str, version: Version) -> ToolSpec | None:
         keys = self._keys.get(name)

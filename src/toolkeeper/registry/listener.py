@@ -1,5 +1,8 @@
 """PostgreSQL LISTEN on a dedicated connection, in a background thread (SPEC 2.4).
 
+Payloads are ``"<origin> <name>"``; a notification from the listener's own store (same origin)
+is skipped, because the writing thread has already applied that change.
+
 The thread blocks in ``notifies()`` until the server delivers a notification: there is no
 polling of the registry. It calls its callbacks once after every (re)connection, so anything
 committed while it was disconnected is caught up through the registry's cursor, and stops when
@@ -24,9 +27,11 @@ _log = logging.getLogger(__name__)
 class PgListener:
     """Runs ``callbacks`` on every NOTIFY on ``channel``; start with :meth:`start`."""
 
-    def __init__(self, url: str, channel: str, *, connect_timeout: int = 10) -> None:
+    def __init__(self, url: str, channel: str, *, origin: str = "",
+                 connect_timeout: int = 10) -> None:
         self._url = url
         self._channel = channel
+        self._own = origin + " " if origin else None
         self._connect_timeout = connect_timeout
         self.token = "stop:" + secrets.token_hex(16)
         self._callbacks: list[Callable[[], None]] = []
@@ -64,6 +69,10 @@ class PgListener:
             except Exception:
                 _log.exception("registry listener: callback failed")
 
+    def _ignored(self, payload: str) -> bool:
+        """Another listener's stop token, or a change our own store made (already applied)."""
+        return payload.startswith("stop:") or bool(self._own and payload.startswith(self._own))
+
     def _run(self) -> None:
         backoff = 0.1
         while not self._stop.is_set():
@@ -77,7 +86,7 @@ class PgListener:
                     for notify in conn.notifies():
                         if notify.payload == self.token or self._stop.is_set():
                             return
-                        if not notify.payload.startswith("stop:"):  # another replica's token
+                        if not self._ignored(notify.payload):
                             self._fire()
             except psycopg.Error:
                 if self._stop.is_set():

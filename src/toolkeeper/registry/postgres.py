@@ -11,6 +11,7 @@ delivers it to the other replicas. Every wait is bounded (``connect_timeout``,
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ from toolkeeper.registry.rows import (
     CHANNEL,
     audit_from_row,
     audit_params,
+    changed_keys,
     contract_params,
     spec_from_document,
 )
@@ -107,6 +109,7 @@ class PostgresStore:
         self._lock_timeout_ms = int(lock_timeout * 1000)
         self._lock = threading.Lock()
         self._closed = False
+        self._origin = secrets.token_hex(8)  # tags our NOTIFYs so our own listener skips them
         self._listener: PgListener | None = None
         self._conn = self._connect()
         try:
@@ -173,7 +176,7 @@ class PostgresStore:
             tx = _PgTransaction(conn, name)
             yield tx
             if tx.audited:
-                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, name))
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{self._origin} {name}"))
 
     def snapshot(self) -> Snapshot:
         with self._transaction(read_only=True) as conn:
@@ -184,10 +187,14 @@ class PostgresStore:
     def changes_since(self, cursor: int) -> Snapshot:
         with self._transaction(read_only=True) as conn:
             row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()
+            keys = changed_keys(conn.execute(
+                "SELECT name, version FROM audit WHERE seq > %s AND rule IS NULL",
+                (cursor,)).fetchall())
             rows = conn.execute(
-                "SELECT DISTINCT c.document FROM audit a JOIN contracts c"
-                " ON c.name = a.name AND c.version = a.version"
-                " WHERE a.seq > %s AND a.rule IS NULL", (cursor,)).fetchall()
+                "SELECT c.document FROM contracts c"
+                " JOIN unnest(%s::text[], %s::text[]) AS k(name, version_key)"
+                " ON c.name = k.name AND c.version_key = k.version_key",
+                ([k[0] for k in keys], [k[1] for k in keys])).fetchall() if keys else []
         return Snapshot(int(row[0]) if row else 0, tuple(spec_from_document(r[0]) for r in rows))
 
     def audit(self) -> tuple[AuditEntry, ...]:
@@ -199,7 +206,8 @@ class PostgresStore:
     def watch(self, callback: Callable[[], None]) -> None:
         """Deliver other replicas' commits: starts the LISTEN thread on first use."""
         if self._listener is None:
-            self._listener = PgListener(self.url, CHANNEL, connect_timeout=self._connect_timeout)
+            self._listener = PgListener(self.url, CHANNEL, origin=self._origin,
+                                        connect_timeout=self._connect_timeout)
             self._listener.add(callback)
             if not self._listener.start(timeout=self._connect_timeout):
                 raise StoreError("could not LISTEN for registry changes",

@@ -214,7 +214,7 @@ class Registry:
             return list(self._index.by_name.get(name, ()))
 
     def _build_view(self, key: ViewKey) -> tuple[ToolSpec, ...]:
-        return build_view(self._index.names, self._index.by_name, key)
+        return build_view(self._index.names, self._index.gates, key)
 
     def _refresh(self) -> None:
         if self._store.stale():

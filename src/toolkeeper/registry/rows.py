@@ -10,6 +10,7 @@ never ordered in SQL: the registry sorts ``Version`` values in Python.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from toolkeeper.contracts.canonical import canonical_json, loads_json
@@ -22,6 +23,7 @@ __all__ = [
     "CHANNEL",
     "audit_from_row",
     "audit_params",
+    "changed_keys",
     "contract_params",
     "spec_from_document",
     "version_key",
@@ -37,6 +39,11 @@ def version_key(version: Version) -> str:
     return core + ("-" + ".".join(version.prerelease) if version.prerelease else "")
 
 
+def changed_keys(rows: list[tuple[Any, ...]]) -> list[tuple[str, str]]:
+    """Distinct (name, version_key) of audit rows ``(name, version)``, in a stable order."""
+    return sorted({(name, version_key(Version.parse(version))) for name, version in rows})
+
+
 def contract_params(spec: ToolSpec) -> dict[str, Any]:
     """Named parameters for inserting or updating a contract row."""
     return {
@@ -49,8 +56,13 @@ def contract_params(spec: ToolSpec) -> dict[str, Any]:
     }
 
 
+@lru_cache(maxsize=8192)
 def spec_from_document(document: str) -> ToolSpec:
-    """A stored row back to a ToolSpec; a row that no longer parses is a StoreError."""
+    """A stored row back to a ToolSpec; a row that no longer parses is a StoreError.
+
+    Cached by the document text: a row's text fully determines the record, and the guard
+    re-reads a name's whole history on every publish (ToolSpecs are immutable values).
+    """
     try:
         return spec_from_mapping(loads_json(document), lifecycle=True)
     except ContractError as exc:

@@ -21,6 +21,7 @@ from toolkeeper.registry.migrations import SQLITE_MIGRATIONS, latest_version
 from toolkeeper.registry.rows import (
     audit_from_row,
     audit_params,
+    changed_keys,
     contract_params,
     spec_from_document,
 )
@@ -178,11 +179,13 @@ class SQLiteStore:
     def changes_since(self, cursor: int) -> Snapshot:
         with self._read() as conn:
             new_cursor = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()[0]
-            rows = conn.execute(
-                "SELECT DISTINCT c.document FROM audit a JOIN contracts c"
-                " ON c.name = a.name AND c.version = a.version"
-                " WHERE a.seq > ? AND a.rule IS NULL", (cursor,)).fetchall()
-        return Snapshot(int(new_cursor), tuple(spec_from_document(r[0]) for r in rows))
+            keys = changed_keys(conn.execute(
+                "SELECT name, version FROM audit WHERE seq > ? AND rule IS NULL",
+                (cursor,)).fetchall())
+            documents = [conn.execute(
+                "SELECT document FROM contracts WHERE name = ? AND version_key = ?", key
+            ).fetchone()[0] for key in keys]
+        return Snapshot(int(new_cursor), tuple(spec_from_document(d) for d in documents))
 
     def audit(self) -> tuple[AuditEntry, ...]:
         with self._read() as conn:
