@@ -139,8 +139,9 @@ def _read_until(stream: Any, pattern: re.Pattern[bytes], timeout: float) -> re.M
     return match
 
 
-def test_serve_demo_over_http_on_an_ephemeral_port_and_stop_on_sigint(registry_url: str
-                                                                      ) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_serve_demo_over_http_on_an_ephemeral_port_and_stop_cleanly_on_a_signal(
+        registry_url: str, stop: signal.Signals) -> None:
     proc = subprocess.Popen([*COMMAND, "--demo", "--registry", registry_url, "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -158,7 +159,7 @@ def test_serve_demo_over_http_on_an_ephemeral_port_and_stop_on_sigint(registry_u
                                           "Mcp-Name": "tickets.create"})
         assert response.status_code == 200
         assert response.json()["result"]["structuredContent"]["ticket"].startswith("TCK-")
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         assert proc.wait(timeout=20) == 0
     finally:
         if proc.poll() is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import signal
 import sys
 from typing import Any
 
@@ -118,6 +119,8 @@ def serve(demo: bool, registry_url: str | None, stdio: bool, host: str, port: in
             log.info("toolkeeper gateway listening on %s", running.url)
             click.echo(f"toolkeeper gateway on {running.url}", err=True)
 
+        # uvicorn shuts down gracefully on SIGTERM, then re-raises it: end with status 0.
+        signal.signal(signal.SIGTERM, _exit_cleanly)
         try:
             run_foreground(create_asgi_app(gateway.kernel, config), host=host, port=port,
                            path=path, log_level=log_level, on_ready=ready)
@@ -127,6 +130,10 @@ def serve(demo: bool, registry_url: str | None, stdio: bool, host: str, port: in
             log.info("stopped")
     finally:
         registry.close()
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 def register(group: click.Group) -> None:
