@@ -187,14 +187,17 @@ class PostgresStore:
     def changes_since(self, cursor: int) -> Snapshot:
         with self._transaction(read_only=True) as conn:
             row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()
+            # Never a prepared (generic) plan: with an unknown cursor PostgreSQL may pick a
+            # sequential scan of the whole trail; the literal cursor gets the primary key.
             keys = changed_keys(conn.execute(
                 "SELECT name, version FROM audit WHERE seq > %s AND rule IS NULL",
-                (cursor,)).fetchall())
+                (cursor,), prepare=False).fetchall())
             rows = conn.execute(
                 "SELECT c.document FROM contracts c"
                 " JOIN unnest(%s::text[], %s::text[]) AS k(name, version_key)"
                 " ON c.name = k.name AND c.version_key = k.version_key",
-                ([k[0] for k in keys], [k[1] for k in keys])).fetchall() if keys else []
+                ([k[0] for k in keys], [k[1] for k in keys]), prepare=False,
+            ).fetchall() if keys else []
         return Snapshot(int(row[0]) if row else 0, tuple(spec_from_document(r[0]) for r in rows))
 
     def audit(self) -> tuple[AuditEntry, ...]:
