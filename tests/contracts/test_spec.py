@@ -144,3 +144,11 @@ def test_content_digest_changes_with_content(examples_dir: Path) -> None:
     before = spec_from_mapping(data).content_digest
     data["description"] += " "
     assert spec_from_mapping(data).content_digest != before
+
+
+def test_deeply_nested_json_is_a_contract_error_not_a_crash() -> None:
+    from toolkeeper.contracts.canonical import loads_json
+
+    with pytest.raises(ContractError) as info:
+        loads_json(b"[" * 100_000)
+    assert info.value.code == "json.too_deep"

@@ -124,3 +124,12 @@ def test_paths_quote_keys_that_are_not_identifiers() -> None:
 
 def test_issue_to_dict_has_exactly_path_keyword_message() -> None:
     assert Issue("$.a", "m", "type").to_dict() == {"path": "$.a", "keyword": "type", "message": "m"}
+
+
+def test_closed_object_without_properties_names_each_extra_property() -> None:
+    errors = validate({"type": "object", "additionalProperties": False}, {"n": 1, "m": {"x": 2}})
+    assert [(e.path, e.keyword) for e in errors] == [
+        ("$.m", "additionalProperties"), ("$.n", "additionalProperties")]
+    nested = {"type": "object", "properties": {"o": {"type": "object", "additionalProperties": False,
+                                                     "patternProperties": {"^x-": {}}}}}
+    assert [e.path for e in validate(nested, {"o": {"x-ok": 1, "bad": 2}})] == ["$.o.bad"]

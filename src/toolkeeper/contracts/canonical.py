@@ -25,6 +25,8 @@ def loads_json(data: bytes | str) -> Any:
         return _DECODER.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise ContractError(f"invalid JSON: {exc}", code="json.invalid") from None
+    except RecursionError:
+        raise ContractError("invalid JSON: nested too deeply", code="json.too_deep") from None
 
 
 _JSON_TYPES: dict[type, str] = {

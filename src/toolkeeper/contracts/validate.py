@@ -156,6 +156,12 @@ class CompiledSchema:
                 raw.append(((*loc, kind.value), "required", "required property is missing"))
             elif name == _STRICT_INT:
                 raw.append((loc, "type", str(error.message)))
+            elif name == "falseSchema" and tuple(error.schema_path)[-1:] == ("additionalProperties",):
+                # jsonschema-rs reports a bare ``additionalProperties: false`` (no ``properties``)
+                # as a false schema at the object's path; name each extra property instead.
+                for prop in _extra_properties(self.schema, tuple(error.schema_path), instance, loc):
+                    raw.append(((*loc, prop), "additionalProperties",
+                                "additional property is not allowed"))
             else:
                 raw.append((loc, name, _message(kind, error)))
         typed = {loc for loc, keyword, _ in raw if keyword == "type"}
@@ -165,6 +171,36 @@ class CompiledSchema:
             if keyword == "type" or loc not in typed
         }
         return sorted(issues)
+
+
+def _walk(node: Any, parts: Iterable[str | int]) -> Any:
+    for part in parts:
+        if (isinstance(node, dict) and isinstance(part, str) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        ):
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def _extra_properties(schema: Any, schema_path: tuple[str | int, ...], instance: Any,
+                      loc: tuple[str | int, ...]) -> list[str]:
+    """Keys of the object at ``loc`` that neither ``properties`` nor ``patternProperties`` of the
+    subschema owning ``schema_path[-1]`` admit."""
+    owner = _walk(schema, schema_path[:-1])
+    target = _walk(instance, loc)
+    if not isinstance(owner, dict) or not isinstance(target, dict):
+        return []
+    declared = owner.get("properties")
+    props: dict[str, Any] = declared if isinstance(declared, dict) else {}
+    patterns = owner.get("patternProperties")
+    patterns = list(patterns) if isinstance(patterns, dict) else []
+    return sorted(
+        key for key in target
+        if key not in props
+        and not any(compile_schema({"pattern": p}).is_valid(key) for p in patterns)
+    )
 
 
 _NICE = {
