@@ -175,12 +175,13 @@ class CompiledSchema:
 
 def _walk(node: Any, parts: Iterable[str | int]) -> Any:
     for part in parts:
-        if (isinstance(node, dict) and isinstance(part, str) and part in node) or (
-            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
-        ):
+        if isinstance(node, dict) and isinstance(part, str) and part in node:
             node = node[part]
-        else:
-            return None
+            continue
+        if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+            continue
+        return None
     return node
 
 
