@@ -71,7 +71,7 @@ def status_of(tool: int, major: int, versions: int) -> Status:
     return Status.ACTIVE
 
 
-def seed(store: RegistryStore, tools: int, versions: int) -> None:
+def seed(store: Any, tools: int, versions: int) -> None:
     for tool in range(tools):
         specs = [contract(tool, major).with_lifecycle(
             status=status_of(tool, major, versions), publisher="bench", published_at=utc_now())
@@ -101,10 +101,22 @@ def postgres_url(given: str | None) -> Iterator[str]:
             server.cleanup()
 
 
-def analyze(url: str) -> None:
-    """What autovacuum does within a minute of a bulk load: give the planner statistics."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("ANALYZE")
+class _BulkSeedStore:
+    """A PostgreSQL store for the seed only: no fsync wait per commit, ANALYZE when done
+    (what autovacuum would do within a minute of a bulk load)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        sep = "&" if "?" in url else "?"
+        self.inner = open_store(f"{url}{sep}options=-csynchronous_commit%3Doff")
+
+    def change(self, name: str) -> Any:
+        return self.inner.change(name)
+
+    def close(self) -> None:
+        self.inner.close()
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute("ANALYZE")
 
 
 def per_call_us(func: Callable[[], object], calls: int) -> list[float]:
@@ -121,14 +133,16 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def measure(label: str, store: RegistryStore, args: argparse.Namespace,
-            after_seed: Callable[[], None] = lambda: None) -> list[str]:
+def measure(label: str, seed_store: Any, run_store: Callable[[], RegistryStore],
+            args: argparse.Namespace) -> list[str]:
+    """Seed through ``seed_store``; measure a Registry over ``run_store()``."""
     start = time.perf_counter()
-    seed(store, args.tools, args.versions)
-    after_seed()
+    seed(seed_store, args.tools, args.versions)
+    if isinstance(seed_store, _BulkSeedStore):
+        seed_store.close()
     seeded = time.perf_counter() - start
     start = time.perf_counter()
-    registry = Registry(store)
+    registry = Registry(run_store())
     loaded = time.perf_counter() - start
     principals = [(Principal.parse(t, s, c), d) for t, s, c, d in PRINCIPALS]
     rows = [f"{label:8} seed {seeded:7.2f} s   load {loaded:6.2f} s   "
@@ -163,6 +177,18 @@ def measure(label: str, store: RegistryStore, args: argparse.Namespace,
     return rows
 
 
+def run(backend: str, args: argparse.Namespace) -> list[str]:
+    with tempfile.TemporaryDirectory(prefix="tk-bench-") as tmp:
+        if backend == "memory":
+            memory = MemoryStore()
+            return measure(backend, memory, lambda: memory, args)
+        if backend == "sqlite":
+            sqlite = open_store(f"sqlite://{tmp}/bench.db")
+            return measure(backend, sqlite, lambda: sqlite, args)
+        with postgres_url(args.postgres_url) as url:
+            return measure(backend, _BulkSeedStore(url), partial(open_store, url), args)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--tools", type=int, default=10_000)
@@ -179,17 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"python {sys.version.split()[0]}; estate {args.tools:,} tools x {args.versions} "
           "versions", flush=True)
     for backend in args.backends.split(","):
-        with tempfile.TemporaryDirectory(prefix="tk-bench-") as tmp:
-            if backend == "memory":
-                rows = measure(backend, MemoryStore(), args)
-            elif backend == "sqlite":
-                rows = measure(backend, open_store(f"sqlite://{tmp}/bench.db"), args)
-            elif backend == "postgres":
-                with postgres_url(args.postgres_url) as url:
-                    rows = measure(backend, open_store(url), args, partial(analyze, url))
-            else:
-                parser.error(f"unknown backend {backend!r}")
-        print("\n".join(rows), flush=True)
+        if backend not in ("memory", "sqlite", "postgres"):
+            parser.error(f"unknown backend {backend!r}")
+        print("\n".join(run(backend, args)), flush=True)
     return 0
 
 

@@ -49,7 +49,18 @@ def _find(tx: StoreTransaction, name: str, version: Version) -> tuple[ToolSpec, 
 
 
 class Registry:
-    """Versioned tool contracts over a :class:`RegistryStore`. Thread-safe."""
+    """Versioned tool contracts over a :class:`RegistryStore`. Thread-safe.
+
+    Changes made through other store instances reach this registry (generation bump, views
+    invalidated, subscribers called) as follows: PostgreSQL pushes them through LISTEN/NOTIFY
+    within milliseconds; a shared :class:`MemoryStore` calls back synchronously; SQLite cannot
+    push, so they are applied on this registry's next read (``PRAGMA data_version`` is checked
+    on every read, which is also when its subscribers hear of them).
+
+    The audit trail records every applied change and every refused publish. An identical
+    re-publish and a repeated retire change nothing and are not recorded; lifecycle refusals
+    (an exception to the caller) are not recorded either. :meth:`close` closes the store.
+    """
 
     def __init__(self, store: RegistryStore, *, classifier: Classifier | None = None,
                  view_cache_size: int = 1024) -> None:
@@ -60,11 +71,15 @@ class Registry:
         self._views = ViewCache(view_cache_size)
         self._generation = 0
         self._subscribers: list[Callable[[], None]] = []
-        snapshot = store.snapshot()
-        self._index.apply(snapshot.specs)
-        self._cursor = snapshot.cursor
         self._closed = False
-        store.watch(self._on_external_change)
+        try:
+            snapshot = store.snapshot()
+            self._index.apply(snapshot.specs)
+            self._cursor = snapshot.cursor
+            store.watch(self._on_external_change)
+        except BaseException:
+            store.close()
+            raise
 
     @classmethod
     def open(cls, url: str | None = None, **options: Any) -> Registry:
