@@ -266,3 +266,17 @@ def test_a_registry_reopened_on_the_same_store_sees_everything(backend: Backend)
     second = backend.open()
     assert second.versions(NAME) == first.versions(NAME)
     assert second.audit() == first.audit()
+
+
+def test_a_failing_subscriber_neither_undoes_the_change_nor_silences_the_others(
+        registry: Registry, caplog: pytest.LogCaptureFixture) -> None:
+    heard: list[str] = []
+
+    def broken() -> None:
+        raise RuntimeError("subscriber bug")
+
+    registry.subscribe(broken)
+    registry.subscribe(lambda: heard.append("ok"))
+    stored = registry.publish(evolved(NAME, "1.0.0"))
+    assert heard == ["ok"] and registry.latest(NAME) == stored
+    assert "subscriber" in caplog.text

@@ -1,0 +1,46 @@
+"""PostgreSQL specifics: bounded lock waits, and a listener that survives losing its session."""
+
+from __future__ import annotations
+
+import threading
+
+import psycopg
+import pytest
+from backends import Backend
+from specs import evolved
+
+from toolkeeper.errors import StoreError
+from toolkeeper.registry import Registry
+from toolkeeper.registry.postgres import PostgresStore
+
+pytestmark = pytest.mark.postgres
+
+
+def test_a_writer_blocked_on_the_name_lock_gives_up_in_bounded_time(pg_url: str) -> None:
+    registry = Registry(PostgresStore(pg_url, lock_timeout=0.2))
+    registry.publish(evolved("payments.lookup", "1.0.0"))
+    with psycopg.connect(pg_url) as blocker:  # holds the name's advisory lock, uncommitted
+        blocker.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+                        (0x746B01, "payments.lookup"))
+        with pytest.raises(StoreError) as info:
+            registry.publish(evolved("payments.lookup", "2.0.0"))
+        assert info.value.code == "registry.busy"
+        blocker.rollback()
+    assert [str(s.version) for s in registry.versions("payments.lookup")] == ["1.0.0"]
+    registry.publish(evolved("payments.lookup", "2.0.0"))
+    registry.close()
+
+
+def test_a_replica_whose_listener_session_is_killed_reconnects_and_catches_up(
+        pg_backend: Backend) -> None:
+    reader, writer = pg_backend.open(), pg_backend.open()
+    heard = threading.Event()
+    reader.subscribe(heard.set)
+    with psycopg.connect(pg_backend.url, autocommit=True) as admin:
+        killed = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND query LIKE 'LISTEN%%'").fetchall()
+    assert len(killed) == 2  # both replicas' listeners
+    writer.publish(evolved("payments.lookup", "1.0.0"))
+    assert heard.wait(10.0), "the reader never caught up after its listener was killed"
+    assert [str(s.version) for s in reader.versions("payments.lookup")] == ["1.0.0"]

@@ -1,0 +1,45 @@
+"""SQLite specifics: bounded waits for the write lock, and pull-side change detection."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from specs import evolved
+
+from toolkeeper.errors import StoreError
+from toolkeeper.registry import Registry
+from toolkeeper.registry.sqlite import SQLiteStore
+
+
+def test_a_writer_that_cannot_get_the_lock_gives_up_in_bounded_time_changing_nothing(
+        tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    registry = Registry(SQLiteStore(path, busy_timeout=0.2))
+    registry.publish(evolved("payments.lookup", "1.0.0"))
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError) as info:
+            registry.publish(evolved("payments.lookup", "2.0.0"))
+        assert info.value.code == "registry.busy"
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert [str(s.version) for s in registry.versions("payments.lookup")] == ["1.0.0"]
+    assert registry.publish(evolved("payments.lookup", "2.0.0")).publisher == "anonymous"
+    registry.close()
+
+
+def test_a_commit_by_another_process_marks_the_store_stale_once(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    mine, theirs = SQLiteStore(path), Registry(SQLiteStore(path))
+    try:
+        assert not mine.stale()
+        theirs.publish(evolved("payments.lookup", "1.0.0"))
+        assert mine.stale()
+        assert not mine.stale()
+    finally:
+        mine.close()
+        theirs.close()
