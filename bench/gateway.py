@@ -1,0 +1,341 @@
+"""Gateway performance (issue 4, acceptance point 5): one valid modern ``tools/call`` of the demo
+estate's ``payments.lookup``, measured two ways.
+
+(a) In-process dispatch through the core: the demo gateway over an in-memory registry, one
+    pre-encoded request (body and header pairs as bytes), and a loop of
+    ``kernel.handle_http(body, TransportFacts("http", HeaderView.from_pairs(pairs)))`` with the
+    Pending completed (a no-op emit) and the reply encoded to bytes: decode, era selection,
+    envelope ladder, header checks, principal, schema-version gate, argument validation, call
+    log, the demo handler, result stamping and encoding. Every reply's status is checked, the
+    first and last body decoded and compared with the expected result, and the call log must
+    have grown by exactly the number of calls. Target: >= 100,000 calls/s.
+
+(b) Over HTTP, modern era, 16 concurrent keep-alive clients: toolkeeper's ASGI app (JSON
+    response mode), the official ``mcp`` SDK's server (``MCPServer``, stateless, JSON responses,
+    one equivalent tool) and a bare ASGI echo (the ceiling of the server stack), each started
+    here as a subprocess under uvicorn with identical settings (``bench/gateway_servers.py``) on
+    127.0.0.1. The load generator is ``wrk`` (Debian package ``wrk``; checked before use) with
+    one thread and 16 connections, a Lua script that posts the same request and counts every
+    response that is not 200 with the expected JSON. Rounds are interleaved (echo, toolkeeper,
+    SDK per round) so background load spreads over all three; medians are reported. Targets:
+    toolkeeper >= 10x the SDK, and the echo within 1.5x of toolkeeper.
+
+Run: ``python bench/gateway.py`` (``--quick`` for a short smoke run, ``--part a`` or
+``--part b`` for one half).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import selectors
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolkeeper.demo import demo_handlers, install_demo
+from toolkeeper.protocol import (
+    CLIENT_CAPABILITIES_KEY,
+    PROTOCOL_VERSION_KEY,
+    HeaderView,
+    Pending,
+    Reply,
+    TransportFacts,
+    decode_message,
+    encode_message,
+)
+from toolkeeper.registry import Registry
+from toolkeeper.server import InMemoryCallLog, build_app
+
+HERE = Path(__file__).resolve().parent
+VERSION = "2026-07-28"
+TOOL = "payments.lookup"
+EXPECTED_TEXT = "PMT-771: HELD, 250000 AED, beneficiary ACME TRADING LLC"
+EXPECTED_STRUCTURED = {"amount": 250000, "beneficiary": "ACME TRADING LLC", "currency": "AED",
+                       "reference": "PMT-771", "status": "HELD"}
+BODY = encode_message({
+    "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": TOOL, "arguments": {"reference": "PMT-771"},
+        "_meta": {PROTOCOL_VERSION_KEY: VERSION, CLIENT_CAPABILITIES_KEY: {}}}})
+HEADERS: tuple[tuple[str, str], ...] = (
+    ("Content-Type", "application/json"),
+    ("Accept", "application/json, text/event-stream"),
+    ("MCP-Protocol-Version", VERSION),
+    ("Mcp-Method", "tools/call"),
+    ("Mcp-Name", TOOL),
+)
+CLIENTS = 16
+
+
+# --- (a) in-process --------------------------------------------------------------------------
+
+
+def asgi_pairs() -> list[tuple[bytes, bytes]]:
+    """The request's header pairs as uvicorn hands them over (lowercase names, bytes)."""
+    pairs = [(b"host", b"127.0.0.1:8000"), *((n.lower().encode(), v.encode()) for n, v in HEADERS)]
+    pairs.append((b"content-length", str(len(BODY)).encode()))
+    return pairs
+
+
+def check_result(reply: Reply) -> None:
+    """The reply is the expected successful lookup (raises AssertionError otherwise)."""
+    message = decode_message(reply.body)
+    result = message.get("result") if isinstance(message, dict) else None
+    if (reply.status != 200 or not isinstance(result, dict) or result.get("isError") is not False
+            or result.get("structuredContent") != EXPECTED_STRUCTURED
+            or result["content"][0]["text"] != EXPECTED_TEXT):
+        raise AssertionError(f"unexpected reply {reply.status}: {reply.body[:300]!r}")
+
+
+async def _dispatch_loop(kernel: Any, calls: int) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, non-200 replies) for ``calls`` dispatches."""
+    body, pairs = BODY, asgi_pairs()
+
+    async def emit(message: dict[str, Any]) -> None:
+        return None
+
+    bad = 0
+    last: Reply | None = None
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(calls):
+        outcome = kernel.handle_http(body, TransportFacts("http", HeaderView.from_pairs(pairs)))
+        if isinstance(outcome, Pending):
+            outcome = await outcome.complete(emit)
+        assert isinstance(outcome, Reply)
+        outcome.body  # noqa: B018 - the encode is part of the measured path
+        if outcome.status != 200:
+            bad += 1
+        last = outcome
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    assert last is not None
+    check_result(last)
+    return wall, cpu, bad
+
+
+class CountingCallLog(InMemoryCallLog):
+    """The default in-memory call log, also counting calls completed ``ok`` (a check that
+    every measured call went through the log and the handler; it slightly slows the loop)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ok = 0
+
+    def completed(self, handle: int, outcome: str, latency_ms: float) -> None:
+        super().completed(handle, outcome, latency_ms)
+        self.ok += outcome == "ok"
+
+
+def bench_dispatch(calls: int, repeats: int) -> dict[str, float]:
+    """Part (a): calls/s per repeat (wall and CPU time), median reported."""
+    registry = Registry.open("memory:")
+    install_demo(registry)
+    log = CountingCallLog()
+    _, gateway = build_app(registry, demo_handlers(), call_log=log)
+    first = asyncio.run(_dispatch_loop(gateway.kernel, 1))  # warm caches, check the reply
+    assert first[2] == 0
+    walls: list[float] = []
+    cpus: list[float] = []
+    for i in range(repeats):
+        before = log.ok
+        wall, cpu, bad = asyncio.run(_dispatch_loop(gateway.kernel, calls))
+        if bad or log.ok - before != calls:
+            raise AssertionError(f"run {i}: {bad} failed replies, {log.ok - before} calls "
+                                 f"logged ok of {calls}")
+        walls.append(calls / wall)
+        cpus.append(calls / cpu if cpu > 0 else float("inf"))
+        print(f"  run {i + 1}: {calls / wall:>10,.0f} calls/s wall   "
+              f"{calls / cpu if cpu else float('inf'):>10,.0f} calls/s CPU", flush=True)
+    return {"median": statistics.median(walls), "min": min(walls), "max": max(walls),
+            "cpu_median": statistics.median(cpus)}
+
+
+# --- (b) over HTTP ---------------------------------------------------------------------------
+
+WRK_SCRIPT = """
+wrk.method = "POST"
+wrk.body = %(body)s
+%(headers)s
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function init(args) responses = 0; bad = 0 end
+function response(status, headers, body)
+  responses = responses + 1
+  if status ~= 200 %(checks)s then bad = bad + 1 end
+end
+function done(summary, latency, requests)
+  local seen, wrong = 0, 0
+  for _, t in ipairs(threads) do seen = seen + t:get("responses"); wrong = wrong + t:get("bad") end
+  local e = summary.errors
+  io.write(string.format(
+    'RESULT {"requests":%%d,"duration_us":%%d,"responses":%%d,"bad":%%d,"socket_errors":%%d,'
+    .. '"p50_us":%%d,"p99_us":%%d}\\n', summary.requests, summary.duration, seen, wrong,
+    e.connect + e.read + e.write + e.timeout, latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+
+def _lua_string(value: str) -> str:
+    return json.dumps(value)  # a JSON string of ASCII text is a valid Lua string literal
+
+
+def wrk_script(expected: tuple[str, ...]) -> str:
+    headers = "\n".join(f"wrk.headers[{_lua_string(n)}] = {_lua_string(v)}" for n, v in HEADERS)
+    checks = "".join(f" or not string.find(body, {_lua_string(s)}, 1, true)" for s in expected)
+    return WRK_SCRIPT % {"body": _lua_string(BODY.decode()), "headers": headers,
+                         "checks": checks}
+
+
+EXPECTED: dict[str, tuple[str, ...]] = {
+    "echo": ('"ok":true',),
+    "toolkeeper": (EXPECTED_TEXT, '"isError":false', '"status":"HELD"'),
+    "sdk": (EXPECTED_TEXT, '"isError":false', '"status":"HELD"'),
+}
+
+
+@dataclass(frozen=True)
+class Server:
+    kind: str
+    pid: int
+    url: str
+
+
+@contextmanager
+def start_server(kind: str, timeout: float = 60.0) -> Iterator[Server]:
+    """Start one server process, wait (bounded) for its port, stop it by PID at the end."""
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "gateway_servers.py"), kind], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        assert process.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ)
+            if not selector.select(timeout):
+                raise TimeoutError(f"{kind} server did not report its port in {timeout}s")
+        line = process.stdout.readline().split()
+        if len(line) != 2 or line[0] != "PORT":
+            raise RuntimeError(f"{kind} server failed to start: {process.stderr.read()}"
+                               if process.stderr else kind)
+        yield Server(kind, process.pid, f"http://127.0.0.1:{line[1]}/mcp")
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait(timeout=15)
+
+
+def run_wrk(wrk: str, server: Server, script: Path, seconds: float) -> dict[str, Any]:
+    """One wrk run: 1 thread, 16 connections (the 16 clients), ``seconds`` long (wrk takes
+    whole seconds)."""
+    command = [wrk, "-t1", f"-c{CLIENTS}", f"-d{max(1, round(seconds))}s", "--latency", "-s", str(script),
+               server.url]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60,
+                          check=True)
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            result: dict[str, Any] = json.loads(line[len("RESULT "):])
+            result["rps"] = result["requests"] / (result["duration_us"] / 1e6)
+            result["failed"] = (result["bad"] + result["socket_errors"]
+                                + result["requests"] - result["responses"])
+            return result
+    raise RuntimeError(f"wrk printed no result:\n{done.stdout}\n{done.stderr}")
+
+
+def find_wrk() -> str:
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise SystemExit("part (b) needs the wrk load generator, which is not installed: "
+                         "apt-get install -y wrk (Debian package 'wrk')")
+    return wrk
+
+
+def bench_http(seconds: float, warmup: float, rounds: int) -> dict[str, dict[str, float]]:
+    """Part (b): median requests/s per server over interleaved rounds."""
+    wrk = find_wrk()
+    print(f"  load generator: {wrk} (installed), 1 thread, {CLIENTS} connections, "
+          f"{seconds:g}s per run after a {warmup:g}s warm-up", flush=True)
+    kinds = ("echo", "toolkeeper", "sdk")
+    rates: dict[str, list[float]] = {k: [] for k in kinds}
+    with ExitStack() as stack, tempfile.TemporaryDirectory() as folder:
+        servers = {k: stack.enter_context(start_server(k)) for k in kinds}
+        scripts = {}
+        for kind in kinds:
+            scripts[kind] = Path(folder) / f"{kind}.lua"
+            scripts[kind].write_text(wrk_script(EXPECTED[kind]))
+            warm = run_wrk(wrk, servers[kind], scripts[kind], warmup)
+            if warm["failed"] or not warm["requests"]:
+                raise AssertionError(f"{kind}: warm-up had failures: {warm}")
+        for i in range(rounds):
+            for kind in kinds:
+                result = run_wrk(wrk, servers[kind], scripts[kind], seconds)
+                if result["failed"]:
+                    raise AssertionError(f"{kind}: {result['failed']} failed responses: "
+                                         f"{result}")
+                rates[kind].append(result["rps"])
+                print(f"  round {i + 1} {kind:<10} {result['rps']:>9,.0f} req/s  "
+                      f"p50 {result['p50_us'] / 1000:.2f} ms  p99 {result['p99_us'] / 1000:.2f} ms"
+                      f"  ({result['requests']} requests, 0 failed)", flush=True)
+    return {k: {"median": statistics.median(v), "min": min(v), "max": max(v)}
+            for k, v in rates.items()}
+
+
+# --- main ------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="short smoke run")
+    parser.add_argument("--part", choices=("a", "b", "all"), default="all")
+    parser.add_argument("--calls", type=int, help="calls per run of (a)")
+    parser.add_argument("--repeats", type=int, help="runs of (a)")
+    parser.add_argument("--seconds", type=float, help="seconds per wrk run of (b)")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds of (b)")
+    args = parser.parse_args(argv)
+    quick = args.quick
+    calls = args.calls or (2_000 if quick else 200_000)
+    repeats = args.repeats or (2 if quick else 7)
+    seconds = args.seconds or (1.0 if quick else 5.0)
+    rounds = args.rounds or (1 if quick else 5)
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.2f} at start", flush=True)
+    verdicts: list[str] = []
+    if args.part in ("a", "all"):
+        print(f"(a) in-process tools/call dispatch, {calls:,} calls x {repeats} runs", flush=True)
+        a = bench_dispatch(calls, repeats)
+        print(f"(a) median {a['median']:,.0f} calls/s (min {a['min']:,.0f}, max {a['max']:,.0f}; "
+              f"CPU-time median {a['cpu_median']:,.0f}); target 100,000: "
+              f"{'met' if a['median'] >= 100_000 else 'NOT met'}", flush=True)
+        verdicts.append(f"(a) {a['median']:,.0f} calls/s")
+    if args.part in ("b", "all"):
+        print(f"(b) HTTP tools/call, modern era, {CLIENTS} concurrent clients", flush=True)
+        b = bench_http(seconds, 1.0 if quick else 2.0, rounds)
+        tk, sdk, echo = (b[k]["median"] for k in ("toolkeeper", "sdk", "echo"))
+        for kind in ("echo", "toolkeeper", "sdk"):
+            row = b[kind]
+            print(f"(b) {kind:<10} median {row['median']:>9,.0f} req/s "
+                  f"(min {row['min']:,.0f}, max {row['max']:,.0f})")
+        print(f"(b) toolkeeper/SDK  = {tk / sdk:.2f}x (target >= 10x: "
+              f"{'met' if tk / sdk >= 10 else 'NOT met'})")
+        print(f"(b) echo/toolkeeper = {echo / tk:.2f}x (target <= 1.5x: "
+              f"{'met' if echo / tk <= 1.5 else 'NOT met'})", flush=True)
+        verdicts.append(f"(b) {tk / sdk:.2f}x SDK, echo/toolkeeper {echo / tk:.2f}x")
+    print(f"load average {os.getloadavg()[0]:.2f} at end; " + "; ".join(verdicts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""The three servers of ``bench/gateway.py`` part (b), one per process, under identical uvicorn
+settings: ``python bench/gateway_servers.py {toolkeeper|sdk|echo}`` binds 127.0.0.1 on an
+ephemeral port, prints ``PORT <n>`` on stdout, then serves until SIGTERM/SIGINT.
+
+* ``toolkeeper``: the demo gateway over an in-memory registry, ``json_response=True``;
+* ``sdk``: the official ``mcp`` SDK's ``MCPServer`` with one tool ``payments.lookup`` of the same
+  input schema (a reference matching ``^PMT-\\d{3,}$``, optional ``include_legs``) and the same
+  result (one text block and the same structured content), served by
+  ``streamable_http_app(stateless_http=True, json_response=True)``;
+* ``echo``: a bare ASGI app that reads the body and answers a fixed small JSON (the ceiling of
+  the server stack).
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Annotated, Any
+
+import uvicorn
+from mcp_types import CallToolResult, TextContent
+from pydantic import Field
+
+__all__ = ["KINDS", "UVICORN_SETTINGS", "build", "echo_app", "main"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+UVICORN_SETTINGS: dict[str, Any] = {
+    "loop": "uvloop", "http": "httptools", "ws": "none", "lifespan": "on",
+    "log_level": "warning", "access_log": False, "workers": 1,
+}
+"""The same for every server: one worker, one loop and HTTP implementation, quiet logs."""
+
+ECHO_BODY = b'{"jsonrpc":"2.0","id":1,"result":{"ok":true}}'
+
+
+async def echo_app(scope: Scope, receive: Receive, send: Send) -> None:
+    """Read the whole body, answer :data:`ECHO_BODY` (and run the lifespan protocol)."""
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+        more = message.get("more_body", False)
+    await send({"type": "http.response.start", "status": 200, "headers": [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(ECHO_BODY)).encode())]})
+    await send({"type": "http.response.body", "body": ECHO_BODY, "more_body": False})
+
+
+def _toolkeeper_app() -> Any:
+    from toolkeeper.demo import demo_handlers, install_demo
+    from toolkeeper.registry import Registry
+    from toolkeeper.server import build_app
+    from toolkeeper.transports.http import HttpConfig
+
+    registry = Registry.open("memory:")
+    install_demo(registry)
+    app, _ = build_app(registry, demo_handlers(), http=HttpConfig(json_response=True))
+    return app
+
+
+def _sdk_app() -> Any:
+    from mcp.server import MCPServer
+
+    server: MCPServer[Any] = MCPServer("sdk-bench")
+    payments = {"PMT-771": ("HELD", 250000, "AED", "ACME TRADING LLC")}
+
+    @server.tool(name="payments.lookup", title="Look up a payment",
+                 description="Look up a payment by its reference (PMT-NNN) and return its "
+                             "status, amount and currency; optionally include the settlement "
+                             "legs.")
+    def lookup(reference: Annotated[str, Field(pattern=r"^PMT-\d{3,}$",
+                                               description="Payment reference, e.g. PMT-771")],
+               include_legs: Annotated[bool, Field(description="Include settlement legs")]
+               = False) -> CallToolResult:
+        status, amount, currency, beneficiary = payments.get(
+            reference, ("PENDING", 0, "AED", "UNKNOWN BENEFICIARY"))
+        line = f"{reference}: {status}, {amount} {currency}, beneficiary {beneficiary}"
+        data: dict[str, Any] = {"reference": reference, "status": status, "amount": amount,
+                                "currency": currency, "beneficiary": beneficiary}
+        return CallToolResult(content=[TextContent(type="text", text=line)],
+                              structured_content=data)
+
+    return server.streamable_http_app(stateless_http=True, json_response=True,
+                                      host="127.0.0.1")
+
+
+KINDS: dict[str, Callable[[], Any]] = {
+    "toolkeeper": _toolkeeper_app,
+    "sdk": _sdk_app,
+    "echo": lambda: echo_app,
+}
+
+
+def build(kind: str) -> Any:
+    """The ASGI app of one server kind."""
+    return KINDS[kind]()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or argv[0] not in KINDS:
+        print(f"usage: gateway_servers.py {{{'|'.join(KINDS)}}}", file=sys.stderr)
+        return 2
+    app = build(argv[0])
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1024)
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    settings = {k: v for k, v in UVICORN_SETTINGS.items() if k != "workers"}
+    uvicorn.Server(uvicorn.Config(app, **settings)).run(sockets=[sock])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
