@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # helpers, for spawned workers too
 
-from backends import Backend, PgServer
+from registry_kit import Backend, PgServer
 
 from toolkeeper.registry import Registry
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from backends import Backend
-from workers import RACE_NAMES, race_spec, race_worker, replica_worker
+from registry_kit import Backend
+from registry_workers import RACE_NAMES, race_spec, race_worker, replica_worker
 
 from toolkeeper.contracts.classify import classify
 from toolkeeper.contracts.semver import Version

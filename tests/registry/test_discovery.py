@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from specs import make_spec
+from registry_kit import make_spec
 
 from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import DataClassification, Status, ToolSpec

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from specs import evolved, make_spec
+from registry_kit import evolved, make_spec
 
 from toolkeeper.contracts.classify import classify
 from toolkeeper.contracts.spec import Status, ToolSpec

@@ -9,8 +9,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from backends import Backend
-from specs import evolved
+from registry_kit import Backend, evolved
 
 from toolkeeper.errors import StoreError
 from toolkeeper.registry import open_store

@@ -6,8 +6,7 @@ import threading
 
 import psycopg
 import pytest
-from backends import Backend
-from specs import evolved
+from registry_kit import Backend, evolved
 
 from toolkeeper.errors import StoreError
 from toolkeeper.registry import Registry

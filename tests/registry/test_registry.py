@@ -5,8 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from backends import Backend
-from specs import evolved, make_spec, v
+from registry_kit import Backend, evolved, make_spec, v
 
 from toolkeeper.contracts.spec import Status
 from toolkeeper.errors import LifecycleError, NotFoundError, PublishRefusedError

@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from specs import evolved, v
+from registry_kit import evolved, v
 
 from toolkeeper.errors import StoreError
 from toolkeeper.registry import Registry

@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from specs import evolved
+from registry_kit import evolved
 
 from toolkeeper.errors import StoreError
 from toolkeeper.registry import Registry

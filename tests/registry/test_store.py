@@ -12,8 +12,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from backends import Backend
-from specs import evolved, v
+from registry_kit import Backend, evolved, v
 
 from toolkeeper.contracts.spec import Status
 from toolkeeper.errors import StoreError

@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Any
 
-from specs import evolved
+from registry_kit import evolved
 
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import PublishRefusedError, ToolkeeperError
