@@ -149,3 +149,27 @@ def test_the_change_feed_returns_each_changed_record_once_after_a_cursor(
     assert sorted(str(s.version) for s in delta.specs) == ["1.0.0", "2.0.0"]
     assert store.changes_since(delta.cursor).specs == ()
     assert [e.seq for e in store.audit()] == [start + 1, start + 2, start + 3]
+
+
+class FlakyFeedStore(FaultyStore):
+    """A real store whose change feed fails while ``armed`` (after a commit succeeded)."""
+
+    def change(self, name: str) -> AbstractContextManager[StoreTransaction]:
+        return self.inner.change(name)
+
+    def changes_since(self, cursor: int) -> Any:
+        if self.armed:
+            self.fault()
+        return self.inner.changes_since(cursor)
+
+
+def test_a_committed_publish_whose_read_back_fails_is_returned_and_caught_up_later(
+        backend: Backend) -> None:
+    flaky: list[FlakyFeedStore] = []
+    registry = backend.wrap(lambda s: flaky.append(FlakyFeedStore(s, _raise)) or flaky[0])
+    flaky[0].armed = True
+    stored = registry.publish(evolved(NAME, "1.0.0"))  # durable: not reported as a failure
+    assert stored.version == v("1.0.0")
+    flaky[0].armed = False
+    assert registry.latest(NAME) == stored  # the next read catches up
+    assert registry.generation == 1

@@ -72,6 +72,7 @@ class Registry:
         self._generation = 0
         self._subscribers: list[Callable[[], None]] = []
         self._closed = False
+        self._behind = False  # a change committed but not yet applied to the index
         try:
             snapshot = store.snapshot()
             self._index.apply(snapshot.specs)
@@ -115,7 +116,7 @@ class Registry:
                                             str(spec.version), None, verdict))
         if refusal is not None:
             raise refusal
-        self._sync()
+        self._after_commit()
         return stored
 
     def deprecate(self, name: str, version: Version, *, message: str | None = None,
@@ -129,7 +130,7 @@ class Registry:
             tx.update(updated)
             tx.append_audit(AuditRecord(utc_now(), actor, lifecycle.DEPRECATE, name,
                                         str(current.version)))
-        self._sync()
+        self._after_commit()
         return updated
 
     def retire(self, name: str, version: Version, *, actor: str = "anonymous") -> ToolSpec:
@@ -142,7 +143,7 @@ class Registry:
             tx.update(updated)
             tx.append_audit(AuditRecord(utc_now(), actor, lifecycle.RETIRE, name,
                                         str(current.version)))
-        self._sync()
+        self._after_commit()
         return updated
 
     # --- reads -----------------------------------------------------------------------------
@@ -232,8 +233,17 @@ class Registry:
         return build_view(self._index.names, self._index.gates, key)
 
     def _refresh(self) -> None:
-        if self._store.stale():
+        if self._behind or self._store.stale():
             self._sync()
+
+    def _after_commit(self) -> None:
+        """Apply our own committed change. It is durable already, so a failure to read it
+        back is not the caller's error: we stay marked behind and catch up on the next read."""
+        try:
+            self._sync()
+        except StoreError:
+            self._behind = True
+            _log.warning("registry: committed, but could not refresh the index", exc_info=True)
 
     def _on_external_change(self) -> None:
         if self._closed:
@@ -241,12 +251,14 @@ class Registry:
         try:
             self._sync()
         except StoreError:
+            self._behind = True
             _log.exception("registry: could not apply a change notified by another process")
 
     def _sync(self) -> None:
         """Apply every change committed after our cursor; notify subscribers if any."""
         with self._lock:
             delta = self._store.changes_since(self._cursor)
+            self._behind = False
             self._cursor = max(self._cursor, delta.cursor)
             if not self._index.apply(delta.specs):
                 return
