@@ -11,7 +11,7 @@ may change) plus optional structured ``data``::
     ├── RegistryError                    registry operations ("registry.*")
     │   ├── PublishRefusedError          the publish guard said no (rule, changes, minimumVersion)
     │   ├── NotFoundError                no such tool or version ("registry.not_found")
-    │   ├── LifecycleError               an illegal status transition ("registry.lifecycle")
+    │   ├── LifecycleError               an illegal status transition ("lifecycle.*")
     │   └── StoreError                   the storage backend failed ("registry.store")
     ├── PrincipalError                   unknown clearance or malformed principal ("principal.*")
     └── JsonRpcError                     a protocol error with a JSON-RPC code (protocol layer)

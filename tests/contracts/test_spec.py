@@ -152,3 +152,13 @@ def test_deeply_nested_json_is_a_contract_error_not_a_crash() -> None:
     with pytest.raises(ContractError) as info:
         loads_json(b"[" * 100_000)
     assert info.value.code == "json.too_deep"
+
+
+def test_trusted_parse_skips_schema_compilation_but_not_shape_checks(examples_dir: Path) -> None:
+    data = _contract(examples_dir)
+    data["inputSchema"] = {"type": "object", "minProperties": "x"}
+    assert spec_from_mapping(data, trusted=True).input_schema == data["inputSchema"]
+    data["inputSchema"] = {"type": "string"}
+    with pytest.raises(ContractError) as info:
+        spec_from_mapping(data, trusted=True)
+    assert info.value.code == "contract.schema_root"

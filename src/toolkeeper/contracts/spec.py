@@ -221,13 +221,16 @@ def _enum(data: Mapping[str, Any], key: str, kind: type[enum.Enum], default: Any
                     "contract.enum") from None
 
 
-def _schema(data: Mapping[str, Any], key: str, *, assert_formats: bool) -> dict[str, Any]:
+def _schema(data: Mapping[str, Any], key: str, *, assert_formats: bool, trusted: bool = False
+            ) -> dict[str, Any]:
     value = data[key]
     path = f"$.{key}"
     if not isinstance(value, dict):
         raise _fail(path, "must be a JSON Schema object", "contract.schema")
     if key == "inputSchema" and value.get("type") != "object":
         raise _fail(path, 'must have "type": "object" at its root (MCP)', "contract.schema_root")
+    if trusted:
+        return value
     try:
         compile_schema(value, assert_formats=assert_formats)
     except SchemaError as exc:
@@ -239,11 +242,14 @@ def _schema(data: Mapping[str, Any], key: str, *, assert_formats: bool) -> dict[
     return value
 
 
-def spec_from_mapping(data: object, *, lifecycle: bool = False) -> ToolSpec:
+def spec_from_mapping(data: object, *, lifecycle: bool = False, trusted: bool = False) -> ToolSpec:
     """Build a ToolSpec from a contract mapping (camelCase keys).
 
     Unknown keys and bad values raise :class:`ContractError` with the JSON path. With
     ``lifecycle=True`` the registry's own fields (status, publisher, ...) are accepted too.
+    ``trusted=True`` is for records a registry validated when they were published: the shape is
+    still checked, but schemas are not compiled and ``x-mcp-header`` is not re-scanned (compiling
+    happens lazily when a version is first served). Never use it for outside input.
     """
     if not isinstance(data, Mapping):
         raise _fail("$", "a contract must be a JSON object", "contract.type")
@@ -265,14 +271,14 @@ def spec_from_mapping(data: object, *, lifecycle: bool = False) -> ToolSpec:
     assert_formats = data.get("assertFormats", False)
     if not isinstance(assert_formats, bool):
         raise _fail("$.assertFormats", "must be a boolean", "contract.type")
-    output = _schema(data, "outputSchema", assert_formats=assert_formats) \
+    output = _schema(data, "outputSchema", assert_formats=assert_formats, trusted=trusted) \
         if data.get("outputSchema") is not None else None
     spec = ToolSpec(
         name=name,
         version=version,
         title=_string(data, "title"),
         description=_string(data, "description"),
-        input_schema=_schema(data, "inputSchema", assert_formats=assert_formats),
+        input_schema=_schema(data, "inputSchema", assert_formats=assert_formats, trusted=trusted),
         output_schema=output,
         tenants=_string_set(data, "tenants"),
         data_classification=_enum(data, "dataClassification", DataClassification),

@@ -64,7 +64,7 @@ def spec_from_document(document: str) -> ToolSpec:
     re-reads a name's whole history on every publish (ToolSpecs are immutable values).
     """
     try:
-        return spec_from_mapping(loads_json(document), lifecycle=True)
+        return spec_from_mapping(loads_json(document), lifecycle=True, trusted=True)
     except ContractError as exc:
         raise StoreError(f"a stored contract is unreadable: {exc.message}",
                          code="registry.corrupt") from None
