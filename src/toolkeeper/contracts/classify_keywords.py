@@ -89,13 +89,23 @@ def _values(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
     if b_const and a_const:
         ctx.emit(where, "const.changed", f"const changed: {show(b['const'])} -> {show(a['const'])}")
         return
-    dropped, added = len(vb - va), len(va - vb)
+    dropped = [v for v in _listed(b) if value_key(v) in vb - va]
+    added = [v for v in _listed(a) if value_key(v) in va - vb]
     if dropped:
         rule = "const.added" if a_const else "enum.narrowed"
-        ctx.emit(where, rule, f"{dropped} allowed value(s) removed: now {show(a.get(key))}")
+        ctx.emit(where, rule, f"value(s) no longer allowed: {show(dropped)}")
     if added:
         rule = "const.removed" if b_const else "enum.widened"
-        ctx.emit(where, rule, f"{added} allowed value(s) added: now {show(a.get(key))}")
+        ctx.emit(where, rule, f"value(s) newly allowed: {show(added)}")
+
+
+def _listed(node: dict[str, Any]) -> list[Any]:
+    """The values an enum/const node names, in document order, without duplicates."""
+    values = list(node["enum"]) if isinstance(node.get("enum"), list) else []
+    if "const" in node:
+        values.append(node["const"])
+    seen: set[bytes] = set()
+    return [v for v in values if not (value_key(v) in seen or seen.add(value_key(v)))]
 
 
 def _number(value: Any) -> Fraction | None:
