@@ -1,24 +1,31 @@
 """``toolkeeper serve``: the gateway over Streamable HTTP (default) or stdio.
 
 ``--demo`` publishes the demo estate into the registry when absent and serves its handlers;
-``--handlers module:attribute`` adds your own :class:`~toolkeeper.server.ToolHandlers`. The
-registry is ``--registry URL``, else ``TOOLKEEPER_REGISTRY``, else the default SQLite file.
+``--estate DIR`` publishes the contract files (JSON or YAML) of a directory when absent;
+``--handlers module:attribute`` (or ``path/to/file.py:attribute``) adds your own
+:class:`~toolkeeper.server.ToolHandlers`. The registry is ``--registry URL``, else
+``TOOLKEEPER_REGISTRY``, else the default SQLite file.
 Logs go to stderr (stdout carries the protocol under ``--stdio``). Exit codes: 0 after a clean
-shutdown, 1 the registry refused the demo estate, 2 bad input (registry URL, handlers
-reference, unusable address).
+shutdown, 1 the registry refused the demo estate or an estate contract, 2 bad input (registry
+URL, handlers reference, estate file, unusable address).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
 import logging
 import signal
 import sys
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import click
 
-from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, fail
+from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, fail, read_document
+from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
 from toolkeeper.errors import PublishRefusedError, ToolkeeperError
 from toolkeeper.registry import Registry
 from toolkeeper.server import ToolHandlers, build_gateway
@@ -37,15 +44,36 @@ __all__ = ["register", "serve"]
 
 _LEVELS = ("debug", "info", "warning", "error")
 _WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+_CONTRACT_SUFFIXES = (".json", ".yaml", ".yml")
+ESTATE_ACTOR = "toolkeeper-serve"
+
+
+def _import(module_name: str) -> ModuleType:
+    """A module by dotted name, or by file path when the name ends with ``.py``."""
+    if not module_name.endswith(".py"):
+        return importlib.import_module(module_name)
+    path = Path(module_name).resolve()
+    unique = "_toolkeeper_handlers_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(unique, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {module_name}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[unique] = module
+    try:
+        spec.loader.exec_module(module)
+    except FileNotFoundError:
+        del sys.modules[unique]
+        raise ImportError(f"no such file: {module_name}") from None
+    return module
 
 
 def _load_handlers(reference: str) -> ToolHandlers:
-    module_name, sep, attribute = reference.partition(":")
+    module_name, sep, attribute = reference.rpartition(":")
     if not sep or not module_name or not attribute:
         raise ToolkeeperError(f"--handlers {reference!r}: expected module:attribute",
                               code="cli.handlers_reference")
     try:
-        value: Any = getattr(importlib.import_module(module_name), attribute)
+        value: Any = getattr(_import(module_name), attribute)
     except (ImportError, AttributeError) as exc:
         raise ToolkeeperError(f"--handlers {reference!r}: {exc}",
                               code="cli.handlers_reference") from None
@@ -55,6 +83,32 @@ def _load_handlers(reference: str) -> ToolHandlers:
         raise ToolkeeperError(f"--handlers {reference!r} is not a ToolHandlers",
                               code="cli.handlers_reference")
     return value
+
+
+def _estate_contracts(directory: Path) -> list[ToolSpec]:
+    """Every contract file of ``directory`` (not recursive), parsed, in (name, version) order
+    so older versions are published first. A file that is not a contract is bad input."""
+    specs: list[ToolSpec] = []
+    for path in sorted(directory.iterdir()):
+        if path.is_file() and path.suffix in _CONTRACT_SUFFIXES:
+            try:
+                specs.append(spec_from_mapping(read_document(str(path))))
+            except ToolkeeperError as exc:
+                raise ToolkeeperError(f"--estate {path}: {exc.message}", code=exc.code,
+                                      path=exc.path) from None
+    return sorted(specs, key=lambda spec: spec.key)
+
+
+def install_estate(registry: Registry, directory: Path, *, actor: str = ESTATE_ACTOR
+                   ) -> list[str]:
+    """Publish the contracts of ``directory`` that the registry lacks; returns what was done.
+    A conflicting contract already there makes the publish guard refuse (the error propagates)."""
+    done: list[str] = []
+    for spec in _estate_contracts(directory):
+        if registry.get(spec.name, spec.version) is None:
+            registry.publish(spec, actor=actor)
+            done.append(f"published {spec.name} {spec.version}")
+    return done
 
 
 def _policy(host: str, allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...]
@@ -68,6 +122,9 @@ def _policy(host: str, allow_hosts: tuple[str, ...], allow_origins: tuple[str, .
 
 @click.command("serve")
 @click.option("--demo", is_flag=True, help="Publish the demo estate if absent; serve it.")
+@click.option("--estate", "estates", multiple=True, metavar="DIR",
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Publish the contract files (JSON/YAML) in DIR if absent; repeatable.")
 @click.option("--registry", "registry_url", default=None, metavar="URL",
               help="memory:, sqlite:///path.db or postgresql://... "
                    "(default: TOOLKEEPER_REGISTRY, else the user data SQLite file).")
@@ -76,7 +133,8 @@ def _policy(host: str, allow_hosts: tuple[str, ...], allow_origins: tuple[str, .
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--path", default="/mcp", show_default=True, help="The endpoint path.")
 @click.option("--handlers", "handler_refs", multiple=True, metavar="MODULE:ATTR",
-              help="A ToolHandlers (or a function returning one) to serve; repeatable.")
+              help="A ToolHandlers (or a function returning one) to serve; MODULE may be a "
+                   "path/to/file.py; repeatable.")
 @click.option("--allow-host", multiple=True, metavar="HOST[:PORT|:*]",
               help="Also accept this Host header (DNS-rebinding allow list); repeatable.")
 @click.option("--allow-origin", multiple=True, metavar="SCHEME://HOST[:PORT|:*]",
@@ -84,9 +142,10 @@ def _policy(host: str, allow_hosts: tuple[str, ...], allow_origins: tuple[str, .
 @click.option("--json-response", is_flag=True,
               help="Always answer JSON (progress and log notifications are dropped).")
 @click.option("--log-level", type=click.Choice(_LEVELS), default="info", show_default=True)
-def serve(demo: bool, registry_url: str | None, stdio: bool, host: str, port: int, path: str,
-          handler_refs: tuple[str, ...], allow_host: tuple[str, ...],
-          allow_origin: tuple[str, ...], json_response: bool, log_level: str) -> None:
+def serve(demo: bool, estates: tuple[Path, ...], registry_url: str | None, stdio: bool,
+          host: str, port: int, path: str, handler_refs: tuple[str, ...],
+          allow_host: tuple[str, ...], allow_origin: tuple[str, ...], json_response: bool,
+          log_level: str) -> None:
     """Run the MCP gateway (both protocol eras on one endpoint)."""
     logging.basicConfig(stream=sys.stderr, level=log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -100,6 +159,9 @@ def serve(demo: bool, registry_url: str | None, stdio: bool, host: str, port: in
             for line in install_demo(registry):
                 log.info("demo estate: %s", line)
             handlers.merge(demo_handlers())
+        for directory in estates:
+            for line in install_estate(registry, directory):
+                log.info("estate %s: %s", directory, line)
         for reference in handler_refs:
             handlers.merge(_load_handlers(reference))
     except PublishRefusedError as exc:
@@ -122,8 +184,9 @@ def serve(demo: bool, registry_url: str | None, stdio: bool, host: str, port: in
         # uvicorn shuts down gracefully on SIGTERM, then re-raises it: end with status 0.
         signal.signal(signal.SIGTERM, _exit_cleanly)
         try:
-            run_foreground(create_asgi_app(gateway.kernel, config), host=host, port=port,
-                           path=path, log_level=log_level, on_ready=ready)
+            run_foreground(create_asgi_app(gateway.kernel, config, changes=gateway.changes),
+                           host=host, port=port, path=path, log_level=log_level,
+                           on_ready=ready)
         except OSError as exc:
             fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", code=EXIT_BAD_INPUT)
         except KeyboardInterrupt:  # uvicorn re-raises SIGINT after its graceful shutdown

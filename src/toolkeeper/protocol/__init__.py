@@ -36,6 +36,7 @@ from toolkeeper.protocol.meta import (
     LOG_LEVELS,
     PROTOCOL_VERSION_KEY,
     SERVER_INFO_KEY,
+    SUBSCRIPTION_ID_KEY,
     log_level_allows,
 )
 from toolkeeper.protocol.methods import (
@@ -71,6 +72,7 @@ __all__ = [
     "MODERN_VERSIONS",
     "PROTOCOL_VERSION_KEY",
     "SERVER_INFO_KEY",
+    "SUBSCRIPTION_ID_KEY",
     "Accepted",
     "CacheHint",
     "Call",

@@ -87,4 +87,4 @@ def run_method(method: Method, call: Call, identity: ServerIdentity,
         except Exception as exc:
             return error_reply(call.request_id, exc, headers)
 
-    return Pending(call.request_id, complete, headers)
+    return Pending(call.request_id, complete, headers, deferred.stream)

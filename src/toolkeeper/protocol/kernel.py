@@ -38,7 +38,7 @@ from toolkeeper.protocol.meta import claims_modern_envelope
 from toolkeeper.protocol.methods import CacheHint, MethodTable, TransportFacts
 from toolkeeper.protocol.modern import ModernPipeline, discover_method
 from toolkeeper.protocol.outcome import Outcome, Reply
-from toolkeeper.protocol.sessions import LegacySession, SessionTable
+from toolkeeper.protocol.sessions import LegacySession, Phase, SessionTable
 from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS, Era
 
 __all__ = ["ServerKernel", "StreamConnection", "select_http_era"]
@@ -152,6 +152,20 @@ class ServerKernel:
         if len(ids) != 1:
             return 400
         return 200 if self.sessions.remove(ids[0]) else 404
+
+    def session_for_stream(self, facts: TransportFacts) -> str | Reply:
+        """HTTP GET (the legacy standalone stream): the live session's id, or the refusal:
+        400 no (or a duplicated) id or not yet initialized, 404 unknown or expired."""
+        ids = facts.headers.get_all(MCP_SESSION_ID)
+        if len(ids) != 1:
+            return error_reply(None, invalid_request("Bad Request: Missing session ID"))
+        session = self.sessions.get(ids[0])
+        if session is None:
+            reply = error_reply(None, invalid_request("Session not found"))
+            return dataclasses.replace(reply, status=404)
+        if session.phase is not Phase.READY:
+            return error_reply(None, invalid_request("session is not initialized"))
+        return ids[0]
 
     # --- stream transports -----------------------------------------------------------------
 

@@ -24,6 +24,7 @@ __all__ = [
     "PROGRESS_TOKEN_KEY",
     "PROTOCOL_VERSION_KEY",
     "SERVER_INFO_KEY",
+    "SUBSCRIPTION_ID_KEY",
     "Envelope",
     "claims_modern_envelope",
     "log_level_allows",
@@ -36,6 +37,9 @@ CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
 CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
 LOG_LEVEL_KEY: Final = "io.modelcontextprotocol/logLevel"
 SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
+SUBSCRIPTION_ID_KEY: Final = "io.modelcontextprotocol/subscriptionId"
+"""On every notification of a ``subscriptions/listen`` stream and on its final result: the
+JSON-RPC id of the listen request (mcp-wire 1, 7.7)."""
 PROGRESS_TOKEN_KEY: Final = "progressToken"
 
 LOG_LEVELS: Final[Mapping[str, int]] = MappingProxyType({

@@ -60,9 +60,13 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Deferred:
-    """Async work a handler hands back: ``run(emit)`` returns the result object."""
+    """Async work a handler hands back: ``run(emit)`` returns the result object. ``stream``: the
+    response is a notification stream (``subscriptions/listen``): always SSE on HTTP, even in
+    JSON mode, so the client must accept ``text/event-stream``; on stdio it is cancelled at end
+    of input instead of awaited."""
 
     run: Callable[[Emit], Awaitable[dict[str, Any]]]
+    stream: bool = False
 
 
 MethodResult = dict[str, Any] | Deferred

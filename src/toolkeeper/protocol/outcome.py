@@ -41,11 +41,13 @@ class Accepted:
 @dataclass(frozen=True, slots=True)
 class Pending:
     """A request whose handler must run on the transport's loop: ``await complete(emit)``
-    gives the Reply; notifications emitted meanwhile belong on the same response stream."""
+    gives the Reply; notifications emitted meanwhile belong on the same response stream.
+    ``stream``: see :class:`~toolkeeper.protocol.methods.Deferred`."""
 
     request_id: RequestId
     run: Callable[[Emit], Awaitable[Reply]]
     headers: tuple[tuple[str, str], ...] = field(default=())
+    stream: bool = False
 
     async def complete(self, emit: Emit) -> Reply:
         return await self.run(emit)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from toolkeeper.contracts.spec import ToolSpec
@@ -68,11 +68,12 @@ class ToolCalls:
     """The ``tools/call`` method handler and its ``Mcp-Param-*`` schema hook."""
 
     def __init__(self, registry: Registry, views: ToolViews, handlers: ToolHandlers,
-                 call_log: CallLog) -> None:
+                 call_log: CallLog, tools_changed: Callable[[], None] | None = None) -> None:
         self._registry = registry
         self._views = views
         self._handlers = handlers
         self._log = call_log
+        self._tools_changed = tools_changed
         self._compiled: dict[tuple[str, str, bool], CompiledSchema] = {}
 
     def _validator(self, spec: ToolSpec, strict: bool) -> CompiledSchema:
@@ -137,7 +138,7 @@ class ToolCalls:
         handle = self._log.dispatched(CallRecord(
             spec.name, str(spec.version), principal.tenant, arguments_digest(arguments),
             call.era.value))
-        context = ToolContext(call, spec, principal, emit)
+        context = ToolContext(call, spec, principal, emit, self._tools_changed)
         started = time.perf_counter()
         outcome = "cancelled"
         try:

@@ -1,8 +1,10 @@
 """The gateway: the registry, the handlers and the call log behind the protocol kernel.
 
 :func:`build_gateway` is the one place that assembles a server: it fills the kernel's method
-table with ``tools/list`` and ``tools/call`` (both eras) and wires the principal resolver.
-Transports take ``gateway.kernel``.
+table with ``tools/list`` and ``tools/call`` (both eras) and ``subscriptions/listen`` (modern),
+and wires the principal resolver and the change hub (registry change -> list_changed to
+listening clients; legacy sessions get it on their standalone GET stream). Transports take
+``gateway.kernel`` (and ``gateway.changes`` for the legacy stream and shutdown).
 """
 
 from __future__ import annotations
@@ -26,13 +28,15 @@ from toolkeeper.protocol.faults import invalid_params
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server.calllog import CallLog, InMemoryCallLog
 from toolkeeper.server.calls import ToolCalls
+from toolkeeper.server.changes import ChangeHub
 from toolkeeper.server.handlers import ToolHandlers
+from toolkeeper.server.listen import listen_method
 from toolkeeper.server.principal import LocalPrincipal, PrincipalResolver
 from toolkeeper.server.views import ToolViews
 
 __all__ = ["Gateway", "build_gateway", "default_identity"]
 
-CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": False}, "logging": {}}
+CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": True}, "logging": {}}
 
 
 def default_identity() -> ServerIdentity:
@@ -53,6 +57,7 @@ class Gateway:
     call_log: CallLog
     views: ToolViews
     resolve_principal: PrincipalResolver
+    changes: ChangeHub
 
 
 def _list_tools(views: ToolViews) -> Callable[[Call], MethodResult]:
@@ -72,22 +77,25 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
                   resolve_principal: PrincipalResolver | None = None,
                   identity: ServerIdentity | None = None, instructions: str | None = None,
                   list_ttl_ms: int = 0, discover_ttl_ms: int = 0,
-                  sessions: SessionTable | None = None) -> Gateway:
+                  sessions: SessionTable | None = None,
+                  changes: ChangeHub | None = None) -> Gateway:
     """Assemble a gateway over ``registry``. Defaults: no handlers, an in-memory call log,
     the anonymous :class:`LocalPrincipal`, ``ttlMs`` 0 (``tools/list`` is ``private``,
-    ``server/discover`` ``public``)."""
+    ``server/discover`` ``public``), a change hub subscribed to ``registry``."""
     handlers = handlers if handlers is not None else ToolHandlers()
     call_log = call_log if call_log is not None else InMemoryCallLog()
     resolver: PrincipalResolver = (resolve_principal if resolve_principal is not None
                                    else LocalPrincipal(registry))
     views = ToolViews(registry)
-    calls = ToolCalls(registry, views, handlers, call_log)
+    hub = changes if changes is not None else ChangeHub.for_registry(registry)
+    calls = ToolCalls(registry, views, handlers, call_log, hub.tools_changed)
     table = MethodTable([
         Method("tools/list", _list_tools(views), cache=CacheHint(list_ttl_ms, "private")),
         Method("tools/call", calls, header_schema=calls.header_schema),
+        listen_method(hub),
     ])
     kernel = ServerKernel(
         table, identity=identity or default_identity(), capabilities=CAPABILITIES,
         instructions=instructions, discover_cache=CacheHint(discover_ttl_ms, "public"),
         resolve_principal=resolver, sessions=sessions)
-    return Gateway(kernel, registry, handlers, call_log, views, resolver)
+    return Gateway(kernel, registry, handlers, call_log, views, resolver, hub)

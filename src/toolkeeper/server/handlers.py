@@ -66,9 +66,11 @@ class HandlerBinding:
 class ToolContext:
     """What a running handler can do besides computing its result."""
 
-    def __init__(self, call: Call, spec: ToolSpec, principal: Any, emit: Emit) -> None:
+    def __init__(self, call: Call, spec: ToolSpec, principal: Any, emit: Emit,
+                 tools_changed: Callable[[], None] | None = None) -> None:
         self._call = call
         self._emit = emit
+        self._tools_changed = tools_changed
         self.spec = spec
         self.principal = principal
 
@@ -112,6 +114,13 @@ class ToolContext:
         if logger is not None:
             params["logger"] = logger
         await self._emit(notification_message("notifications/message", params))
+
+    def notify_tools_changed(self) -> None:
+        """Tell listening clients to re-fetch ``tools/list`` (modern ``subscriptions/listen``
+        streams, legacy standalone GET streams), as a registry change does. For a handler whose
+        tools depend on state outside the registry; publishing a contract needs no call."""
+        if self._tools_changed is not None:
+            self._tools_changed()
 
     def require_capabilities(self, required: Mapping[str, Any]) -> None:
         """Stop the call unless the client declared these capabilities (-32021)."""

@@ -17,9 +17,13 @@ step   check                                                failure
 A reply is JSON with the status from the code table; an accepted notification is 202 with an
 empty body. A request whose handler emits a notification (progress, log) is committed to SSE
 at the first one, and so is one silent for ``keepalive_s`` (then pinged); once committed the
-status is 200 and the response is the last event. A client that disconnects cancels its
-handler. No exception escapes to the server: a transport fault is logged and answered 500
-with a fixed text, never a traceback.
+status is 200 and the response is the last event. A stream method (``subscriptions/listen``)
+is SSE in every mode and needs ``text/event-stream`` in ``Accept`` (406). A client that
+disconnects cancels its handler. With a change feed, a legacy session may open its standalone
+GET stream (:mod:`~toolkeeper.transports.session_stream`); without one, GET is 405.
+:meth:`StreamableHTTPApp.begin_shutdown` ends every stream so the server can stop. No
+exception escapes to the server: a transport fault is logged and answered 500 with a fixed
+text, never a traceback.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from toolkeeper.protocol import (
 from toolkeeper.protocol.headers import MCP_PROTOCOL_VERSION, MCP_SESSION_ID
 from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS
 from toolkeeper.transports.security import OriginPolicy
+from toolkeeper.transports.session_stream import ChangeFeed, SessionStreams
 from toolkeeper.transports.sse import KEEPALIVE, SSE_HEADERS, sse_frame
 
 __all__ = ["ASGIApp", "HttpConfig", "StreamableHTTPApp", "create_asgi_app"]
@@ -94,9 +99,19 @@ def _accepts(accept: str | None) -> tuple[bool, bool]:
 class StreamableHTTPApp:
     """The MCP endpoint as an ASGI callable."""
 
-    def __init__(self, kernel: ServerKernel, config: HttpConfig | None = None) -> None:
+    def __init__(self, kernel: ServerKernel, config: HttpConfig | None = None, *,
+                 changes: ChangeFeed | None = None) -> None:
         self.kernel = kernel
         self.config = config if config is not None else HttpConfig()
+        self._changes = changes
+        self._session_streams = (None if changes is None else SessionStreams(
+            kernel, changes, keepalive_s=self.config.keepalive_s))
+
+    def begin_shutdown(self) -> None:
+        """The server is stopping: end every stream (listen and standalone) so each response
+        can finish; called by the runner before it waits for connections to close."""
+        if self._changes is not None:
+            self._changes.close()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -127,7 +142,9 @@ class StreamableHTTPApp:
         if config.path is not None and scope["path"] != config.path:
             await _plain(send, 404, b"Not Found")
             return
-        headers = HeaderView.from_pairs(scope["headers"])
+        # RFC 9110 5.5: a field value excludes leading and trailing OWS; not every ASGI server's
+        # parser strips it (httptools keeps trailing OWS), so the transport does.
+        headers = HeaderView.from_pairs((n, v.strip(b" \t")) for n, v in scope["headers"])
         method = scope["method"]
         if method == "POST":
             refusal = _check_post_headers(headers, config.max_body_bytes)
@@ -141,7 +158,7 @@ class StreamableHTTPApp:
             await _plain(send, 403, b"Invalid Origin header")
             return
         if method != "POST":
-            await self._other_method(method, headers, scope, send)
+            await self._other_method(method, headers, scope, receive, send)
             return
         json_ok, sse_ok = _accepts(headers.get("accept"))
         if not json_ok or not (sse_ok or config.json_response):
@@ -156,7 +173,9 @@ class StreamableHTTPApp:
         facts = TransportFacts("http", headers,
                                f"{client[0]}:{client[1]}" if client else None)
         outcome = self.kernel.handle_http(body, facts)
-        if isinstance(outcome, Reply):
+        if isinstance(outcome, Pending) and outcome.stream and not sse_ok:
+            await _respond(send, 406, [], b"")
+        elif isinstance(outcome, Reply):
             await _reply(send, outcome)
         elif isinstance(outcome, Accepted):
             await _respond(send, 202, _encode_headers(outcome.headers), b"")
@@ -164,12 +183,20 @@ class StreamableHTTPApp:
             await self._pending(outcome, receive, send)
 
     async def _other_method(self, method: str, headers: HeaderView, scope: Scope,
-                            send: Send) -> None:
+                            receive: Receive, send: Send) -> None:
         versions = headers.get_all(MCP_PROTOCOL_VERSION)
         modern = any(v not in HANDSHAKE_VERSIONS for v in versions)
-        if method == "DELETE" and not modern and headers.get(MCP_SESSION_ID) is not None:
+        session_id = headers.get(MCP_SESSION_ID)
+        if method == "DELETE" and not modern and session_id is not None:
             status = self.kernel.end_session(TransportFacts("http", headers))
+            if status == 200 and self._session_streams is not None:
+                self._session_streams.end(session_id)
             await _respond(send, status, [], b"")
+            return
+        streams = self._session_streams
+        if method == "GET" and not modern and session_id is not None and streams is not None:
+            await streams.serve(TransportFacts("http", headers), _accepts(headers.get("accept"))[1],
+                                receive, send)
             return
         await _respond(send, 405, [(b"allow", b"POST")], b"")
 
@@ -178,6 +205,7 @@ class StreamableHTTPApp:
         lock = asyncio.Lock()
         committed = False
         extra = _encode_headers(pending.headers)
+        json_only = self.config.json_response and not pending.stream
 
         async def commit() -> None:
             nonlocal committed
@@ -187,7 +215,7 @@ class StreamableHTTPApp:
                             "headers": [*SSE_HEADERS, *extra]})
 
         async def emit(message: dict[str, Any]) -> None:
-            if self.config.json_response:
+            if json_only:
                 return
             async with lock:
                 await commit()
@@ -204,7 +232,7 @@ class StreamableHTTPApp:
                     break
                 if watcher in done:
                     return  # the client left: the finally clause cancels the handler
-                if not self.config.json_response:
+                if not json_only:
                     async with lock:
                         await commit()
                         await send({"type": "http.response.body", "body": KEEPALIVE,
@@ -287,6 +315,8 @@ async def _lifespan(receive: Receive, send: Send) -> None:
             return
 
 
-def create_asgi_app(kernel: ServerKernel, config: HttpConfig | None = None) -> StreamableHTTPApp:
-    """The ASGI app serving ``kernel`` (see :class:`HttpConfig`)."""
-    return StreamableHTTPApp(kernel, config)
+def create_asgi_app(kernel: ServerKernel, config: HttpConfig | None = None, *,
+                    changes: ChangeFeed | None = None) -> StreamableHTTPApp:
+    """The ASGI app serving ``kernel`` (see :class:`HttpConfig`); ``changes`` (the gateway's
+    change hub) enables the legacy standalone GET stream and ends streams at shutdown."""
+    return StreamableHTTPApp(kernel, config, changes=changes)

@@ -3,6 +3,10 @@ background thread on an ephemeral loopback port (tests, benchmarks, embedding).
 
 The background server binds and listens *before* uvicorn starts, so the port is known and
 connections made at once wait in the backlog: there is nothing to poll for.
+
+Shutdown is bounded: an app with a ``begin_shutdown()`` method (the Streamable HTTP app) is told
+first, so its open streams end and their responses finish; uvicorn then waits at most
+``GRACEFUL_SHUTDOWN_S`` for connections before cancelling what is left.
 """
 
 from __future__ import annotations
@@ -12,12 +16,42 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Final, Protocol, runtime_checkable
 
 import uvicorn
 
 from toolkeeper.transports.http import ASGIApp
 
-__all__ = ["RunningServer", "ServerThread", "listen", "run_foreground", "serve_in_thread"]
+__all__ = [
+    "GRACEFUL_SHUTDOWN_S",
+    "RunningServer",
+    "ServerThread",
+    "listen",
+    "run_foreground",
+    "serve_in_thread",
+]
+
+GRACEFUL_SHUTDOWN_S: Final = 5
+"""How long uvicorn waits for open responses at shutdown before cancelling them."""
+
+
+@runtime_checkable
+class _EndsStreams(Protocol):
+    def begin_shutdown(self) -> None: ...
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, telling the app that shutdown began before waiting for its connections (an
+    open SSE stream would otherwise hold the server until the client hangs up)."""
+
+    def __init__(self, config: uvicorn.Config, app: ASGIApp) -> None:
+        super().__init__(config)
+        self._app = app
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if isinstance(self._app, _EndsStreams):
+            self._app.begin_shutdown()
+        await super().shutdown(sockets=sockets)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +89,8 @@ def listen(host: str, port: int) -> socket.socket:
 def _config(app: ASGIApp, log_level: str, host: str = "127.0.0.1", port: int = 8000
             ) -> uvicorn.Config:
     return uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
-                          ws="none", access_log=log_level in ("debug", "info"))
+                          ws="none", access_log=log_level in ("debug", "info"),
+                          timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
 
 
 class ServerThread:
@@ -76,7 +111,7 @@ class ServerThread:
             raise RuntimeError("server already started")
         sock = listen(self._host, self._port)
         port = sock.getsockname()[1]
-        self._server = uvicorn.Server(_config(self._app, self._log_level))
+        self._server = _Server(_config(self._app, self._log_level), self._app)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
                                         name=f"toolkeeper-http-{port}", daemon=True)
         self._thread.start()
@@ -115,4 +150,4 @@ def run_foreground(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 8000,
     sock = listen(host, port)
     if on_ready is not None:
         on_ready(RunningServer(host, sock.getsockname()[1], path))
-    uvicorn.Server(_config(app, log_level, host=host, port=port)).run(sockets=[sock])
+    _Server(_config(app, log_level, host=host, port=port), app).run(sockets=[sock])

@@ -5,7 +5,8 @@ Requests run concurrently, so a long handler does not block ``ping`` and
 ``notifications/cancelled`` can stop it (a cancelled request gets no response). Notifications
 a handler emits (progress, log) are written as their own lines before its response. A line
 longer than ``max_line_bytes`` is discarded and answered -32600 with ``"id": null``. At end of
-input the server waits for in-flight requests, then returns.
+input the server cancels open streams (``subscriptions/listen``: they would never end) and
+waits for the other in-flight requests, then returns.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class StdioServer:
         self._write_raw = write
         self._lock = asyncio.Lock()
         self._tasks: dict[RequestId, asyncio.Task[None]] = {}
+        self._streams: set[asyncio.Task[None]] = set()
 
     async def _write(self, data: bytes) -> None:
         async with self._lock:
@@ -74,6 +76,8 @@ class StdioServer:
                     task.cancel()
             else:
                 self._start(outcome)
+        for task in self._streams:
+            task.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks.values(), return_exceptions=True)
 
@@ -90,8 +94,11 @@ class StdioServer:
 
         task = asyncio.ensure_future(complete())
         self._tasks[pending.request_id] = task
+        if pending.stream:
+            self._streams.add(task)
 
         def forget(done: asyncio.Task[None]) -> None:
+            self._streams.discard(done)
             if self._tasks.get(pending.request_id) is done:
                 del self._tasks[pending.request_id]
 
