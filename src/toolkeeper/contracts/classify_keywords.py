@@ -104,8 +104,10 @@ def _listed(node: dict[str, Any]) -> list[Any]:
     values = list(node["enum"]) if isinstance(node.get("enum"), list) else []
     if "const" in node:
         values.append(node["const"])
-    seen: set[bytes] = set()
-    return [v for v in values if not (value_key(v) in seen or seen.add(value_key(v)))]
+    unique: dict[bytes, Any] = {}
+    for value in values:
+        unique.setdefault(value_key(value), value)
+    return list(unique.values())
 
 
 def _number(value: Any) -> Fraction | None:
