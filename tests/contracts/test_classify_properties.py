@@ -28,7 +28,7 @@ from toolkeeper.contracts.classify import classify_schemas
 from toolkeeper.contracts.classify_refs import value_key
 from toolkeeper.contracts.validate import compile_schema
 
-SETTINGS = settings(max_examples=100, derandomize=True, deadline=None,
+SETTINGS = settings(max_examples=100, derandomize=True, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 NAMES = ("a", "b", "c", "d")

@@ -275,6 +275,19 @@ def _docs(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
                  f"{name} changed; descriptions steer models: flagged for review")
 
 
+_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def _dialect(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
+    """``$schema`` absent means 2020-12 (what contracts are validated as); another dialect
+    changes what every keyword means: fail closed. ``$id`` only names the resource."""
+    bd = str(b.get("$schema", _DIALECT)).rstrip("#")
+    ad = str(a.get("$schema", _DIALECT)).rstrip("#")
+    if bd != ad:
+        ctx.emit(child_path(path, "$schema"), "unanalysable",
+                 f"dialect {show(bd)} -> {show(ad)}: cannot be analysed, fails closed")
+
+
 _NUMERIC = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "multipleOf",
             *(name for name, _, _ in _COUNT_BOUNDS))
 
@@ -293,6 +306,7 @@ def _malformed_numbers(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str
 
 VALUE_HANDLERS: tuple[tuple[frozenset[str], Handler], ...] = (
     (frozenset(), _malformed_numbers),
+    (frozenset({"$schema", "$id"}), _dialect),
     (frozenset({"type"}), _type),
     (frozenset({"enum", "const"}), _values),
     (frozenset({"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}), _numeric_bounds),

@@ -53,9 +53,12 @@ _NEVER_MERGE = frozenset({"unevaluatedProperties", "unevaluatedItems", "$dynamic
 
 @dataclass(frozen=True, slots=True)
 class Unresolvable:
-    """A reference the classifier cannot follow; ``reason`` says why (for the Change reason)."""
+    """A reference the classifier cannot follow; ``reason`` says why (for the Change reason).
+    ``comparable``: two equal ones stand for the same schema (the same remote URI, the same empty
+    cycle); otherwise nothing is known and equal-looking references are not trusted."""
 
     reason: str
+    comparable: bool = False
 
 
 def is_ref(node: Any) -> bool:
@@ -93,6 +96,7 @@ class SchemaDocument:
         self._resolved: dict[int, Any] = {}
         self._keep: list[Any] = []  # keeps resolved derivatives alive: ids stay unique
         self._anchors: dict[str, Any] | None = None
+        self._embedded = _embeds_resources(root)
 
     def resolve(self, node: Any) -> Any:
         """The schema a node stands for: the node itself unless it is a ``$ref``; else the
@@ -102,7 +106,8 @@ class SchemaDocument:
         key = id(node)
         if key in self._resolved:
             return self._resolved[key]
-        self._resolved[key] = Unresolvable(f"$ref {node['$ref']!r} is a cycle of references")
+        self._resolved[key] = Unresolvable(f"$ref {node['$ref']!r} is a cycle of references",
+                                           comparable=True)
         result = self._resolve_uncached(node)
         self._resolved[key] = result
         self._keep.append(result)
@@ -127,8 +132,11 @@ class SchemaDocument:
 
     def _resolve_uncached(self, node: dict[str, Any]) -> Any:
         ref: str = node["$ref"]
+        if self._embedded:
+            return Unresolvable(f"$ref {ref!r} is in a document that embeds resources ($id below "
+                                "the root), whose reference resolution is not analysed")
         if not ref.startswith("#"):
-            return Unresolvable(f"$ref {ref!r} is not local to the document")
+            return Unresolvable(f"$ref {ref!r} is not local to the document", comparable=True)
         target = self._lookup(ref[1:])
         if target is _MISSING:
             return Unresolvable(f"$ref {ref!r} does not resolve in the document")
@@ -182,6 +190,21 @@ class SchemaDocument:
 _MISSING: Any = object()
 
 
+def _embeds_resources(root: Any) -> bool:
+    """Whether a schema below the root declares ``$id`` (it would re-base references)."""
+    stack = [v for k, v in root.items() if k not in DATA_KEYWORDS] if isinstance(root, dict) \
+        else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if "$id" in node:
+                return True
+            stack.extend(v for k, v in node.items() if k not in DATA_KEYWORDS)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
 def _can_merge(target: dict[str, Any], rest: dict[str, Any]) -> bool:
     """Whether ``{**target, **rest}`` means the same as ``allOf: [target, rest]``: no shared
     constraint keyword, and no sibling-dependent keyword group split across the two."""
@@ -214,7 +237,7 @@ def _same(before: SchemaDocument, b: Any, after: SchemaDocument, a: Any,
             memo.add(pair)
             rb, ra = before.resolve(b), after.resolve(a)
             if isinstance(rb, Unresolvable) or isinstance(ra, Unresolvable):
-                return bool(rb == ra)
+                return isinstance(rb, Unresolvable) and rb.comparable and rb == ra
             return _same(before, rb, after, ra, memo)
         for key in sorted(keys):
             if key in DATA_KEYWORDS:
