@@ -15,7 +15,7 @@ import base64
 import binascii
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -55,55 +55,118 @@ NAME_PARAMS: Final[Mapping[str, str]] = MappingProxyType({
 })
 """Method -> the params key mirrored by ``Mcp-Name``."""
 
-_SENTINEL: Final = re.compile(r"=\?base64\?(?P<payload>.*)\?=", re.DOTALL)
-_SAFE: Final = re.compile(r"[\x20-\x7e]*")
+_SENTINEL_HEAD: Final = "=?base64?"
+_SENTINEL_TAIL: Final = "?="
+
+
+def _sentinel_payload(value: str) -> str | None:
+    """The payload of ``=?base64?<payload>?=`` (any characters), or None if not that shape."""
+    if (len(value) >= len(_SENTINEL_HEAD) + len(_SENTINEL_TAIL)
+            and value.startswith(_SENTINEL_HEAD) and value.endswith(_SENTINEL_TAIL)):
+        return value[len(_SENTINEL_HEAD):-len(_SENTINEL_TAIL)]
+    return None
+
+
+_NAMES: Final[dict[bytes, str]] = {}
+"""Raw ASGI header name -> its lowercase text, for the names seen first (a bounded memo: a
+request decodes every header name, and real traffic uses a handful of them)."""
+_NAMES_MAX: Final = 512
+
+_Index = tuple[dict[str, str], frozenset[str]]
+_NO_REPEATS: Final[frozenset[str]] = frozenset()
+
+
+def _header_name(raw: str | bytes) -> str:
+    if not isinstance(raw, bytes):
+        return raw.lower()
+    name = _NAMES.get(raw)
+    if name is None:
+        name = raw.decode("latin-1").lower()
+        if len(_NAMES) < _NAMES_MAX:
+            _NAMES[raw] = name
+    return name
 
 
 @dataclass(frozen=True, slots=True)
 class HeaderView:
-    """Request headers as received: ``(lowercase name, value)`` pairs in order."""
+    """Request headers as received: ``(lowercase name, value)`` pairs in order.
+
+    Lookups go through an index built once per view (name -> first value, and the names that
+    appear more than once); only a repeated name is looked up by scanning the pairs."""
 
     pairs: tuple[tuple[str, str], ...] = ()
+    _index: _Index = field(init=False, repr=False, compare=False)
 
     @classmethod
     def from_pairs(cls, pairs: Iterable[tuple[str | bytes, str | bytes]]) -> HeaderView:
         """Build from ASGI byte pairs (decoded as Latin-1, as HTTP does) or from strings."""
         out: list[tuple[str, str]] = []
+        first: dict[str, str] = {}
+        repeated: set[str] | None = None
         for name, value in pairs:
-            n = name.decode("latin-1") if isinstance(name, bytes) else name
+            n = _NAMES.get(name) if isinstance(name, bytes) else None
+            if n is None:
+                n = _header_name(name)
             v = value.decode("latin-1") if isinstance(value, bytes) else value
-            out.append((n.lower(), v))
-        return cls(tuple(out))
+            out.append((n, v))
+            if n in first:
+                repeated = {n} if repeated is None else repeated | {n}
+            else:
+                first[n] = v
+        view = cls(tuple(out))
+        object.__setattr__(view, "_index",
+                           (first, _NO_REPEATS if repeated is None else frozenset(repeated)))
+        return view
 
     @classmethod
     def of(cls, mapping: Mapping[str, str]) -> HeaderView:
         return cls.from_pairs(mapping.items())
 
+    def _lookup(self) -> _Index:
+        try:
+            return self._index
+        except AttributeError:  # built directly from pairs: index on first use
+            first: dict[str, str] = {}
+            repeated: set[str] = set()
+            for n, v in self.pairs:
+                if n in first:
+                    repeated.add(n)
+                else:
+                    first[n] = v
+            index = (first, frozenset(repeated))
+            object.__setattr__(self, "_index", index)
+            return index
+
     def get(self, name: str) -> str | None:
         """The first value of a header, or None."""
-        key = name.lower()
-        for n, v in self.pairs:
-            if n == key:
-                return v
-        return None
+        return self._lookup()[0].get(name.lower())
 
     def get_all(self, name: str) -> list[str]:
         key = name.lower()
-        return [v for n, v in self.pairs if n == key]
+        first, repeated = self._lookup()
+        if key in repeated:
+            return [v for n, v in self.pairs if n == key]
+        value = first.get(key)
+        return [] if value is None else [value]
 
     def count(self, name: str) -> int:
         key = name.lower()
-        return sum(1 for n, _ in self.pairs if n == key)
+        first, repeated = self._lookup()
+        if key in repeated:
+            return sum(1 for n, _ in self.pairs if n == key)
+        return 1 if key in first else 0
 
 
 def _is_safe(value: str) -> bool:
-    return _SAFE.fullmatch(value) is not None and value == value.strip()
+    # Printable ASCII (0x20-0x7e) without edge whitespace: for ASCII text, isprintable() is
+    # exactly "no control character" (0x00-0x1f, 0x7f).
+    return value.isascii() and value.isprintable() and value == value.strip()
 
 
 def encode_header_value(value: str) -> str:
     """The header form of a value: verbatim when it is safe printable ASCII without edge
     whitespace and does not itself look like the sentinel, else ``=?base64?<b64 of UTF-8>?=``."""
-    if _is_safe(value) and _SENTINEL.fullmatch(value) is None:
+    if _is_safe(value) and _sentinel_payload(value) is None:
         return value
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
@@ -114,10 +177,9 @@ def decode_header_value(value: str | None) -> str | None:
     are case-sensitive (``=?BASE64?...`` is a raw value, and a plain one)."""
     if value is None or not _is_safe(value):
         return None
-    match = _SENTINEL.fullmatch(value)
-    if match is None:
+    payload = _sentinel_payload(value)
+    if payload is None:
         return value
-    payload = match.group("payload")
     try:
         raw = base64.b64decode(payload, validate=True)
     except (binascii.Error, ValueError):
@@ -133,9 +195,11 @@ def decode_header_value(value: str | None) -> str | None:
 def check_unique_routing_headers(headers: HeaderView) -> None:
     """Row 9: a routing header given twice is refused even with identical values (first-copy
     and last-copy readers would disagree). Raises -32020."""
-    for name in _ROUTING:
-        if headers.count(name) > 1:
-            raise header_mismatch(f"{name} header appears more than once")
+    repeated = headers._lookup()[1]
+    if repeated:
+        for name in _ROUTING:
+            if name in repeated:
+                raise header_mismatch(f"{name} header appears more than once")
 
 
 def check_routing_headers(headers: HeaderView, method: str, params: Mapping[str, Any],
@@ -196,12 +260,31 @@ def param_headers(schema: dict[str, Any], arguments: Mapping[str, Any]) -> dict[
     return out
 
 
+_Annotation = tuple[str, tuple[str, ...], str]
+_ANNOTATIONS: Final[dict[int, tuple[dict[str, Any], list[_Annotation]]]] = {}
+_ANNOTATIONS_MAX: Final = 4096
+
+
+def _annotations(schema: dict[str, Any]) -> list[_Annotation]:
+    """``iter_x_mcp_headers(schema)``, memoized per schema object: a contract's schema is an
+    immutable value once published, and the server checks it on every call. The entry holds
+    the schema itself, so its id cannot be reused while it is cached."""
+    entry = _ANNOTATIONS.get(id(schema))
+    if entry is not None and entry[0] is schema:
+        return entry[1]
+    found = iter_x_mcp_headers(schema)
+    if len(_ANNOTATIONS) >= _ANNOTATIONS_MAX:
+        _ANNOTATIONS.clear()
+    _ANNOTATIONS[id(schema)] = (schema, found)
+    return found
+
+
 def check_param_headers(headers: HeaderView, schema: dict[str, Any],
                         arguments: Mapping[str, Any]) -> None:
     """Row 15: every ``x-mcp-header`` property's header and argument agree (both absent, or
     equal after decoding; integers compare numerically). Unrecognised ``Mcp-Param-*`` headers
     are ignored; a recognised one given twice is refused. Raises -32020."""
-    for token, path, declared in iter_x_mcp_headers(schema):
+    for token, path, declared in _annotations(schema):
         name = f"Mcp-Param-{token}"
         values = headers.get_all(name)
         argument = ".".join(path)

@@ -20,7 +20,8 @@ __all__ = ["CallLog", "CallRecord", "InMemoryCallLog", "arguments_digest"]
 
 def arguments_digest(arguments: Mapping[str, Any]) -> str:
     """``sha256:<hex>`` of the canonical JSON of the arguments."""
-    return "sha256:" + hashlib.sha256(canonical_json(dict(arguments))).hexdigest()
+    data = arguments if type(arguments) is dict else dict(arguments)
+    return "sha256:" + hashlib.sha256(canonical_json(data)).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +50,15 @@ class CallLog(Protocol):
 
 class InMemoryCallLog:
     """The in-memory call log (thread-safe), bounded to the newest ``max_records`` entries;
-    ``records`` are in dispatch order."""
+    ``records`` are in dispatch order.
+
+    A completion is stored beside its record and merged into it when ``records`` is read, so
+    the per-call cost stays two dictionary writes (the log is written on every call and read
+    rarely)."""
 
     def __init__(self, max_records: int = 100_000) -> None:
         self._records: OrderedDict[int, CallRecord] = OrderedDict()
+        self._done: dict[int, tuple[str, float]] = {}
         self._next = 0
         self._max = max_records
         self._lock = threading.Lock()
@@ -60,7 +66,11 @@ class InMemoryCallLog:
     @property
     def records(self) -> tuple[CallRecord, ...]:
         with self._lock:
-            return tuple(self._records.values())
+            done = self._done
+            return tuple(
+                record if handle not in done
+                else replace(record, outcome=done[handle][0], latency_ms=done[handle][1])
+                for handle, record in self._records.items())
 
     def __len__(self) -> int:
         with self._lock:
@@ -69,14 +79,16 @@ class InMemoryCallLog:
     def dispatched(self, record: CallRecord) -> int:
         with self._lock:
             handle = self._next
-            self._next += 1
-            self._records[handle] = record
-            while len(self._records) > self._max:
-                self._records.popitem(last=False)
+            self._next = handle + 1
+            records = self._records
+            records[handle] = record
+            if len(records) > self._max:
+                while len(records) > self._max:
+                    dropped, _ = records.popitem(last=False)
+                    self._done.pop(dropped, None)
             return handle
 
     def completed(self, handle: int, outcome: str, latency_ms: float) -> None:
         with self._lock:
-            record = self._records.get(handle)
-            if record is not None:
-                self._records[handle] = replace(record, outcome=outcome, latency_ms=latency_ms)
+            if handle in self._records:
+                self._done[handle] = (outcome, latency_ms)
