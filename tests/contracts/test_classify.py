@@ -239,3 +239,81 @@ def test_verdict_to_dict_has_the_wire_shape() -> None:
     assert data["bump"] == "major"
     assert data["changes"][0] == {"rule": "input.type.narrowed", "path": "$.type",
                                   "bump": "major", "reason": data["changes"][0]["reason"]}
+
+
+def _paths_rules(verdict: Verdict) -> list[tuple[str, str]]:
+    return [(c.path, c.rule) for c in verdict.changes]
+
+
+def test_ref_whose_sibling_repeats_a_target_keyword_is_an_all_of_of_both() -> None:
+    def schema(limit: int) -> dict[str, Any]:
+        return {"properties": {"a": {"$ref": "#/$defs/s", "maxLength": limit}},
+                "$defs": {"s": {"type": "string", "maxLength": 10}}}
+
+    verdict = classify_schemas(schema(5), schema(3))
+    assert _paths_rules(verdict) == [("$.properties.a.allOf[1].maxLength",
+                                      "input.bound.upper_lowered")]
+
+
+def test_ref_to_the_root_recurses_and_terminates() -> None:
+    def schema(kind: str) -> dict[str, Any]:
+        return {"type": "object", "properties": {"v": {"type": kind}, "child": {"$ref": "#"}}}
+
+    verdict = classify_schemas(schema("number"), schema("integer"))
+    assert _paths_rules(verdict) == [("$.properties.v.type", "input.type.narrowed")]
+
+
+def test_json_pointer_through_an_array_index_and_escapes_resolves() -> None:
+    def schema(limit: int) -> dict[str, Any]:
+        return {"$defs": {"a/b": {"anyOf": [{"type": "string", "maxLength": limit}]}},
+                "properties": {"x": {"$ref": "#/$defs/a~1b/anyOf/0"}}}
+
+    verdict = classify_schemas(schema(5), schema(4))
+    assert _paths_rules(verdict) == [("$.properties.x.maxLength", "input.bound.upper_lowered")]
+
+
+def test_ref_to_a_true_schema_with_a_sibling_is_the_sibling() -> None:
+    before = {"properties": {"x": {"$ref": "#/$defs/t", "type": "string"}}, "$defs": {"t": True}}
+    after = {"properties": {"x": {"type": "integer"}}}
+    assert {c.rule for c in classify_schemas(before, after).changes} == {
+        "input.type.narrowed", "input.type.widened"}
+
+
+def test_ref_to_something_that_is_not_a_schema_fails_closed() -> None:
+    before = {"required": ["a"], "properties": {"x": {"$ref": "#/required", "type": "string"}}}
+    after = {"required": ["a"], "properties": {"x": {"type": "string"}}}
+    assert _paths_rules(classify_schemas(before, after)) == [
+        ('$.properties.x["$ref"]', "input.unanalysable")]
+
+
+@pytest.mark.parametrize("patterns", [{"^a": {}, "a$": {}}, {"(": {}}])
+def test_property_declared_where_patterns_are_ambiguous_or_invalid_fails_closed(
+        patterns: dict[str, Any]) -> None:
+    before = {"type": "object", "patternProperties": patterns}
+    after = {"type": "object", "patternProperties": patterns, "properties": {"aa": {}}}
+    assert _paths_rules(classify_schemas(before, after)) == [
+        ("$.properties.aa", "input.unanalysable")]
+
+
+def test_a_value_that_is_not_a_schema_fails_closed() -> None:
+    verdict = classify_schemas({"properties": {"a": 1}}, {"properties": {"a": 2}})
+    assert _paths_rules(verdict) == [("$.properties.a", "input.unanalysable")]
+
+
+def test_a_numeric_keyword_holding_a_string_fails_closed() -> None:
+    verdict = classify_schemas({"minimum": "5"}, {"minimum": "6"})
+    assert _paths_rules(verdict) == [("$.minimum", "input.unanalysable")]
+
+
+def test_one_of_with_disjoint_const_branches_stays_minor_when_a_branch_is_added() -> None:
+    before = {"oneOf": [{"const": 1}, {"const": 2}]}
+    after = {"oneOf": [{"const": 1}, {"const": 2}, {"const": 3}]}
+    assert _paths_rules(classify_schemas(before, after)) == [("$.oneOf[2]", "input.branch.added")]
+
+
+def test_doc_only_change_under_not_is_a_doc_change() -> None:
+    before = {"not": {"const": 1, "description": "a"}}
+    after = {"not": {"const": 1, "description": "b"}}
+    verdict = classify_schemas(before, after)
+    assert verdict.bump is Bump.PATCH
+    assert _paths_rules(verdict) == [("$.not.description", "input.doc.changed")]

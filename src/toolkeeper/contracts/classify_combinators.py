@@ -126,16 +126,18 @@ def _branches(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None
         if not _presence(ctx, keyword, bl, al, path):
             continue
         bl, al = (bl if isinstance(bl, list) else []), (al if isinstance(al, list) else [])
-        start = len(ctx.changes)
-        pairs, removed, added = _match(ctx, bl, al)
+        # A oneOf must see every change inside it, even in definitions compared elsewhere.
+        inner = ctx.scratch() if keyword == "oneOf" else ctx
+        pairs, removed, added = _match(inner, bl, al)
         for i, j in pairs:
-            ctx.compare(bl[i], al[j], child_path(path, keyword, j))
+            inner.compare(bl[i], al[j], child_path(path, keyword, j))
         for i in removed:
-            ctx.emit(child_path(path, keyword, i), removed_rule, f"{keyword} branch {i} removed")
+            inner.emit(child_path(path, keyword, i), removed_rule, f"{keyword} branch {i} removed")
         for j in added:
-            ctx.emit(child_path(path, keyword, j), added_rule, f"{keyword} branch {j} added")
-        if keyword == "oneOf":
-            _exclusivity(ctx, bl, al, ctx.changes[start:], child_path(path, keyword))
+            inner.emit(child_path(path, keyword, j), added_rule, f"{keyword} branch {j} added")
+        if inner is not ctx:
+            ctx.changes.extend(inner.changes)
+            _exclusivity(ctx, bl, al, inner.changes, child_path(path, keyword))
 
 
 def _exclusivity(ctx: Ctx, bl: list[Any], al: list[Any], inner: list[Any], where: str) -> None:
@@ -158,7 +160,7 @@ def _not(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
     if not _presence(ctx, "not", vb, va, path):
         return
     where = child_path(path, "not")
-    scratch = ctx.flipped()
+    scratch = ctx.scratch(flip=True)
     scratch.compare(vb, va, where)
     for change in scratch.changes:
         if RULES[change.rule].review:

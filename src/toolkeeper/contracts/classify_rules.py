@@ -16,7 +16,7 @@ from types import MappingProxyType
 
 from toolkeeper.contracts.changes import Bump
 
-__all__ = ["DIRECTIONS", "RULES", "Rule", "rule"]
+__all__ = ["DIRECTIONS", "RULES", "Rule"]
 
 _MAJOR, _MINOR, _PATCH = Bump.MAJOR, Bump.MINOR, Bump.PATCH
 
@@ -155,7 +155,3 @@ def _build() -> Mapping[str, Rule]:
 #: Every rule, by id, sorted.
 RULES: Mapping[str, Rule] = _build()
 
-
-def rule(rule_id: str) -> Rule:
-    """The row for an id; an unknown id is a programming error (KeyError)."""
-    return RULES[rule_id]

@@ -20,7 +20,6 @@ from toolkeeper.contracts.classify_refs import (
     SchemaDocument,
     Unresolvable,
     child_path,
-    is_ref,
     same_schema,
     value_key,
 )
@@ -73,21 +72,23 @@ class Ctx:
                 self.emit(child_path(path, "$ref"), "unanalysable",
                           f"{bad.reason}: cannot be analysed, fails closed")
             return
-        if is_ref(b) or is_ref(a):
-            # Compare a pair of reference targets once: a recursive schema terminates, and a
-            # change inside a shared definition is reported where it is first reached.
-            pair = (id(rb), id(ra))
-            if pair in self.visited:
-                return
-            self.visited.add(pair)
+        # Compare a pair of schemas once: a recursive schema terminates, and a change inside a
+        # shared definition is reported where it is first reached. Outside references every
+        # pair is reached once anyway (documents are trees).
+        pair = (id(rb), id(ra))
+        if pair in self.visited:
+            return
+        self.visited.add(pair)
         if self.same(rb, ra) and (self.assert_formats[0] == self.assert_formats[1]
                                   or not self.before.mentions("format", rb)):
             return  # equal schemas, unless format assertion flipped and a format is reachable
         _compare_resolved(self, rb, ra, path)
 
-    def flipped(self) -> Ctx:
-        """A scratch context in the opposite direction (for ``not``): own changes and memo."""
-        return Ctx(_FLIP[self.direction], self.before, self.after, self.assert_formats)
+    def scratch(self, *, flip: bool = False) -> Ctx:
+        """A scratch context (own changes, own memo), in the opposite direction with ``flip``:
+        for ``not``, and for a ``oneOf`` that must see every change inside it."""
+        direction = _FLIP[self.direction] if flip else self.direction
+        return Ctx(direction, self.before, self.after, self.assert_formats)
 
     def resolve_before(self, node: Any) -> Any:
         return self.before.resolve(node)
