@@ -87,7 +87,8 @@ def _load_handlers(reference: str) -> ToolHandlers:
 
 def _estate_contracts(directory: Path) -> list[ToolSpec]:
     """Every contract file of ``directory`` (not recursive), parsed, in (name, version) order
-    so older versions are published first. A file that is not a contract is bad input."""
+    so older versions are published first. A file that is not a contract, or a directory
+    without any, is bad input."""
     specs: list[ToolSpec] = []
     for path in sorted(directory.iterdir()):
         if path.is_file() and path.suffix in _CONTRACT_SUFFIXES:
@@ -96,6 +97,9 @@ def _estate_contracts(directory: Path) -> list[ToolSpec]:
             except ToolkeeperError as exc:
                 raise ToolkeeperError(f"--estate {path}: {exc.message}", code=exc.code,
                                       path=exc.path) from None
+    if not specs:
+        raise ToolkeeperError(f"--estate {directory}: no contract files (*.json, *.yaml, *.yml)",
+                              code="cli.estate_empty")
     return sorted(specs, key=lambda spec: spec.key)
 
 

@@ -1,0 +1,165 @@
+"""The legacy standalone GET stream over real HTTP: a registry change reaches the session as
+``notifications/tools/list_changed``; one stream per session; DELETE and shutdown end it; the
+refusals of the table in :mod:`toolkeeper.transports.session_stream`. Every wait is bounded by
+the client's read timeout."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
+from toolkeeper.registry import Registry
+from toolkeeper.server import build_app
+from toolkeeper.server.changes import ChangeHub
+from toolkeeper.transports import ServerThread
+from toolkeeper.transports.runner import GRACEFUL_SHUTDOWN_S
+
+ACCEPT = "application/json, text/event-stream"
+LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+
+
+def tool(name: str) -> ToolSpec:
+    return spec_from_mapping({
+        "name": name, "version": "1.0.0", "title": name, "description": f"{name} (tests)",
+        "inputSchema": {"type": "object", "properties": {}}, "dataClassification": "public",
+        "sideEffect": "read"})
+
+
+def sse_messages(response: httpx.Response) -> Iterator[dict[str, Any]]:
+    buffer = b""
+    for chunk in response.iter_bytes():
+        buffer += chunk
+        while b"\r\n\r\n" in buffer:
+            frame, buffer = buffer.split(b"\r\n\r\n", 1)
+            if frame.startswith(b":"):
+                continue
+            event, data = frame.split(b"\r\n")
+            assert (event, data[:6]) == (b"event: message", b"data: ")
+            yield json.loads(data[6:])
+
+
+def post(client: httpx.Client, url: str, body: dict[str, Any], session_id: str | None = None
+         ) -> httpx.Response:
+    headers = {"Accept": ACCEPT, "Content-Type": "application/json"}
+    if session_id is not None:
+        headers |= {"Mcp-Session-Id": session_id, "MCP-Protocol-Version": "2025-11-25"}
+    return client.post(url, content=json.dumps(body).encode(), headers=headers)
+
+
+def initialize(client: httpx.Client, url: str, *, ready: bool = True) -> str:
+    response = post(client, url, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}})
+    assert response.json()["result"]["capabilities"]["tools"] == {"listChanged": True}
+    session_id = response.headers["mcp-session-id"]
+    if ready:
+        post(client, url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session_id)
+    return session_id
+
+
+def stream_headers(session_id: str | None, accept: str = "text/event-stream") -> dict[str, str]:
+    out = {"Accept": accept, "MCP-Protocol-Version": "2025-11-25"}
+    if session_id is not None:
+        out["Mcp-Session-Id"] = session_id
+    return out
+
+
+@pytest.fixture
+def registry() -> Iterator[Registry]:
+    with Registry.open("memory:") as value:
+        value.publish(tool("first.tool"))
+        yield value
+
+
+@pytest.fixture
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=httpx.Timeout(5.0)) as http:
+        yield http
+
+
+@contextmanager
+def served(registry: Registry, **options: Any) -> Iterator[tuple[str, ServerThread]]:
+    app, _ = build_app(registry, **options)
+    thread = ServerThread(app)
+    running = thread.start()
+    try:
+        yield running.url, thread
+    finally:
+        thread.stop()
+
+
+def test_a_publish_through_the_registry_reaches_the_session_stream_until_delete(
+        registry: Registry, client: httpx.Client) -> None:
+    with served(registry) as (url, _):
+        session_id = initialize(client, url)
+        with client.stream("GET", url, headers=stream_headers(session_id)) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"] == "text/event-stream"
+            assert response.headers["mcp-session-id"] == session_id
+            messages = sse_messages(response)
+            registry.publish(tool("second.tool"))
+            assert next(messages) == LIST_CHANGED
+            second = client.get(url, headers=stream_headers(session_id))
+            assert (second.status_code, second.json()["error"]["code"]) == (409, -32600)
+            assert client.delete(url, headers=stream_headers(session_id)).status_code == 200
+            assert list(messages) == []  # the stream ended with the session
+
+
+def test_another_replica_publishing_into_the_same_sqlite_file_reaches_the_stream(
+        tmp_path: Path, client: httpx.Client) -> None:
+    url_db = f"sqlite:///{tmp_path / 'registry.db'}"
+    with Registry.open(url_db) as mine, Registry.open(url_db) as replica, \
+            served(mine, changes=ChangeHub.for_registry(mine, refresh_s=0.05)) as (url, _):
+        session_id = initialize(client, url)
+        with client.stream("GET", url, headers=stream_headers(session_id)) as response:
+            messages = sse_messages(response)
+            replica.publish(tool("from.replica"))
+            assert next(messages) == LIST_CHANGED
+
+
+def test_shutdown_ends_an_open_session_stream_promptly(registry: Registry,
+                                                      client: httpx.Client) -> None:
+    with served(registry) as (url, thread):
+        session_id = initialize(client, url)
+        with client.stream("GET", url, headers=stream_headers(session_id)) as response:
+            assert response.status_code == 200
+            started = time.monotonic()
+            thread.stop()
+            assert time.monotonic() - started < GRACEFUL_SHUTDOWN_S
+            assert list(sse_messages(response)) == []
+
+
+@pytest.mark.parametrize(("session", "accept", "status", "code"), [
+    ("live", "application/json", 406, None),
+    ("unknown", "text/event-stream", 404, -32600),
+    ("not-ready", "text/event-stream", 400, -32600),
+])
+def test_a_stream_is_refused_without_event_stream_or_a_live_session(
+        registry: Registry, client: httpx.Client, session: str, accept: str, status: int,
+        code: int | None) -> None:
+    with served(registry) as (url, _):
+        session_id = {"live": lambda: initialize(client, url),
+                      "unknown": lambda: "f" * 32,
+                      "not-ready": lambda: initialize(client, url, ready=False)}[session]()
+        response = client.get(url, headers=stream_headers(session_id, accept))
+    assert response.status_code == status
+    if code is not None:
+        assert (response.json()["error"]["code"], response.json()["id"]) == (code, None)
+
+
+def test_without_a_session_id_get_stays_405_and_a_full_hub_is_503(
+        registry: Registry, client: httpx.Client) -> None:
+    hub = ChangeHub.for_registry(registry, max_streams=0)
+    with served(registry, changes=hub) as (url, _):
+        bare = client.get(url, headers=stream_headers(None))
+        assert (bare.status_code, bare.headers["allow"]) == (405, "POST")
+        full = client.get(url, headers=stream_headers(initialize(client, url)))
+    assert (full.status_code, full.json()["error"]["code"]) == (503, -32603)
