@@ -170,6 +170,12 @@ class ToolHandlers:
             return function
         return decorate
 
+    @property
+    def revision(self) -> int:
+        """Grows with every binding (bindings are never removed or replaced), so a cache of
+        lookups keyed on it stays exact."""
+        return len(self._by_name) + len(self._by_version)
+
     def lookup(self, name: str, version: Version) -> HandlerBinding | None:
         """The binding for that exact version, else the one for the name, else None."""
         return self._by_version.get((name, version)) or self._by_name.get(name)

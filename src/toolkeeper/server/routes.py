@@ -1,0 +1,116 @@
+"""Resolved ``tools/call`` routes: the contract a call runs under (the schema-version gate's
+plan), its compiled input and output validators, its handler binding and the result's
+``_meta``, resolved once per (registry generation, handler set, principal, tool, requested
+version) and reused until the registry or the handler set changes.
+
+Only successful resolutions are kept; a gate refusal is decided afresh on every call. The key
+carries the generation, so a route resolved before a registry change can never answer after
+it (SPEC 3.4: the gate always judges against the current registry).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from toolkeeper.contracts.spec import ToolSpec
+from toolkeeper.contracts.validate import CompiledSchema, compile_schema
+from toolkeeper.registry import Principal, Registry
+from toolkeeper.server.gate import Plan, plan_call
+from toolkeeper.server.handlers import HandlerBinding, ToolHandlers
+from toolkeeper.server.views import ToolViews
+
+__all__ = ["Route", "Routes", "closed_schema"]
+
+_COMPOSITION = ("allOf", "anyOf", "oneOf", "if", "$ref", "$dynamicRef", "dependentSchemas")
+
+
+def closed_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with its root closed to unknown properties (fail closed when the caller
+    declared no version): unchanged when already closed; ``additionalProperties: false`` for a
+    plain root; ``unevaluatedProperties: false`` when the root composes subschemas (so
+    properties declared in ``allOf`` branches stay allowed) or declares no ``properties`` (the
+    validator reports that case at the offending property's path)."""
+    if schema.get("additionalProperties") is False or schema.get("unevaluatedProperties") is False:
+        return schema
+    if "properties" not in schema or any(key in schema for key in _COMPOSITION):
+        return {**schema, "unevaluatedProperties": False}
+    return {**schema, "additionalProperties": False}
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Everything a call needs once the gate has accepted it. ``meta`` is read-only: copy it
+    into each result."""
+
+    plan: Plan
+    validator: CompiledSchema
+    output_validator: CompiledSchema | None
+    binding: HandlerBinding | None
+    version: str
+    meta: Mapping[str, Any]
+
+
+_Key = tuple[int, int, Principal, str, str | None]
+
+
+class Routes:
+    """A bounded cache of routes, emptied whenever the registry generation moves."""
+
+    def __init__(self, registry: Registry, views: ToolViews, handlers: ToolHandlers, *,
+                 max_routes: int = 4096) -> None:
+        self._registry = registry
+        self._views = views
+        self._handlers = handlers
+        self._max = max_routes
+        self._lock = threading.Lock()
+        self._routes: dict[_Key, Route] = {}
+        self._generation = -1
+        self._compiled: dict[tuple[str, str, str], CompiledSchema] = {}
+
+    def resolve(self, principal: Principal, name: str, requested: str | None) -> Route:
+        """The route for a call, or the gate's JsonRpcError."""
+        key = (self._registry.generation, self._handlers.revision, principal, name, requested)
+        route = self._routes.get(key)
+        if route is not None:
+            return route
+        route = self._build(plan_call(self._registry, self._views, principal, name, requested))
+        with self._lock:
+            if key[0] != self._generation or len(self._routes) >= self._max:
+                self._routes = {}
+                self._generation = key[0]
+            self._routes[key] = route
+        return route
+
+    def _build(self, plan: Plan) -> Route:
+        spec = plan.spec
+        version = str(spec.version)
+        meta: dict[str, Any] = {"schemaVersion": version}
+        if plan.successor is not None:
+            meta["successor"] = str(plan.successor)
+        if spec.deprecation_message is not None:
+            meta["deprecation"] = spec.deprecation_message
+        output = (None if spec.output_schema is None
+                  else self._compile(spec, spec.output_schema, "output"))
+        return Route(plan, self._input_validator(spec, plan.strict), output,
+                     self._handlers.lookup(spec.name, spec.version), version,
+                     MappingProxyType(meta))
+
+    def _input_validator(self, spec: ToolSpec, strict: bool) -> CompiledSchema:
+        schema = closed_schema(spec.input_schema) if strict else spec.input_schema
+        return self._compile(spec, schema, "strict" if strict else "input")
+
+    def _compile(self, spec: ToolSpec, schema: dict[str, Any], role: str) -> CompiledSchema:
+        key = (spec.name, str(spec.version), role)
+        with self._lock:
+            compiled = self._compiled.get(key)
+        if compiled is None:
+            compiled = compile_schema(schema, assert_formats=spec.assert_formats)
+            with self._lock:
+                if len(self._compiled) > self._max:
+                    self._compiled.clear()
+                self._compiled[key] = compiled
+        return compiled
