@@ -8,19 +8,22 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import anyio
 import httpx
 import pytest
+from mcp import Client
 
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
 from toolkeeper.protocol import SUBSCRIPTION_ID_KEY
 from toolkeeper.registry import Registry
 from toolkeeper.server import ToolContext, ToolHandlers, build_app, build_gateway
-from toolkeeper.server.changes import ChangeHub
+from toolkeeper.server.changes import ChangeHub, ChangeStream
 from toolkeeper.transports import HttpConfig, ServerThread, StdioServer
 from toolkeeper.transports.runner import GRACEFUL_SHUTDOWN_S
 
@@ -258,3 +261,58 @@ def test_on_stdio_a_listen_stream_is_acknowledged_and_cancelled_at_end_of_input(
     messages = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [m["method"] for m in messages] == ["notifications/subscriptions/acknowledged"]
     assert len(gateway.changes) == 0
+
+
+
+class SignallingHub(ChangeHub):
+    """A change hub that says when a stream opens (so a test publishes only after it)."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.opened = threading.Event()
+
+    def open(self) -> ChangeStream:
+        stream = super().open()
+        self.opened.set()
+        return stream
+
+
+async def _sdk_modern(url: str, registry: Registry) -> tuple[bool | None, str]:
+    with anyio.fail_after(READ_TIMEOUT_S * 2):
+        async with Client(url, mode="2026-07-28") as client, \
+                client.listen(tools_list_changed=True) as subscription:
+            registry.publish(tool("second.tool"))  # the stream is acknowledged: it is open
+            async for event in subscription:
+                return subscription.honored.tools_list_changed, type(event).__name__
+    raise AssertionError("the stream ended without an event")
+
+
+async def _sdk_legacy(url: str, registry: Registry, hub: SignallingHub) -> list[str]:
+    heard = anyio.Event()
+    methods: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        method = getattr(getattr(message, "root", message), "method", None)
+        if method == "notifications/tools/list_changed":
+            methods.append(method)
+            heard.set()
+
+    with anyio.fail_after(READ_TIMEOUT_S * 2):
+        async with Client(url, mode="legacy", message_handler=on_message) as client:
+            await client.list_tools()
+            # the client opens its standalone GET stream in the background after initialize
+            assert await anyio.to_thread.run_sync(hub.opened.wait, READ_TIMEOUT_S)
+            registry.publish(tool("second.tool"))
+            await heard.wait()
+    return methods
+
+
+def test_the_official_client_hears_a_registry_publish_in_both_eras(registry: Registry) -> None:
+    with served(registry) as (url, _):
+        assert anyio.run(_sdk_modern, url, registry) == (True, "ToolsListChanged")
+    with Registry.open("memory:") as legacy_registry:
+        legacy_registry.publish(tool("first.tool"))
+        hub = SignallingHub.for_registry(legacy_registry)
+        with served(legacy_registry, changes=hub) as (url, _):
+            assert anyio.run(_sdk_legacy, url, legacy_registry, hub) == [
+                "notifications/tools/list_changed"]

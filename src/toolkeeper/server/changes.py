@@ -30,7 +30,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Self
 
 from toolkeeper.errors import JsonRpcError
 from toolkeeper.protocol import codes
@@ -116,7 +116,7 @@ class ChangeHub:
 
     @classmethod
     def for_registry(cls, registry: Registry, *, max_streams: int = 1024,
-                     refresh_s: float = 1.0) -> ChangeHub:
+                     refresh_s: float = 1.0) -> Self:
         """A hub that hears every change of ``registry`` (and re-reads it while idle)."""
         hub = cls(max_streams=max_streams, refresh_s=refresh_s,
                   refresh=lambda: registry.generation)
