@@ -67,6 +67,7 @@ fi
 summaries=()
 status=0
 for era in 2026-07-28 2025-11-25; do
+  rm -rf "${OUT:?}/$era"  # results of an earlier run into the same OUT_DIR would be counted
   "$CONF/node_modules/.bin/conformance" server --url "$URL" --spec-version "$era" --suite all \
     --expected-failures "$ROOT/conformance/expected-failures-${era%%-*}.yml" \
     -o "$OUT/$era" >"$OUT/$era.txt" 2>&1
@@ -83,7 +84,8 @@ PY
 )
   if [ "$rc" -ne 0 ]; then  # the suite's verdict, before the summary lines
     echo "--- conformance $era: the suite's baseline verdict (full output in $OUT/$era.txt)"
-    sed -n '/^Expected failures\|^Stale baseline\|^Unexpected failures/,$p' "$OUT/$era.txt" | grep -v '^Total'
+    sed 's/\x1b\[[0-9;]*m//g' "$OUT/$era.txt" |
+      awk '/^(Stale baseline entries|Unexpected failures \()/ { on = 1 } on && !/^Total/'
   fi
   summaries+=("conformance $era: exit $rc ($counts)")
 done
