@@ -59,7 +59,7 @@ for _ in $(seq 1 $((START_TIMEOUT_S * 10))); do
   sleep 0.1
 done
 if [ -z "$URL" ]; then
-  echo "conformance: the gateway did not start within ${START_TIMEOUT_S}s; its log:" >&2
+  echo "conformance: the gateway did not start (it exited, or no URL within ${START_TIMEOUT_S}s); its log:" >&2
   cat "$OUT/server.log" >&2
   exit 2
 fi

@@ -270,11 +270,26 @@ class SignallingHub(ChangeHub):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.opened = threading.Event()
+        self.left = threading.Event()
 
     def open(self) -> ChangeStream:
         stream = super().open()
         self.opened.set()
         return stream
+
+    def discard(self, stream: ChangeStream) -> None:
+        super().discard(stream)
+        self.left.set()
+
+
+def test_a_client_that_hangs_up_leaves_the_hub(registry: Registry, client: httpx.Client) -> None:
+    hub = SignallingHub.for_registry(registry)
+    with served(registry, changes=hub) as (url, _):
+        with listening(client, url, 1, toolsListChanged=True) as (_, messages):
+            next(messages)
+            assert len(hub) == 1
+        assert hub.left.wait(READ_TIMEOUT_S)  # the server noticed the disconnect
+        assert len(hub) == 0
 
 
 async def _sdk_modern(url: str, registry: Registry) -> tuple[bool | None, str]:

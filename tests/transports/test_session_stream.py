@@ -6,6 +6,7 @@ the client's read timeout."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ import pytest
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
 from toolkeeper.registry import Registry
 from toolkeeper.server import build_app
-from toolkeeper.server.changes import ChangeHub
+from toolkeeper.server.changes import ChangeHub, ChangeStream
 from toolkeeper.transports import ServerThread
 from toolkeeper.transports.runner import GRACEFUL_SHUTDOWN_S
 
@@ -135,6 +136,28 @@ def test_shutdown_ends_an_open_session_stream_promptly(registry: Registry,
             thread.stop()
             assert time.monotonic() - started < GRACEFUL_SHUTDOWN_S
             assert list(sse_messages(response)) == []
+
+
+class LeaveSignallingHub(ChangeHub):
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.left = threading.Event()
+
+    def discard(self, stream: ChangeStream) -> None:
+        super().discard(stream)
+        self.left.set()
+
+
+def test_a_client_that_hangs_up_frees_the_session_for_a_new_stream(
+        registry: Registry, client: httpx.Client) -> None:
+    hub = LeaveSignallingHub.for_registry(registry)
+    with served(registry, changes=hub) as (url, _):
+        session_id = initialize(client, url)
+        with client.stream("GET", url, headers=stream_headers(session_id)) as response:
+            assert response.status_code == 200
+        assert hub.left.wait(5.0)  # the server noticed the disconnect
+        with client.stream("GET", url, headers=stream_headers(session_id)) as again:
+            assert again.status_code == 200
 
 
 @pytest.mark.parametrize(("session", "accept", "status", "code"), [
