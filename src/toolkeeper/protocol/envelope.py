@@ -9,7 +9,6 @@ is an object when present (MCP never uses positional params); batches are not MC
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 import msgspec
@@ -97,25 +96,26 @@ def safe_id(message: object) -> RequestId | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class InboundRequest:
+# Inbound classifications are built for every message: immutable msgspec Structs (like frozen
+# dataclasses, but built about ten times faster).
+
+
+class InboundRequest(msgspec.Struct, frozen=True):
     """A well-formed request: id, method and the params object (``{}`` when absent)."""
 
     id: RequestId
     method: str
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class InboundNotification:
+class InboundNotification(msgspec.Struct, frozen=True):
     """A well-formed notification (no ``id`` member)."""
 
     method: str
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class InboundResponse:
+class InboundResponse(msgspec.Struct, frozen=True):
     """A response or error object sent *to* us (we never send requests, so it is dropped)."""
 
     id: Any

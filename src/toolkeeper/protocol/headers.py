@@ -87,6 +87,14 @@ def _header_name(raw: str | bytes) -> str:
     return name
 
 
+def _repeated_names(pairs: tuple[tuple[str, str], ...]) -> frozenset[str]:
+    seen: set[str] = set()
+    repeated: set[str] = set()
+    for name, _ in pairs:
+        (repeated if name in seen else seen).add(name)
+    return frozenset(repeated)
+
+
 @dataclass(frozen=True, slots=True)
 class HeaderView:
     """Request headers as received: ``(lowercase name, value)`` pairs in order.
@@ -100,22 +108,17 @@ class HeaderView:
     @classmethod
     def from_pairs(cls, pairs: Iterable[tuple[str | bytes, str | bytes]]) -> HeaderView:
         """Build from ASGI byte pairs (decoded as Latin-1, as HTTP does) or from strings."""
-        out: list[tuple[str, str]] = []
-        first: dict[str, str] = {}
-        repeated: set[str] | None = None
-        for name, value in pairs:
-            n = _NAMES.get(name) if isinstance(name, bytes) else None
-            if n is None:
-                n = _header_name(name)
-            v = value.decode("latin-1") if isinstance(value, bytes) else value
-            out.append((n, v))
-            if n in first:
-                repeated = {n} if repeated is None else repeated | {n}
-            else:
-                first[n] = v
-        view = cls(tuple(out))
-        object.__setattr__(view, "_index",
-                           (first, _NO_REPEATS if repeated is None else frozenset(repeated)))
+        items = pairs if isinstance(pairs, list | tuple) else list(pairs)
+        try:  # the common case: byte pairs whose names were all seen before
+            out = tuple([(_NAMES[n], v.decode("latin-1"))  # type: ignore[index, union-attr]
+                         for n, v in items])
+        except (KeyError, TypeError, AttributeError):
+            out = tuple([(_header_name(n), v.decode("latin-1") if isinstance(v, bytes) else v)
+                         for n, v in items])
+        first = dict(reversed(out))  # the first value of each name wins
+        view = cls(out)
+        object.__setattr__(view, "_index", (first, _NO_REPEATS if len(first) == len(out)
+                                            else _repeated_names(out)))
         return view
 
     @classmethod
@@ -126,14 +129,7 @@ class HeaderView:
         try:
             return self._index
         except AttributeError:  # built directly from pairs: index on first use
-            first: dict[str, str] = {}
-            repeated: set[str] = set()
-            for n, v in self.pairs:
-                if n in first:
-                    repeated.add(n)
-                else:
-                    first[n] = v
-            index = (first, frozenset(repeated))
+            index = (dict(reversed(self.pairs)), _repeated_names(self.pairs))
             object.__setattr__(self, "_index", index)
             return index
 
@@ -207,17 +203,19 @@ def check_routing_headers(headers: HeaderView, method: str, params: Mapping[str,
     """Rows 11-13 of mcp-wire 4.4: the version header, the method header and (when the body
     value is non-null) ``Mcp-Name`` equal the body. Raises -32020. Version and method headers
     compare raw but must be safe values."""
-    check_unique_routing_headers(headers)
-    raw_version = headers.get(MCP_PROTOCOL_VERSION)
-    if raw_version is None or not _is_safe(raw_version) or raw_version != version:
+    first, repeated = headers._lookup()
+    if repeated:
+        check_unique_routing_headers(headers)
+    raw_version = first.get(MCP_PROTOCOL_VERSION)
+    if raw_version is None or raw_version != version or not _is_safe(raw_version):
         raise header_mismatch(
             f"{MCP_PROTOCOL_VERSION} header does not match the request envelope's protocol version")
-    raw_method = headers.get(MCP_METHOD)
-    if raw_method is None or not _is_safe(raw_method) or raw_method != method:
+    raw_method = first.get(MCP_METHOD)
+    if raw_method is None or raw_method != method or not _is_safe(raw_method):
         raise header_mismatch(f"{MCP_METHOD} header does not match the request body's method")
     key = NAME_PARAMS.get(method)
     if (key is not None and params.get(key) is not None
-            and decode_header_value(headers.get(MCP_NAME)) != params[key]):
+            and decode_header_value(first.get(MCP_NAME)) != params[key]):
         raise header_mismatch(
             f"{MCP_NAME} header does not match the request body's {key!r} parameter")
 

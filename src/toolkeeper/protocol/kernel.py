@@ -53,8 +53,9 @@ def _anonymous(facts: TransportFacts) -> Any:
 
 def select_http_era(message: Any, headers: Any) -> Era:
     """The era whose rules an HTTP message is judged by (see the module docstring)."""
-    if any(v not in HANDSHAKE_VERSIONS for v in headers.get_all(MCP_PROTOCOL_VERSION)):
-        return Era.MODERN
+    for version in headers.get_all(MCP_PROTOCOL_VERSION):
+        if version not in HANDSHAKE_VERSIONS:
+            return Era.MODERN
     if (isinstance(message, dict) and message.get("method") != "initialize"
             and claims_modern_envelope(message.get("params"))):
         return Era.MODERN

@@ -9,9 +9,10 @@ compares headers first and answers -32020 for it on HTTP; SPEC is authoritative)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
+
+import msgspec
 
 from toolkeeper.errors import JsonRpcError
 from toolkeeper.protocol.faults import invalid_params
@@ -55,9 +56,9 @@ def log_level_allows(threshold: str | None, level: str) -> bool:
     return threshold is not None and LOG_LEVELS[level] >= LOG_LEVELS[threshold]
 
 
-@dataclass(frozen=True, slots=True)
-class Envelope:
-    """The validated modern envelope of one request."""
+class Envelope(msgspec.Struct, frozen=True):
+    """The validated modern envelope of one request (an immutable msgspec Struct: built for
+    every request, about ten times faster than a frozen dataclass)."""
 
     protocol_version: str
     client_capabilities: Mapping[str, Any]
@@ -82,7 +83,11 @@ def _meta_of(params: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def read_progress_token(params: Mapping[str, Any]) -> str | int | None:
     """``params._meta.progressToken`` (a string or an integer, never a boolean) or None."""
     meta = _meta_of(params)
-    if meta is None or PROGRESS_TOKEN_KEY not in meta:
+    return None if meta is None else _progress_token(meta)
+
+
+def _progress_token(meta: Mapping[str, Any]) -> str | int | None:
+    if PROGRESS_TOKEN_KEY not in meta:
         return None
     token = meta[PROGRESS_TOKEN_KEY]
     if type(token) is int or type(token) is str:
@@ -102,8 +107,8 @@ def read_envelope(params: Mapping[str, Any]) -> Envelope:
         raise invalid_params(
             f"params._meta must be an object carrying {PROTOCOL_VERSION_KEY!r} and "
             f"{CLIENT_CAPABILITIES_KEY!r}", {"path": "$.params._meta"})
-    missing = [k for k in (PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY) if k not in meta]
-    if missing:
+    if PROTOCOL_VERSION_KEY not in meta or CLIENT_CAPABILITIES_KEY not in meta:
+        missing = [k for k in (PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY) if k not in meta]
         raise invalid_params("params._meta is missing the required envelope key(s): "
                              + ", ".join(missing), {"path": f"$.params._meta[{missing[0]!r}]"})
     version = meta[PROTOCOL_VERSION_KEY]
@@ -118,7 +123,7 @@ def read_envelope(params: Mapping[str, Any]) -> Envelope:
     level = meta.get(LOG_LEVEL_KEY)
     if level is not None and (not isinstance(level, str) or level not in LOG_LEVELS):
         raise _bad(LOG_LEVEL_KEY, "must be one of " + ", ".join(LOG_LEVELS))
-    return Envelope(version, capabilities, info, level, read_progress_token(params))
+    return Envelope(version, capabilities, info, level, _progress_token(meta))
 
 
 def _is_implementation(value: object) -> bool:

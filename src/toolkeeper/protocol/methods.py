@@ -9,8 +9,10 @@ awaits, so routing and validation stay pure while user code runs on the adapter'
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
+
+import msgspec
 
 from toolkeeper.protocol.envelope import RequestId
 from toolkeeper.protocol.headers import HeaderView
@@ -31,18 +33,20 @@ Emit = Callable[[dict[str, Any]], Awaitable[None]]
 """Sends one JSON-RPC notification on the request's response stream (SSE or stdout)."""
 
 
-@dataclass(frozen=True, slots=True)
-class TransportFacts:
+# TransportFacts and Call are built for every request: immutable msgspec Structs (like frozen
+# dataclasses, but built about ten times faster).
+
+
+class TransportFacts(msgspec.Struct, frozen=True):
     """What the transport knows about a message besides its body: the input of principal
     resolution and of the header rungs."""
 
     transport: str
-    headers: HeaderView = field(default_factory=HeaderView)
+    headers: HeaderView = msgspec.field(default_factory=HeaderView)
     peer: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(msgspec.Struct, frozen=True):
     """One request that passed its era's ladder, as a method handler sees it."""
 
     request_id: RequestId

@@ -28,6 +28,10 @@ class Era(enum.Enum):
     LEGACY = "legacy"
     MODERN = "modern"
 
+    # Members are singletons compared by identity: hash them by identity too (C speed) rather
+    # than by Enum's Python-level hash of the name; eras key lookups on every request.
+    __hash__ = object.__hash__
+
 
 HANDSHAKE_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """Versions negotiated by ``initialize``, oldest first."""

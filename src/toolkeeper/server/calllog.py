@@ -10,8 +10,9 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from typing import Any, Protocol
+
+import msgspec
 
 from toolkeeper.contracts.canonical import canonical_json
 
@@ -24,11 +25,11 @@ def arguments_digest(arguments: Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(canonical_json(data)).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
-class CallRecord:
+class CallRecord(msgspec.Struct, frozen=True):
     """One dispatched call. ``outcome`` is None while the handler runs, then ``ok``, ``error``
     (an ``isError`` result), ``exception`` (the handler raised), ``protocol_error`` (the handler
-    raised a JSON-RPC error) or ``cancelled``; ``latency_ms`` is set with it."""
+    raised a JSON-RPC error) or ``cancelled``; ``latency_ms`` is set with it. (An immutable
+    msgspec Struct, like a frozen dataclass but cheaper to build: one is built per call.)"""
 
     tool: str
     version: str
@@ -69,7 +70,8 @@ class InMemoryCallLog:
             done = self._done
             return tuple(
                 record if handle not in done
-                else replace(record, outcome=done[handle][0], latency_ms=done[handle][1])
+                else msgspec.structs.replace(record, outcome=done[handle][0],
+                                             latency_ms=done[handle][1])
                 for handle, record in self._records.items())
 
     def __len__(self) -> int:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
+
+import msgspec
 
 from toolkeeper.contracts.canonical import canonical_json
 
@@ -78,16 +79,16 @@ def embedded_resource(uri: str, *, text: str | None = None, blob: bytes | None =
     return {"type": "resource", "resource": resource}
 
 
-@dataclass(frozen=True, slots=True)
-class ToolResult:
+class ToolResult(msgspec.Struct, frozen=True):
     """What a tool call returns: content blocks, optional structured content, the error flag.
 
     ``structured`` is any JSON value (object-only on 2025-era sessions; dropped there when it
-    is not an object and on versions older than 2025-06-18).
+    is not an object and on versions older than 2025-06-18). An immutable msgspec Struct (a
+    handler builds one per call).
     """
 
     content: Sequence[ContentBlock] = ()
-    structured: Any = field(default=_NO_STRUCTURED)
+    structured: Any = _NO_STRUCTURED
     is_error: bool = False
 
     @property
