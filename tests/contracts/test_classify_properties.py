@@ -28,7 +28,7 @@ from toolkeeper.contracts.classify import classify_schemas
 from toolkeeper.contracts.classify_refs import value_key
 from toolkeeper.contracts.validate import compile_schema
 
-SETTINGS = settings(max_examples=100, derandomize=True, deadline=None, database=None,
+SETTINGS = settings(max_examples=80, derandomize=True, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 NAMES = ("a", "b", "c", "d")
@@ -418,7 +418,7 @@ def test_minor_or_patch_input_verdicts_keep_every_valid_argument_valid(data: st.
         assert _valid(after, instance), (verdict, instance)
 
 
-PER_EDIT = settings(SETTINGS, max_examples=8)
+PER_EDIT = settings(SETTINGS, max_examples=6)
 
 
 @pytest.mark.parametrize("name", sorted(LOOSEN))
@@ -478,7 +478,7 @@ def test_a_schema_compared_with_a_copy_of_itself_is_patch_with_no_changes(schema
         assert verdict.changes == ()
 
 
-@settings(SETTINGS, max_examples=50)
+@settings(SETTINGS, max_examples=40)
 @given(before=object_schemas(), after=object_schemas())
 def test_any_pair_gets_a_sorted_deterministic_verdict_whose_bump_is_the_largest(
         before: Schema, after: Schema) -> None:
