@@ -21,6 +21,31 @@ def _imports(package: str) -> set[str]:
     return found
 
 
+# Which of our packages each package may import (besides itself and ``toolkeeper.errors``):
+# dependencies point one way, contracts and protocol are leaves, cli sits on top.
+ALLOWED: dict[str, set[str]] = {
+    "contracts": set(),
+    "protocol": {"contracts"},
+    "registry": {"contracts"},
+    "transports": {"contracts", "protocol"},
+    "server": {"contracts", "protocol", "registry", "transports"},
+    "demo": {"contracts", "registry", "server"},
+    "cli": {"contracts", "protocol", "registry", "server", "transports", "demo"},
+}
+
+
+def test_every_package_has_a_layering_rule() -> None:
+    packages = {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert packages == set(ALLOWED)
+
+
+def test_dependencies_point_one_way() -> None:
+    for package, allowed in ALLOWED.items():
+        used = {m.split(".")[1] for m in _imports(package)
+                if m.startswith("toolkeeper.") and m != "toolkeeper.errors"}
+        assert used - {package} <= allowed, (package, sorted(used - {package} - allowed))
+
+
 def test_contracts_imports_nothing_else_of_the_package() -> None:
     ours = {m for m in _imports("contracts") if m.startswith("toolkeeper")}
     assert all(m == "toolkeeper.errors" or m.startswith("toolkeeper.contracts") for m in ours), ours
