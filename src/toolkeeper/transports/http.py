@@ -28,11 +28,10 @@ text, never a traceback.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
+from functools import lru_cache, partial
 from typing import Any, Final
 
 from toolkeeper.protocol import (
@@ -42,13 +41,12 @@ from toolkeeper.protocol import (
     Reply,
     ServerKernel,
     TransportFacts,
-    encode_message,
 )
 from toolkeeper.protocol.headers import MCP_PROTOCOL_VERSION, MCP_SESSION_ID
 from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS
+from toolkeeper.transports.pending import answer_pending
 from toolkeeper.transports.security import OriginPolicy
 from toolkeeper.transports.session_stream import ChangeFeed, SessionStreams
-from toolkeeper.transports.sse import KEEPALIVE, SSE_HEADERS, sse_frame
 
 __all__ = ["ASGIApp", "HttpConfig", "StreamableHTTPApp", "create_asgi_app"]
 
@@ -83,6 +81,7 @@ class _Disconnected(Exception):
     pass
 
 
+@lru_cache(maxsize=512)  # a pure function of one header value; clients send a few values
 def _accepts(accept: str | None) -> tuple[bool, bool]:
     """(JSON acceptable, SSE acceptable), with ``*/*``, ``application/*``, ``text/*``."""
     types: set[str] = set()
@@ -103,6 +102,9 @@ class StreamableHTTPApp:
                  changes: ChangeFeed | None = None) -> None:
         self.kernel = kernel
         self.config = config if config is not None else HttpConfig()
+        # The allow-list checks are pure functions of one header value each: memoized.
+        self._host_allowed = lru_cache(maxsize=256)(self.config.policy.host_allowed)
+        self._origin_allowed = lru_cache(maxsize=256)(self.config.policy.origin_allowed)
         self._changes = changes
         self._session_streams = (None if changes is None else SessionStreams(
             kernel, changes, keepalive_s=self.config.keepalive_s))
@@ -144,17 +146,17 @@ class StreamableHTTPApp:
             return
         # RFC 9110 5.5: a field value excludes leading and trailing OWS; not every ASGI server's
         # parser strips it (httptools keeps trailing OWS), so the transport does.
-        headers = HeaderView.from_pairs((n, v.strip(b" \t")) for n, v in scope["headers"])
+        headers = HeaderView.from_pairs([(n, v.strip(b" \t")) for n, v in scope["headers"]])
         method = scope["method"]
         if method == "POST":
             refusal = _check_post_headers(headers, config.max_body_bytes)
             if refusal is not None:
                 await _plain(send, *refusal)
                 return
-        if not config.policy.host_allowed(headers.get("host")):
+        if not self._host_allowed(headers.get("host")):
             await _plain(send, 421, b"Invalid Host header")
             return
-        if not config.policy.origin_allowed(headers.get("origin")):
+        if not self._origin_allowed(headers.get("origin")):
             await _plain(send, 403, b"Invalid Origin header")
             return
         if method != "POST":
@@ -202,54 +204,10 @@ class StreamableHTTPApp:
 
     async def _pending(self, pending: Pending, receive: Receive, send: Send) -> None:
         """Run a handler; JSON if it stays silent, SSE from its first notification on."""
-        lock = asyncio.Lock()
-        committed = False
-        extra = _encode_headers(pending.headers)
-        json_only = self.config.json_response and not pending.stream
-
-        async def commit() -> None:
-            nonlocal committed
-            if not committed:
-                committed = True
-                await send({"type": "http.response.start", "status": 200,
-                            "headers": [*SSE_HEADERS, *extra]})
-
-        async def emit(message: dict[str, Any]) -> None:
-            if json_only:
-                return
-            async with lock:
-                await commit()
-                await send({"type": "http.response.body",
-                            "body": sse_frame(encode_message(message)), "more_body": True})
-
-        handler = asyncio.ensure_future(pending.complete(emit))
-        watcher = asyncio.ensure_future(_wait_disconnect(receive))
-        try:
-            while True:
-                done, _ = await asyncio.wait({handler, watcher}, timeout=self.config.keepalive_s,
-                                             return_when=asyncio.FIRST_COMPLETED)
-                if handler in done:
-                    break
-                if watcher in done:
-                    return  # the client left: the finally clause cancels the handler
-                if not json_only:
-                    async with lock:
-                        await commit()
-                        await send({"type": "http.response.body", "body": KEEPALIVE,
-                                    "more_body": True})
-            reply = handler.result()
-            async with lock:
-                if committed:
-                    await send({"type": "http.response.body", "body": sse_frame(reply.body),
-                                "more_body": False})
-                else:
-                    await _reply(send, reply)
-        finally:
-            for task in (handler, watcher):
-                if not task.done():
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await task
+        await answer_pending(pending, receive, send, partial(_reply, send),
+                             _encode_headers(pending.headers),
+                             json_only=self.config.json_response and not pending.stream,
+                             keepalive_s=self.config.keepalive_s)
 
 
 def _check_post_headers(headers: HeaderView, limit: int) -> tuple[int, bytes] | None:
@@ -279,11 +237,6 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
-
-
-async def _wait_disconnect(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
 
 
 def _encode_headers(headers: tuple[tuple[str, str], ...]) -> list[tuple[bytes, bytes]]:

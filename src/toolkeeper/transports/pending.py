@@ -1,0 +1,147 @@
+"""Answering a :class:`~toolkeeper.protocol.Pending` over HTTP: JSON if the handler stays
+silent, SSE from its first notification on (or once it has been silent for ``keepalive_s``,
+then pinged), and a client that disconnects cancels it.
+
+The handler runs *in the request's own task*, started eagerly: most handlers finish without
+ever suspending, and those are answered with no extra task, timer or disconnect watcher. A
+handler that suspends is resumed in the same task (so ``asyncio.current_task()``, timeouts and
+cancel scopes entered before the suspension stay valid) while a watcher task sends keepalives
+and, if the client leaves, cancels the request task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, MutableMapping
+from typing import Any
+
+from toolkeeper.protocol import Pending, Reply, encode_message
+from toolkeeper.transports.sse import KEEPALIVE, SSE_HEADERS, sse_frame
+
+__all__ = ["answer_pending"]
+
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+SendReply = Callable[[Reply], Awaitable[None]]
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, Reply], suspended_on: Any
+            ) -> Generator[Any, Any, Reply]:
+    """The rest of ``await coro`` for a coroutine already run to its first suspension
+    (``suspended_on`` is what it yielded): PEP 380 delegation without the first ``send``."""
+    yielded = suspended_on
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # thrown in by the task (cancellation): pass it on
+            try:
+                yielded = coro.throw(exc)
+            except StopIteration as stop:
+                reply: Reply = stop.value
+                return reply
+        else:
+            try:
+                yielded = coro.send(sent)
+            except StopIteration as stop:
+                reply = stop.value
+                return reply
+
+
+async def _wait_disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+class _Exchange:
+    """One pending request's response: committed to SSE or not, and its write lock."""
+
+    def __init__(self, send: Send, extra: list[tuple[bytes, bytes]], json_only: bool) -> None:
+        self.send = send
+        self.extra = extra
+        self.json_only = json_only
+        self.committed = False
+        self.disconnected = False
+        self.lock = asyncio.Lock()
+
+    async def _commit(self) -> None:
+        if not self.committed:
+            self.committed = True
+            await self.send({"type": "http.response.start", "status": 200,
+                             "headers": [*SSE_HEADERS, *self.extra]})
+
+    async def emit(self, message: dict[str, Any]) -> None:
+        if self.json_only:
+            return
+        async with self.lock:
+            await self._commit()
+            await self.send({"type": "http.response.body",
+                             "body": sse_frame(encode_message(message)), "more_body": True})
+
+    async def ping(self) -> None:
+        async with self.lock:
+            await self._commit()
+            await self.send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+
+    async def finish(self, reply: Reply, send_reply: SendReply) -> None:
+        async with self.lock:
+            if self.committed:
+                await self.send({"type": "http.response.body", "body": sse_frame(reply.body),
+                                 "more_body": False})
+            else:
+                await send_reply(reply)
+
+    async def watch(self, receive: Receive, request: asyncio.Task[Any], keepalive_s: float
+                    ) -> None:
+        """Until cancelled: keepalives (SSE mode) and, on disconnect, cancel ``request``."""
+        receiving = asyncio.ensure_future(_wait_disconnect(receive))
+        try:
+            while True:
+                done, _ = await asyncio.wait({receiving}, timeout=keepalive_s)
+                if done:
+                    self.disconnected = True
+                    request.cancel()
+                    return
+                if not self.json_only:
+                    await self.ping()
+        finally:
+            if not receiving.done():
+                receiving.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await receiving
+
+
+async def answer_pending(pending: Pending, receive: Receive, send: Send, send_reply: SendReply,
+                         extra: list[tuple[bytes, bytes]], *, json_only: bool,
+                         keepalive_s: float) -> None:
+    """Run ``pending`` and write its response (``send_reply`` writes a JSON reply; ``extra``
+    headers go on an SSE response; ``json_only``: never SSE, notifications are dropped)."""
+    exchange = _Exchange(send, extra, json_only)
+    run = pending.complete(exchange.emit)
+    try:
+        suspended_on = run.send(None)
+    except StopIteration as stop:
+        await exchange.finish(stop.value, send_reply)
+        return
+    request = asyncio.current_task()
+    assert request is not None
+    watcher = asyncio.ensure_future(exchange.watch(receive, request, keepalive_s))
+    try:
+        reply = await _resume(run, suspended_on)
+        watcher.cancel()
+        await exchange.finish(reply, send_reply)
+    except asyncio.CancelledError:
+        if not exchange.disconnected:
+            raise
+        request.uncancel()  # the client left: nothing to answer
+    finally:
+        if not watcher.done():
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watcher
