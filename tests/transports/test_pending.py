@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from toolkeeper.contracts.spec import spec_from_mapping
@@ -89,11 +89,11 @@ class Exchange:
                  ) -> None:
         self.tool = tool
         self.receives = 0
-        self.sent: list[dict[str, Any]] = []
+        self.sent: list[MutableMapping[str, Any]] = []
         self.done = asyncio.Event()
         self._later = later
 
-    async def receive(self) -> dict[str, Any]:
+    async def receive(self) -> MutableMapping[str, Any]:
         self.receives += 1
         if self.receives == 1:
             return {"type": "http.request", "body": _body(self.tool), "more_body": False}
@@ -102,7 +102,7 @@ class Exchange:
         await self.done.wait()
         return {"type": "http.disconnect"}
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: MutableMapping[str, Any]) -> None:
         self.sent.append(message)
         if message["type"] == "http.response.body" and not message.get("more_body", False):
             self.done.set()
