@@ -96,7 +96,7 @@ class ToolResult(msgspec.Struct, frozen=True):
         return self.structured is not _NO_STRUCTURED
 
     def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"content": [dict(b) for b in self.content],
+        out: dict[str, Any] = {"content": list(map(dict, self.content)),
                                "isError": self.is_error}
         if self.has_structured:
             out["structuredContent"] = self.structured

@@ -55,10 +55,15 @@ class Route:
 
 
 _Key = tuple[int, int, Principal, str, str | None]
+_Recent = tuple[int, int, Principal, dict[tuple[str, str | None], Route]]
 
 
 class Routes:
-    """A bounded cache of routes, emptied whenever the registry generation moves."""
+    """A bounded cache of routes, emptied whenever the registry generation moves.
+
+    The routes of the most recent (generation, handler set, principal) are also kept by tool
+    and version alone, found by the principal's identity: a resolver that returns the same
+    principal object per request (the local principal does) skips hashing it."""
 
     def __init__(self, registry: Registry, views: ToolViews, handlers: ToolHandlers, *,
                  max_routes: int = 4096) -> None:
@@ -69,20 +74,33 @@ class Routes:
         self._lock = threading.Lock()
         self._routes: dict[_Key, Route] = {}
         self._generation = -1
+        self._recent: _Recent | None = None
         self._compiled: dict[tuple[str, str, str], CompiledSchema] = {}
 
     def resolve(self, principal: Principal, name: str, requested: str | None) -> Route:
         """The route for a call, or the gate's JsonRpcError."""
-        key = (self._registry.generation, self._handlers.revision, principal, name, requested)
+        generation, revision = self._registry.generation, self._handlers.revision
+        recent = self._recent
+        if (recent is not None and recent[2] is principal and recent[0] == generation
+                and recent[1] == revision):
+            route = recent[3].get((name, requested))
+            if route is not None:
+                return route
+        else:
+            recent = (generation, revision, principal, {})
+            self._recent = recent
+        key = (generation, revision, principal, name, requested)
         route = self._routes.get(key)
-        if route is not None:
-            return route
-        route = self._build(plan_call(self._registry, self._views, principal, name, requested))
-        with self._lock:
-            if key[0] != self._generation or len(self._routes) >= self._max:
-                self._routes = {}
-                self._generation = key[0]
-            self._routes[key] = route
+        if route is None:
+            route = self._build(plan_call(self._registry, self._views, principal, name,
+                                          requested))
+            with self._lock:
+                if generation != self._generation or len(self._routes) >= self._max:
+                    self._routes = {}
+                    self._generation = generation
+                self._routes[key] = route
+        if len(recent[3]) < self._max:
+            recent[3][(name, requested)] = route
         return route
 
     def _build(self, plan: Plan) -> Route:
