@@ -234,9 +234,9 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
         size += len(chunk)
         if size > limit:
             raise _TooLarge
-        chunks.append(chunk)
         if not message.get("more_body", False):
-            return b"".join(chunks)
+            return b"".join((*chunks, chunk)) if chunks else chunk
+        chunks.append(chunk)
 
 
 def _encode_headers(headers: tuple[tuple[str, str], ...]) -> list[tuple[bytes, bytes]]:

@@ -68,7 +68,14 @@ class _Exchange:
         self.json_only = json_only
         self.committed = False
         self.disconnected = False
-        self.lock = asyncio.Lock()
+        self._lock: asyncio.Lock | None = None
+
+    @property
+    def lock(self) -> asyncio.Lock:
+        """Serializes writes once a watcher may write too (made on first use)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
 
     async def _commit(self) -> None:
         if not self.committed:
@@ -91,11 +98,14 @@ class _Exchange:
 
     async def finish(self, reply: Reply, send_reply: SendReply) -> None:
         async with self.lock:
-            if self.committed:
-                await self.send({"type": "http.response.body", "body": sse_frame(reply.body),
-                                 "more_body": False})
-            else:
-                await send_reply(reply)
+            await self.write_final(reply, send_reply)
+
+    async def write_final(self, reply: Reply, send_reply: SendReply) -> None:
+        if self.committed:
+            await self.send({"type": "http.response.body", "body": sse_frame(reply.body),
+                             "more_body": False})
+        else:
+            await send_reply(reply)
 
     async def watch(self, receive: Receive, request: asyncio.Task[Any], keepalive_s: float
                     ) -> None:
@@ -126,8 +136,8 @@ async def answer_pending(pending: Pending, receive: Receive, send: Send, send_re
     run = pending.complete(exchange.emit)
     try:
         suspended_on = run.send(None)
-    except StopIteration as stop:
-        await exchange.finish(stop.value, send_reply)
+    except StopIteration as stop:  # done without suspending: no other writer exists
+        await exchange.write_final(stop.value, send_reply)
         return
     request = asyncio.current_task()
     assert request is not None
