@@ -80,3 +80,24 @@ def test_yaml_contracts_are_accepted(tmp_path: Path, examples_dir: Path) -> None
     path.write_text(yaml.safe_dump(contract))
     code, _ = _run("validate", str(path), '{"reference": "PMT-100"}')
     assert code == 0
+
+
+def test_inline_scalars_are_accepted(tmp_path: Path) -> None:
+    schema = tmp_path / "s.json"
+    schema.write_text('{"type": "integer", "minimum": 1}')
+    code, out = _run("validate", str(schema), '"abc"', "--json")
+    assert (code, [e["keyword"] for e in json.loads(out)["errors"]]) == (1, ["type"])
+    code, out = _run("validate", str(schema), "5", "--json")
+    assert (code, json.loads(out)["valid"]) == (0, True)
+
+
+def test_a_contract_missing_a_key_is_refused_not_read_as_a_bare_schema(
+        tmp_path: Path, examples_dir: Path) -> None:
+    contract = json.loads((examples_dir / "payments.lookup.json").read_text())
+    del contract["version"]
+    path = tmp_path / "nover.json"
+    path.write_text(json.dumps(contract))
+    code, out = _run("validate", str(path), str(examples_dir / "payments.lookup.bad-args.json"),
+                     "--json")
+    error = json.loads(out)["error"]
+    assert (code, error["code"], error["path"]) == (2, "contract.missing_key", "$.version")

@@ -139,3 +139,11 @@ def test_repair_is_idempotent(arguments: dict[str, Any]) -> None:
 def test_strings_with_trailing_newlines_are_not_coerced() -> None:
     result = repair({"i": "42\n", "b": "true\n"}, SCALARS)
     assert result.repairs == ()
+
+
+def test_integer_strings_beyond_the_digit_limit_are_left_alone_not_a_crash() -> None:
+    huge = "9" * 5000
+    result = repair({"i": huge}, SCALARS)
+    assert result.arguments == {"i": huge}
+    assert result.repairs == ()
+    assert [e.keyword for e in result.errors] == ["type"]

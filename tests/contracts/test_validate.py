@@ -133,3 +133,34 @@ def test_closed_object_without_properties_names_each_extra_property() -> None:
     nested = {"type": "object", "properties": {"o": {"type": "object", "additionalProperties": False,
                                                      "patternProperties": {"^x-": {}}}}}
     assert [e.path for e in validate(nested, {"o": {"x-ok": 1, "bad": 2}})] == ["$.o.bad"]
+
+
+SECRET = "hunter2-secret"
+
+
+@pytest.mark.parametrize(("schema", "instance"), [
+    ({"anyOf": [{"type": "integer"}, {"type": "boolean"}]}, SECRET),
+    ({"oneOf": [{"type": "string"}, {"minLength": 1}]}, SECRET),
+    ({"oneOf": [{"type": "integer"}]}, SECRET),
+    ({"not": {"type": "string"}}, SECRET),
+    ({"contains": {"type": "integer"}}, [SECRET]),
+    ({"minContains": 2, "contains": {"const": SECRET + "x"}}, [SECRET]),
+    ({"propertyNames": {"maxLength": 3}}, {SECRET: 1}),
+    ({"propertyNames": {"pattern": "^a"}}, {SECRET: 1}),
+    ({"prefixItems": [{}], "items": False}, [1, SECRET]),
+    ({"unevaluatedItems": False}, [SECRET]),
+    ({"uniqueItems": True}, [SECRET, SECRET]),
+    ({"type": "string", "maxLength": 3}, SECRET),
+    ({"type": "string", "pattern": "^a"}, SECRET),
+    ({"enum": ["a"]}, SECRET),
+    ({"type": "integer"}, SECRET),
+])
+def test_messages_never_echo_the_callers_value(schema: dict[str, Any], instance: Any) -> None:
+    errors = compile_schema(schema, assert_formats=True).errors(instance)
+    assert errors
+    assert all(SECRET not in e.message for e in errors), errors
+
+
+def test_format_message_names_the_format_not_the_value() -> None:
+    errors = compile_schema({"type": "string", "format": "date"}, assert_formats=True).errors(SECRET)
+    assert [(e.keyword, e.message) for e in errors] == [("format", "is not a valid date")]

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from toolkeeper.cli.documents import load_contract_or_schema
 from toolkeeper.cli.output import (
     EXIT_OK,
     EXIT_REFUSED,
@@ -17,41 +18,34 @@ from toolkeeper.cli.output import (
 )
 from toolkeeper.contracts.canonical import loads_json
 from toolkeeper.contracts.repair import repair
-from toolkeeper.contracts.spec import spec_from_mapping
+from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.contracts.validate import compile_schema
 from toolkeeper.errors import ToolkeeperError
 
-__all__ = ["is_contract_document", "load_schema_document", "register"]
-
-_CONTRACT_KEYS = ("name", "version", "inputSchema")
-
-
-def is_contract_document(document: Any) -> bool:
-    """A contract names itself and carries an inputSchema; anything else is a bare schema."""
-    return isinstance(document, dict) and all(k in document for k in _CONTRACT_KEYS)
+__all__ = ["load_schema_document", "register"]
 
 
 def load_schema_document(path: str) -> tuple[dict[str, Any], bool]:
     """(input schema, assert_formats) from a contract file or a bare JSON Schema file."""
-    document = read_document(path)
-    if is_contract_document(document):
-        spec = spec_from_mapping(document)
-        return spec.input_schema, spec.assert_formats
-    if not isinstance(document, dict):
-        raise ToolkeeperError(f"{path}: a schema must be a JSON object", code="schema.invalid")
-    compile_schema(document)  # raises SchemaError on an invalid schema
-    return document, False
+    loaded = load_contract_or_schema(path)
+    if isinstance(loaded, ToolSpec):
+        return loaded.input_schema, loaded.assert_formats
+    return loaded, False
 
 
 def _read_arguments(source: str) -> Any:
+    """A file, ``-`` for stdin, or inline JSON (any JSON value: ``'"abc"'``, ``5``, ``{...}``)."""
     if source == "-":
         return loads_json(sys.stdin.buffer.read())
-    path = Path(source)
-    if path.is_file():
+    if Path(source).is_file():
         return read_document(source)
-    if source.lstrip()[:1] in ("{", "["):
+    try:
         return loads_json(source)
-    raise ToolkeeperError(f"{source}: no such file, and not inline JSON", code="file.unreadable")
+    except ToolkeeperError:
+        if source.lstrip()[:1] in ("{", "[", '"'):
+            raise  # meant as inline JSON: report the JSON error
+        raise ToolkeeperError(f"{source}: no such file, and not inline JSON",
+                              code="file.unreadable") from None
 
 
 def _render_human(errors: list[dict[str, Any]], repairs: list[dict[str, Any]] | None) -> None:

@@ -13,34 +13,15 @@ from typing import Any
 
 import click
 
-from toolkeeper.cli.output import echo_json, fail, read_document
+from toolkeeper.cli.documents import load_contract_or_schema
+from toolkeeper.cli.output import echo_json, fail
 from toolkeeper.contracts.changes import Bump, Verdict
 from toolkeeper.contracts.classify import classify, classify_schemas
 from toolkeeper.contracts.classify_rules import RULES
-from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
-from toolkeeper.contracts.validate import compile_schema
+from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import ToolkeeperError
 
 __all__ = ["diff_documents", "register"]
-
-_CONTRACT_KEYS = ("name", "version", "inputSchema")
-
-
-def _load(path: str) -> ToolSpec | dict[str, Any]:
-    """A contract (any contract key present) or a bare schema (compiled to prove it is one)."""
-    try:
-        document = read_document(path)
-        if isinstance(document, dict) and any(key in document for key in _CONTRACT_KEYS):
-            return spec_from_mapping(document)
-        if not isinstance(document, dict):
-            raise ToolkeeperError("a schema or contract must be a JSON object",
-                                  code="schema.invalid", path="$")
-        compile_schema(document)
-        return document
-    except ToolkeeperError as exc:
-        message = exc.message if path in exc.message else f"{path}: {exc.message}"
-        raise ToolkeeperError(message, code=exc.code, path=exc.path, data=exc.data) from None
-
 
 def _schema_of(side: ToolSpec | dict[str, Any], output: bool, label: str) -> dict[str, Any]:
     if isinstance(side, dict):
@@ -54,7 +35,7 @@ def _schema_of(side: ToolSpec | dict[str, Any], output: bool, label: str) -> dic
 
 def diff_documents(before_path: str, after_path: str, *, output: bool = False) -> Verdict:
     """The verdict for two files; raises ToolkeeperError on bad input."""
-    before, after = _load(before_path), _load(after_path)
+    before, after = load_contract_or_schema(before_path), load_contract_or_schema(after_path)
     if isinstance(before, ToolSpec) and isinstance(after, ToolSpec) and not output:
         return classify(before, after)
     contracts = [side for side in (before, after) if isinstance(side, ToolSpec)]

@@ -59,11 +59,20 @@ class RepairResult:
         return bool(self.repairs)
 
 
+def _parse_integer(text: str) -> int | None:
+    if not _INTEGER.fullmatch(text):
+        return None
+    try:
+        return int(text)
+    except ValueError:  # beyond Python's int-from-string digit limit: not coercible, never a crash
+        return None
+
+
 def _parse_number(text: str) -> int | float | None:
     if not _NUMBER.fullmatch(text):
         return None
     if _INTEGER.fullmatch(text):
-        return int(text)
+        return _parse_integer(text)
     value = float(text)
     return value if value not in (float("inf"), float("-inf")) else None
 
@@ -73,7 +82,7 @@ _MISSING = object()
 # Coercions from a string, tried in this order when the declared types do not allow a string.
 _STRING_COERCIONS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
     ("coerce.string_to_integer", "integer",
-     lambda s: int(s) if _INTEGER.fullmatch(s) else _MISSING),
+     lambda s: n if (n := _parse_integer(s)) is not None else _MISSING),
     ("coerce.string_to_number", "number",
      lambda s: n if (n := _parse_number(s)) is not None else _MISSING),
     ("coerce.string_to_boolean", "boolean",

@@ -86,24 +86,57 @@ def _strictify(node: Any) -> Any:
 
 
 def _message(kind: Any, error: Any) -> str:
+    """Our own message for an error: stable across library versions, and it never echoes the
+    caller's value (only the schema's own keywords and values, which the caller was shown)."""
     name = kind.name
-    instance = error.instance
     if name == "type":
         types = kind.value
         expected = " or ".join(sorted(types)) if isinstance(types, list) else str(types)
-        return f"expected type {expected}, got {json_type_name(instance)}"
+        return f"expected type {expected}, got {json_type_name(error.instance)}"
+    schema_path = tuple(error.schema_path)
+    keyword = schema_path[-1] if schema_path and isinstance(schema_path[-1], str) else name
+    fixed = (_BY_KEYWORD.get(keyword) or _BY_KIND.get(type(kind).__name__)
+             or _BY_KEYWORD.get(name))
+    if fixed is not None:
+        return fixed
     render = _MESSAGES.get(name)
     if render is not None:
         return str(render(kind.value))
-    return str(error.message)
+    return f"does not satisfy {name}"
 
 
 def _dump(value: Any) -> str:
     return canonical_json(value).decode("utf-8")
 
 
+# Messages chosen by the schema keyword that failed (several keywords share one error kind).
+_BY_KEYWORD: dict[str, str] = {
+    "contains": "must contain at least one matching item",
+    "minContains": "contains too few matching items",
+    "maxContains": "contains too many matching items",
+    "propertyNames": "has a property name that is not allowed",
+    "anyOf": "does not match any of the allowed schemas (anyOf)",
+    "not": "must not match the schema under not",
+    "unevaluatedItems": "has items that are not allowed (unevaluatedItems)",
+    "additionalItems": "has more items than allowed",
+    "contentEncoding": "is not in the declared content encoding",
+    "contentMediaType": "is not of the declared content media type",
+}
+
+# Messages chosen by the error kind where one keyword yields several kinds.
+_BY_KIND: dict[str, str] = {
+    "OneOfNotValid": "does not match any of the schemas (oneOf)",
+    "OneOfMultipleValid": "matches more than one of the schemas (oneOf)",
+    "FalseSchema": "no value is allowed here",
+    "BacktrackLimitExceeded": "could not be checked against the pattern",
+    "RegexEngineFailure": "could not be checked against the pattern",
+    "Referencing": "could not be checked: a schema reference does not resolve",
+    "FromUtf8": "is not valid UTF-8",
+}
+
 _MESSAGES: dict[str, Any] = {
     "pattern": lambda v: f"does not match pattern '{v}'",
+    "format": lambda v: f"is not a valid {v}",
     "enum": lambda v: f"must be one of {_dump(v)}",
     "const": lambda v: f"must equal {_dump(v)}",
     "minimum": lambda v: f"must be >= {_dump(v)}",
