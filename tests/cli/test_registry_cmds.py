@@ -95,7 +95,8 @@ def test_a_malformed_file_exits_2_and_publishes_nothing(tk: Cli) -> None:
     code, [out] = tk.json("publish", good, bad)
     assert code == 2 and out["error"]["code"] == "contract.enum"
     assert out["error"]["path"] == "$.dataClassification"
-    assert tk.json("versions", "payments.lookup")[0] == 1
+    code, [out] = tk.json("versions", "payments.lookup")  # the registry was never even opened
+    assert (code, out["error"]["code"]) == (2, "registry.missing")
 
 
 def test_versions_lists_every_version_oldest_first(tk: Cli) -> None:
@@ -159,3 +160,26 @@ def test_an_unusable_registry_url_exits_2(tk: Cli) -> None:
     result = CliRunner().invoke(cli, ["audit", "--registry", "mysql://x", "--json"])
     assert result.exit_code == 2
     assert json.loads(result.stdout)["error"]["code"] == "registry.url_invalid"
+
+
+@pytest.mark.parametrize("command", [("versions", "payments.lookup"), ("audit",),
+                                     ("discover", "--tenant", "t", "--clearance", "public")])
+def test_read_commands_refuse_a_missing_registry_and_create_nothing(
+        tmp_path: Path, command: tuple[str, ...]) -> None:
+    missing = tmp_path / "typo" / "dir" / "registry.db"
+    result = CliRunner().invoke(cli, [*command, "--registry", f"sqlite://{missing}", "--json"])
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["error"]["code"] == "registry.missing"
+    assert not (tmp_path / "typo").exists()
+    here = tmp_path / "registry.db"
+    result = CliRunner().invoke(cli, [*command, "--registry", f"sqlite://{here}", "--json"])
+    assert result.exit_code == 2 and not here.exists()
+
+
+def test_a_write_into_a_missing_directory_is_refused(tk: Cli) -> None:
+    missing = tk.dir / "typo" / "registry.db"
+    result = CliRunner().invoke(cli, ["publish", tk.file("a.json", contract()),
+                                      "--registry", f"sqlite://{missing}", "--json"])
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["error"]["code"] == "registry.missing"
+    assert not missing.parent.exists()

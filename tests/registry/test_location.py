@@ -16,12 +16,26 @@ def test_memory_url_opens_an_in_memory_store() -> None:
 
 
 def test_sqlite_url_with_three_slashes_names_an_absolute_file(tmp_path: Path) -> None:
-    store = open_store(f"sqlite://{tmp_path / 'nested' / 'r.db'}")
+    store = open_store(f"sqlite://{tmp_path / 'r.db'}")
     try:
         assert isinstance(store, SQLiteStore)
-        assert store.path == tmp_path / "nested" / "r.db" and store.path.is_file()
+        assert store.path == tmp_path / "r.db" and store.path.is_file()
     finally:
         store.close()
+
+
+def test_a_missing_directory_is_an_error_not_a_new_tree(tmp_path: Path) -> None:
+    with pytest.raises(StoreError) as info:
+        open_store(f"sqlite://{tmp_path / 'nested' / 'r.db'}")
+    assert info.value.code == "registry.missing"
+    assert not (tmp_path / "nested").exists()
+
+
+def test_read_only_opening_refuses_a_file_that_is_not_there(tmp_path: Path) -> None:
+    with pytest.raises(StoreError) as info:
+        open_store(f"sqlite://{tmp_path / 'r.db'}", create=False)
+    assert info.value.code == "registry.missing"
+    assert not (tmp_path / "r.db").exists()
 
 
 def test_sqlite_url_with_two_slashes_is_relative(tmp_path: Path,

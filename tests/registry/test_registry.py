@@ -114,6 +114,17 @@ def test_deprecate_records_a_successor_that_must_be_newer_and_published(
     assert registry.get(NAME, v("1.0.0")) == done
 
 
+def test_deprecating_again_keeps_what_is_not_given(registry: Registry) -> None:
+    registry.publish(evolved(NAME, "1.0.0"))
+    registry.publish(evolved(NAME, "2.0.0"))
+    registry.deprecate(NAME, v("1.0.0"), message="move", successor=v("2.0.0"))
+    again = registry.deprecate(NAME, v("1.0.0"))
+    assert (again.deprecation_message, again.successor) == ("move", v("2.0.0"))
+    changed = registry.deprecate(NAME, v("1.0.0"), message="moved to 2")
+    assert (changed.deprecation_message, changed.successor) == ("moved to 2", v("2.0.0"))
+    assert registry.get(NAME, v("1.0.0")) == changed
+
+
 def test_retired_is_terminal_and_kept_forever(registry: Registry) -> None:
     registry.publish(evolved(NAME, "1.0.0"))
     retired = registry.retire(NAME, v("1.0.0"), actor="ops")

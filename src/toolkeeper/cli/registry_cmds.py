@@ -76,9 +76,10 @@ def _options(func: F) -> F:
 
 
 @contextmanager
-def _registry(url: str | None, as_json: bool) -> Iterator[Registry]:
+def _registry(url: str | None, as_json: bool, *, create: bool = True) -> Iterator[Registry]:
+    """The registry; read-only commands pass ``create=False`` so a mistyped path is an error."""
     try:
-        registry = Registry.open(url)
+        registry = Registry.open(url, create=create)
     except ToolkeeperError as exc:
         _report(exc, as_json)
     try:
@@ -146,7 +147,7 @@ def publish_cmd(files: tuple[str, ...], actor: str, registry_url: str | None,
 @_options
 def versions_cmd(name: str, registry_url: str | None, as_json: bool) -> None:
     """Every version of NAME, oldest first, retired included."""
-    with _registry(registry_url, as_json) as registry:
+    with _registry(registry_url, as_json, create=False) as registry:
         found = registry.versions(name)
         if not found:
             raise NotFoundError(f"{name} is not published", data={"name": name})
@@ -199,7 +200,7 @@ def discover_cmd(tenant: str, scopes: tuple[str, ...], clearance: str, include_d
         principal = Principal.parse(tenant, scopes, clearance)
     except ToolkeeperError as exc:
         _report(exc, as_json)
-    with _registry(registry_url, as_json) as registry:
+    with _registry(registry_url, as_json, create=False) as registry:
         _emit_records(registry.discover(principal, include_deprecated=include_deprecated),
                       as_json)
 
@@ -208,7 +209,7 @@ def discover_cmd(tenant: str, scopes: tuple[str, ...], clearance: str, include_d
 @_options
 def audit_cmd(registry_url: str | None, as_json: bool) -> None:
     """The append-only audit trail, oldest first (refused publishes included)."""
-    with _registry(registry_url, as_json) as registry:
+    with _registry(registry_url, as_json, create=False) as registry:
         entries = registry.audit()
         if as_json:
             echo_json([e.to_dict() for e in entries])

@@ -59,11 +59,18 @@ def _check_successor(spec: ToolSpec, successor: Version, history: Sequence[ToolS
 
 def deprecated(spec: ToolSpec, history: Sequence[ToolSpec], *, message: str | None,
                successor: Version | None) -> ToolSpec:
-    """``spec`` deprecated with ``message`` and ``successor`` (a newer, unretired version)."""
+    """``spec`` deprecated with ``message`` and ``successor`` (a newer, unretired version).
+
+    Deprecating again updates what is given and keeps what is not: nothing stored is lost.
+    """
     status = _transition(spec, DEPRECATE)
     if successor is not None:
         _check_successor(spec, successor, history)
-    return spec.with_lifecycle(status=status, deprecation_message=message, successor=successor)
+    return spec.with_lifecycle(
+        status=status,
+        deprecation_message=message if message is not None else spec.deprecation_message,
+        successor=successor if successor is not None else spec.successor,
+    )
 
 
 def retired(spec: ToolSpec) -> ToolSpec:

@@ -3,7 +3,9 @@
 * ``memory:`` - an in-process store (tests, demos); nothing persists.
 * ``sqlite:///abs/path.db`` - everything after ``sqlite://`` is the file path, so three slashes
   give an absolute path and ``sqlite://relative.db`` a relative one. The default when no URL is
-  given: ``registry.db`` in the user's data directory (platformdirs).
+  given: ``registry.db`` in the user's data directory (platformdirs), whose directory is created
+  on demand. For any other path the directory must exist (a typo is an error, not a new tree),
+  and with ``create=False`` (read-only commands) so must the file.
 * ``postgresql://...`` (or ``postgres://``) - a libpq connection URI.
 """
 
@@ -24,16 +26,19 @@ __all__ = ["ENV_VAR", "default_url", "open_store"]
 ENV_VAR = "TOOLKEEPER_REGISTRY"
 
 
+def _default_path() -> Path:
+    return platformdirs.user_data_path("toolkeeper", appauthor=False) / "registry.db"
+
+
 def default_url() -> str:
     """``TOOLKEEPER_REGISTRY`` if set, else the SQLite file in the user data directory."""
     from_env = os.environ.get(ENV_VAR)
     if from_env:
         return from_env
-    path = platformdirs.user_data_path("toolkeeper", appauthor=False) / "registry.db"
-    return f"sqlite://{path}"
+    return f"sqlite://{_default_path()}"
 
 
-def _memory(rest: str) -> RegistryStore:
+def _memory(rest: str, create: bool) -> RegistryStore:
     from toolkeeper.registry.memory import MemoryStore
 
     if rest:
@@ -41,23 +46,30 @@ def _memory(rest: str) -> RegistryStore:
     return MemoryStore()
 
 
-def _sqlite(rest: str) -> RegistryStore:
+def _sqlite(rest: str, create: bool) -> RegistryStore:
     from toolkeeper.registry.sqlite import SQLiteStore
 
     if not rest.startswith("//") or not rest[2:]:
         raise StoreError("expected sqlite:///path/to/file.db", code="registry.url_invalid")
     path = Path(rest[2:])
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not create and not path.is_file():
+        raise StoreError(f"no registry at {path}", code="registry.missing",
+                         data={"path": str(path)})
+    if not path.parent.is_dir():
+        if path != _default_path():
+            raise StoreError(f"directory {path.parent} does not exist",
+                             code="registry.missing", data={"path": str(path)})
+        path.parent.mkdir(parents=True, exist_ok=True)
     return SQLiteStore(path)
 
 
-def _postgres(rest: str) -> RegistryStore:
+def _postgres(rest: str, create: bool) -> RegistryStore:
     from toolkeeper.registry.postgres import PostgresStore
 
     return PostgresStore("postgresql:" + rest)
 
 
-_SCHEMES: Mapping[str, Callable[[str], RegistryStore]] = MappingProxyType({
+_SCHEMES: Mapping[str, Callable[[str, bool], RegistryStore]] = MappingProxyType({
     "memory": _memory,
     "sqlite": _sqlite,
     "postgresql": _postgres,
@@ -65,8 +77,9 @@ _SCHEMES: Mapping[str, Callable[[str], RegistryStore]] = MappingProxyType({
 })
 
 
-def open_store(url: str | None = None) -> RegistryStore:
-    """The store a registry URL names (``None``: :func:`default_url`)."""
+def open_store(url: str | None = None, *, create: bool = True) -> RegistryStore:
+    """The store a registry URL names (``None``: :func:`default_url`). ``create=False`` refuses
+    to create a SQLite file that does not exist yet (``registry.missing``)."""
     url = url or default_url()
     scheme, sep, rest = url.partition(":")
     opener = _SCHEMES.get(scheme.lower()) if sep else None
@@ -74,4 +87,4 @@ def open_store(url: str | None = None) -> RegistryStore:
         raise StoreError(
             f"unsupported registry URL {url!r} (use memory:, sqlite:///path.db or postgresql://)",
             code="registry.url_invalid", data={"schemes": sorted(_SCHEMES)})
-    return opener(rest)
+    return opener(rest, create)

@@ -83,12 +83,13 @@ class Registry:
             raise
 
     @classmethod
-    def open(cls, url: str | None = None, **options: Any) -> Registry:
+    def open(cls, url: str | None = None, *, create: bool = True, **options: Any) -> Registry:
         """Open the registry at ``url`` (``memory:``, ``sqlite:///path.db``,
-        ``postgresql://...``); ``None`` means ``TOOLKEEPER_REGISTRY`` or the default SQLite file."""
+        ``postgresql://...``); ``None`` means ``TOOLKEEPER_REGISTRY`` or the default SQLite file.
+        ``create=False`` (read-only use) refuses to create a SQLite file that is not there."""
         from toolkeeper.registry.location import open_store
 
-        return cls(open_store(url), **options)
+        return cls(open_store(url, create=create), **options)
 
     # --- writes ----------------------------------------------------------------------------
 
