@@ -111,15 +111,29 @@ def test_custom_handlers_are_loaded_from_module_attribute(tmp_path: Path,
     assert code == 0 and out[0]["result"]["content"][0]["text"] == "hello ada"
 
 
-@pytest.mark.parametrize("args", [
-    ["--registry", "bogus:nowhere"],
-    ["--registry", "memory:", "--handlers", "no_such_module_xyz:handlers"],
-    ["--registry", "memory:", "--handlers", "json"],
+@pytest.mark.parametrize(("args", "code"), [
+    (["--registry", "bogus:nowhere"], "registry.url_invalid"),
+    (["--registry", "memory:", "--handlers", "no_such_module_xyz:handlers"],
+     "cli.handlers_reference"),
+    (["--registry", "memory:", "--handlers", "json"], "cli.handlers_reference"),
+    (["--registry", "memory:", "--handlers", "raising_tools:handlers"], "cli.handlers_failed"),
+    (["--registry", "memory:", "--handlers", "broken_tools:handlers"], "cli.handlers_failed"),
 ])
-def test_bad_input_exits_2_with_a_message(args: list[str]) -> None:
-    code, out, err = run_stdio(args, b"")
-    assert (code, out) == (2, [])
-    assert err.startswith("error:") or "error:" in err
+def test_bad_input_exits_2_with_a_stable_code_and_no_traceback(
+        tmp_path: Path, args: list[str], code: str) -> None:
+    (tmp_path / "raising_tools.py").write_text('raise RuntimeError("boom at import")\n')
+    (tmp_path / "broken_tools.py").write_text("def handlers(:\n")
+    status, out, err = run_stdio(args, b"", env={"PYTHONPATH": str(tmp_path)})
+    assert (status, out) == (2, [])
+    assert f"[{code}]" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("path", ["nopath", "/mcp path", ""])
+def test_a_path_that_is_not_an_absolute_url_path_exits_2(path: str) -> None:
+    status, out, err = run_stdio(["--registry", "memory:", "--path", path], b"")
+    assert (status, out) == (2, [])
+    assert "Traceback" not in err
 
 
 def _read_until(stream: Any, pattern: re.Pattern[bytes], timeout: float) -> re.Match[bytes]:

@@ -16,6 +16,7 @@ import hashlib
 import importlib
 import importlib.util
 import logging
+import re
 import signal
 import sys
 from pathlib import Path
@@ -67,6 +68,15 @@ def _import(module_name: str) -> ModuleType:
     return module
 
 
+_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*")
+
+
+def _check_path(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if not _PATH.fullmatch(value):
+        raise click.BadParameter("must be an absolute URL path such as /mcp")
+    return value
+
+
 def _load_handlers(reference: str) -> ToolHandlers:
     module_name, sep, attribute = reference.rpartition(":")
     if not sep or not module_name or not attribute:
@@ -74,11 +84,15 @@ def _load_handlers(reference: str) -> ToolHandlers:
                               code="cli.handlers_reference")
     try:
         value: Any = getattr(_import(module_name), attribute)
+        if callable(value) and not isinstance(value, ToolHandlers):
+            value = value()
     except (ImportError, AttributeError) as exc:
         raise ToolkeeperError(f"--handlers {reference!r}: {exc}",
                               code="cli.handlers_reference") from None
-    if callable(value) and not isinstance(value, ToolHandlers):
-        value = value()
+    except Exception as exc:  # the user's module failed while loading: bad input, no traceback
+        raise ToolkeeperError(
+            f"--handlers {reference!r}: loading it raised {type(exc).__name__}: {exc}",
+            code="cli.handlers_failed") from None
     if not isinstance(value, ToolHandlers):
         raise ToolkeeperError(f"--handlers {reference!r} is not a ToolHandlers",
                               code="cli.handlers_reference")
@@ -135,7 +149,8 @@ def _policy(host: str, allow_hosts: tuple[str, ...], allow_origins: tuple[str, .
 @click.option("--stdio", is_flag=True, help="Serve on stdin/stdout instead of HTTP.")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
-@click.option("--path", default="/mcp", show_default=True, help="The endpoint path.")
+@click.option("--path", default="/mcp", show_default=True, callback=_check_path,
+              help="The endpoint path (starts with '/').")
 @click.option("--handlers", "handler_refs", multiple=True, metavar="MODULE:ATTR",
               help="A ToolHandlers (or a function returning one) to serve; MODULE may be a "
                    "path/to/file.py; repeatable.")

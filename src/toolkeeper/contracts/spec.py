@@ -166,7 +166,6 @@ class ToolSpec:
                 "readOnlyHint": read_only,
                 "idempotentHint": idempotent,
                 "destructiveHint": destructive,
-                "openWorldHint": False,
             },
             "_meta": {"schemaVersion": str(self.version)},
         }
