@@ -147,3 +147,47 @@ def test_integer_strings_beyond_the_digit_limit_are_left_alone_not_a_crash() -> 
     assert result.arguments == {"i": huge}
     assert result.repairs == ()
     assert [e.keyword for e in result.errors] == ["type"]
+
+
+_SCALAR_TYPES = st.sampled_from(["integer", "number", "boolean", "null", "string"])
+_DEFAULTS = st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from(
+    ["3", "true", "null", "x", "-2.5", "00713"]) | st.just(4.0)
+
+
+def _leaf() -> st.SearchStrategy[dict[str, Any]]:
+    typed = st.builds(
+        lambda t, d: {"type": t, **({"default": d[0]} if d else {})},
+        _SCALAR_TYPES | st.lists(_SCALAR_TYPES, min_size=1, max_size=2, unique=True),
+        st.lists(_DEFAULTS, max_size=1))
+    return typed | st.just({"$ref": "#/$defs/n"}) | st.just({})
+
+
+def _schema(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    names = st.sampled_from(["a", "b", "i", "n", "x-y"])
+    obj = st.builds(
+        lambda props, closed, pattern, default: {
+            "type": "object", "properties": props,
+            **({"additionalProperties": False} if closed else {}),
+            **({"patternProperties": {"^x-": {"type": "integer"}}} if pattern else {}),
+            **({"default": {}} if default else {})},
+        st.dictionaries(names, children, max_size=4), st.booleans(), st.booleans(), st.booleans())
+    arr = st.builds(lambda items: {"type": "array", "items": items}, children)
+    return obj | arr
+
+
+_SCHEMAS = st.recursive(_leaf(), _schema, max_leaves=8).map(
+    lambda s: {**s, "$defs": {"n": {"type": "integer", "default": "7"}}} if "type" in s and
+    s["type"] == "object" else {"type": "object", "properties": {"v": s},
+                                "$defs": {"n": {"type": "integer", "default": "7"}}})
+
+
+@settings(max_examples=300, derandomize=True)
+@given(_SCHEMAS, st.dictionaries(st.sampled_from(["a", "b", "i", "n", "x-y", "v", "z"]), _json,
+                                 max_size=6))
+def test_repair_is_idempotent_for_generated_schemas(schema: dict[str, Any],
+                                                    arguments: dict[str, Any]) -> None:
+    once = repair(arguments, schema)
+    twice = repair(once.arguments, schema)
+    assert twice.arguments == once.arguments
+    assert twice.repairs == ()
+    assert twice.errors == once.errors
