@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 from typing import Any
 
 import pytest
@@ -67,6 +69,18 @@ def test_header_names_are_case_insensitive_and_duplicates_are_kept() -> None:
     assert view.get("Mcp-Method") == "a"
     assert view.get_all("MCP-METHOD") == ["a", "b"]
     assert view.count("mcp-method") == 2
+
+
+@pytest.mark.parametrize("view", [
+    HeaderView((("mcp-method", "a"), ("mcp-method", "b"), ("host", "h"))),
+    HeaderView.from_pairs([(b"Mcp-Method", b"a"), (b"mcp-method", b"b"), (b"Host", b"h")]),
+])
+def test_a_header_view_built_either_way_looks_up_copies_and_pickles_alike(
+        view: HeaderView) -> None:
+    for same in (view, copy.copy(view), copy.deepcopy(view), pickle.loads(pickle.dumps(view))):
+        assert same == view and hash(same) == hash(view)
+        assert (same.get("host"), same.get_all("mcp-method"), same.count("mcp-method"),
+                same.get("absent"), same.count("absent")) == ("h", ["a", "b"], 2, None, 0)
 
 
 def _routing(headers: dict[str, str] | list[tuple[str, str]], method: str = "tools/call",

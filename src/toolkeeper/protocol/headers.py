@@ -103,7 +103,7 @@ class HeaderView:
     appear more than once); only a repeated name is looked up by scanning the pairs."""
 
     pairs: tuple[tuple[str, str], ...] = ()
-    _index: _Index = field(init=False, repr=False, compare=False)
+    _index: _Index | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def from_pairs(cls, pairs: Iterable[tuple[str | bytes, str | bytes]]) -> HeaderView:
@@ -116,7 +116,8 @@ class HeaderView:
             out = tuple([(_header_name(n), v.decode("latin-1") if isinstance(v, bytes) else v)
                          for n, v in items])
         first = dict(reversed(out))  # the first value of each name wins
-        view = cls(out)
+        view = object.__new__(cls)  # the fields are set here, once
+        object.__setattr__(view, "pairs", out)
         object.__setattr__(view, "_index", (first, _NO_REPEATS if len(first) == len(out)
                                             else _repeated_names(out)))
         return view
@@ -126,12 +127,11 @@ class HeaderView:
         return cls.from_pairs(mapping.items())
 
     def _lookup(self) -> _Index:
-        try:
-            return self._index
-        except AttributeError:  # built directly from pairs: index on first use
+        index = self._index
+        if index is None:  # built directly from pairs: index on first use
             index = (dict(reversed(self.pairs)), _repeated_names(self.pairs))
             object.__setattr__(self, "_index", index)
-            return index
+        return index
 
     def get(self, name: str) -> str | None:
         """The first value of a header, or None."""
