@@ -15,6 +15,10 @@ may change) plus optional structured ``data``::
     │   └── StoreError                   the storage backend failed ("registry.store")
     ├── PrincipalError                   unknown clearance or malformed principal ("principal.*")
     └── JsonRpcError                     a protocol error with a JSON-RPC code (protocol layer)
+        └── CapabilityRequiredError      a tool handler needs a client capability the caller
+                                         lacks (-32021); the one protocol error a handler may
+                                         raise: any other error from a handler is an isError
+                                         result (SPEC 3.4.5)
 
 ``JsonRpcError`` lives here (not in ``protocol``) so that every layer can raise it without
 importing the protocol package; the protocol core is the single place that turns it into a
@@ -26,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "CapabilityRequiredError",
     "ContractError",
     "JsonRpcError",
     "LifecycleError",
@@ -141,3 +146,10 @@ class JsonRpcError(ToolkeeperError):
         super().__init__(message, code=f"jsonrpc.{rpc_code}")
         self.rpc_code = rpc_code
         self.rpc_data = rpc_data
+
+
+class CapabilityRequiredError(JsonRpcError):
+    """Raised by ``ToolContext.require_capabilities``: the call needs client capabilities the
+    caller did not declare (-32021 with ``requiredCapabilities``; -32602 in the legacy era)."""
+
+    default_code = "jsonrpc.capability_required"

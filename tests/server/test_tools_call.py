@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from typing import Any
 
 import pytest
@@ -321,13 +322,17 @@ def test_the_gate_is_no_existence_oracle_for_retired_versions_of_unentitled_cont
     assert data["reason"] == "schema_version_unknown"
 
 
-def test_json_rpc_errors_raised_by_a_handler_reach_the_wire_as_errors() -> None:
+def test_a_json_rpc_error_raised_by_a_handler_is_a_failure_result_without_its_text() -> None:
     def refuse(arguments: dict[str, Any]) -> str:
-        raise JsonRpcError(-32602, "bad cursor", {"path": "$.x"})
+        raise JsonRpcError(-32099, "custom SECRET message", {"path": "$.x"})
 
     registry, handlers = _single(refuse)
-    error = Driver(gateway_for(registry, handlers).kernel).call("t", {})["error"]
-    assert (error["code"], error["data"]) == (-32602, {"path": "$.x"})
+    gateway = gateway_for(registry, handlers)
+    response = Driver(gateway.kernel).call("t", {})
+    assert "error" not in response
+    assert response["result"]["isError"] is True
+    assert "SECRET" not in json.dumps(response) and "-32099" not in json.dumps(response)
+    assert gateway.call_log.records[-1].outcome == "exception"
 
 
 def test_a_root_without_properties_refuses_unknown_properties_at_their_own_path() -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.contracts.validate import CompiledSchema, Issue
-from toolkeeper.errors import JsonRpcError
+from toolkeeper.errors import CapabilityRequiredError, JsonRpcError
 from toolkeeper.protocol import Call, Deferred, Emit, Era, MethodResult, missing_capabilities
 from toolkeeper.protocol.faults import invalid_params
 from toolkeeper.registry import Principal, Registry
@@ -136,7 +136,9 @@ class ToolCalls:
                 result = value if type(value) is ToolResult else to_tool_result(value)
                 if route.output_validator is not None:
                     result = self._checked(spec, route.output_validator, result)
-            except JsonRpcError:
+            except CapabilityRequiredError:
+                # The one protocol error a handler may raise (through its context); any other,
+                # JsonRpcError included, is a handler failure: an isError result (SPEC 3.4.5).
                 outcome = "protocol_error"
                 raise
             except Exception:

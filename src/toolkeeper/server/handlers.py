@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import ToolSpec
-from toolkeeper.errors import JsonRpcError
+from toolkeeper.errors import CapabilityRequiredError, JsonRpcError
 from toolkeeper.protocol import (
     LOG_LEVELS,
     Call,
@@ -125,7 +125,8 @@ class ToolContext:
     def require_capabilities(self, required: Mapping[str, Any]) -> None:
         """Stop the call unless the client declared these capabilities (-32021)."""
         if missing_capabilities(required, self._call.client_capabilities):
-            raise capability_error(required, self._call.era)
+            error = capability_error(required, self._call.era)
+            raise CapabilityRequiredError(error.rpc_code, error.message, error.rpc_data)
 
 
 def _takes_context(function: Callable[..., Any]) -> bool:
