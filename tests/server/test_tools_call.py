@@ -122,6 +122,29 @@ def test_a_composed_root_is_closed_with_unevaluated_properties() -> None:
     assert [(e["path"], e["keyword"]) for e in errors] == [("$.b", "unevaluatedProperties")]
 
 
+def test_without_a_version_nested_records_are_closed_but_free_form_maps_stay_open() -> None:
+    registry = Registry.open("memory:")
+    registry.publish(contract("nest", "1.0.0", {
+        "type": "object",
+        "$defs": {"leg": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+        "properties": {
+            "order": {"type": "object", "properties": {"id": {"type": "string"}}},
+            "legs": {"type": "array", "items": {"$ref": "#/$defs/leg"}},
+            "labels": {"type": "object"},
+        }}))
+    handlers = ToolHandlers()
+    handlers.bind("nest", lambda arguments: "ok")
+    driver = Driver(gateway_for(registry, handlers).kernel)
+    arguments = {"order": {"id": "o1", "extra": 1}, "legs": [{"n": 1, "sneaky": True}],
+                 "labels": {"any": "thing"}}
+    errors = driver.call("nest", arguments)["result"]["structuredContent"]["errors"]
+    assert [(e["path"], e["keyword"]) for e in errors] == [
+        ("$.legs[0].sneaky", "additionalProperties"), ("$.order.extra", "additionalProperties")]
+    assert driver.call("nest", arguments, version="1.0.0")["result"]["isError"] is False
+    assert driver.call("nest", {"order": {"id": "o1"}, "legs": [{"n": 1}],
+                                "labels": {"any": "thing"}})["result"]["isError"] is False
+
+
 def test_arguments_are_never_coerced(registry: Registry) -> None:
     result = Driver(gateway_for(registry).kernel).call("calc", {"a": "1", "b": True})["result"]
     assert result["isError"] is True
