@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kernel_kit import body, initialize, modern
 
-from toolkeeper.protocol import Accepted, Era, Pending, ServerKernel, supported_versions
+from toolkeeper.protocol import Accepted, Era, Pending, ServerKernel
 from toolkeeper.protocol.codes import INVALID_PARAMS, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
 
 
@@ -19,7 +19,10 @@ def test_initialize_on_a_modern_connection_is_unsupported_version(kernel: Server
     body(kernel.handle_stream_message(conn, modern("server/discover")))
     error = body(kernel.handle_stream_message(conn, initialize(2)))["error"]
     assert error["code"] == UNSUPPORTED_PROTOCOL_VERSION
-    assert error["data"] == {"supported": supported_versions(), "requested": "2025-11-25"}
+    # The connection is fixed to the modern era: only its versions are offered, never the one
+    # just refused (a client re-probing from the list must not be sent back to it).
+    assert error["data"] == {"supported": ["2026-07-28"], "requested": "2025-11-25"}
+    assert error["data"]["requested"] not in error["data"]["supported"]
 
 
 def test_a_request_without_the_envelope_on_a_modern_connection_is_invalid_params(

@@ -134,3 +134,28 @@ def test_json_response_mode_never_streams_and_needs_only_json_in_accept() -> Non
             assert response.json()["result"]["isError"] is False
     finally:
         context.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("duplicate", [
+    [b"Host: 127.0.0.1", b"Host: evil.example.com"],
+    [b"Host: 127.0.0.1", b"Host: 127.0.0.1"],
+    [b"Host: 127.0.0.1", b"Origin: http://localhost", b"Origin: http://evil.example.com"],
+])
+def test_duplicate_host_or_origin_headers_are_400(served: Served, duplicate: list[bytes]) -> None:
+    import json
+    import socket
+
+    body = json.dumps(modern_body("tools/list")).encode()
+    raw = b"\r\n".join([
+        b"POST " + served.url.split(served.server.base_url, 1)[1].encode() + b" HTTP/1.1",
+        *duplicate,
+        *[f"{k}: {v}".encode() for k, v in LIST.items() if k.lower() != "host"],
+        b"Content-Length: " + str(len(body)).encode(), b"Connection: close", b"", b""]) + body
+    host, port = served.server.base_url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(raw)
+        response = b""
+        while chunk := conn.recv(65536):
+            response += chunk
+    assert response.startswith(b"HTTP/1.1 400 ")
+    assert b"Duplicate Host or Origin header" in response

@@ -63,9 +63,14 @@ def header_mismatch(message: str) -> JsonRpcError:
     return JsonRpcError(codes.HEADER_MISMATCH, message)
 
 
-def unsupported_version(requested: str) -> JsonRpcError:
-    return JsonRpcError(codes.UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
-                        {"supported": supported_versions(), "requested": requested})
+def unsupported_version(requested: str, supported: list[str] | None = None,
+                        message: str = "Unsupported protocol version") -> JsonRpcError:
+    """-32022. ``supported`` defaults to every version the server speaks (both eras); a
+    connection already fixed to one era passes that era's versions (so a client re-probing
+    at a version from the list is never sent back to the one it was refused)."""
+    return JsonRpcError(codes.UNSUPPORTED_PROTOCOL_VERSION, message,
+                        {"supported": supported if supported is not None
+                         else supported_versions(), "requested": requested})
 
 
 def missing_capability(required: Mapping[str, Any]) -> JsonRpcError:

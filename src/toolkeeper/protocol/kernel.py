@@ -39,7 +39,7 @@ from toolkeeper.protocol.methods import CacheHint, MethodTable, TransportFacts
 from toolkeeper.protocol.modern import ModernPipeline, discover_method
 from toolkeeper.protocol.outcome import Outcome, Reply
 from toolkeeper.protocol.sessions import LegacySession, Phase, SessionTable
-from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS, Era
+from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS, Era
 
 __all__ = ["ServerKernel", "StreamConnection", "select_http_era"]
 
@@ -190,6 +190,8 @@ class ServerKernel:
                 params = message.get("params")
                 requested = params.get("protocolVersion") if isinstance(params, dict) else None
                 return error_reply(safe_id(message), unsupported_version(
-                    requested if isinstance(requested, str) else ""))
+                    requested if isinstance(requested, str) else "",
+                    list(reversed(MODERN_VERSIONS)),
+                    "this connection serves the modern protocol era; initialize is not accepted"))
             return self._modern.handle(message, conn.facts, http=False)
         return self._legacy.handle(message, conn.session, conn.facts)

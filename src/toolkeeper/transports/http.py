@@ -153,6 +153,11 @@ class StreamableHTTPApp:
             if refusal is not None:
                 await _plain(send, *refusal)
                 return
+        if headers.count("host") > 1 or headers.count("origin") > 1:
+            # RFC 9112 3.2: several Host fields are a 400; a proxy and this server could each
+            # read a different one (the same for Origin, which guards against DNS rebinding).
+            await _plain(send, 400, b"Duplicate Host or Origin header")
+            return
         if not self._host_allowed(headers.get("host")):
             await _plain(send, 421, b"Invalid Host header")
             return
