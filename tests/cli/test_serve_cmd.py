@@ -6,17 +6,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import selectors
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from process_kit import read_until
 from toolkeeper.registry import Registry
 
 COMMAND = [sys.executable, "-m", "toolkeeper.cli.serve_cmd"]
@@ -136,30 +135,13 @@ def test_a_path_that_is_not_an_absolute_url_path_exits_2(path: str) -> None:
     assert "Traceback" not in err
 
 
-def _read_until(stream: Any, pattern: re.Pattern[bytes], timeout: float) -> re.Match[bytes]:
-    deadline = time.monotonic() + timeout
-    buffer = b""
-    with selectors.DefaultSelector() as selector:
-        selector.register(stream, selectors.EVENT_READ)
-        while (match := pattern.search(buffer)) is None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(buffer.decode(errors="replace"))
-            if selector.select(remaining):
-                chunk = os.read(stream.fileno(), 4096)
-                if not chunk:
-                    raise EOFError(buffer.decode(errors="replace"))
-                buffer += chunk
-    return match
-
-
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
 def test_serve_demo_over_http_on_an_ephemeral_port_and_stop_cleanly_on_a_signal(
         registry_url: str, stop: signal.Signals) -> None:
     proc = subprocess.Popen([*COMMAND, "--demo", "--registry", registry_url, "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        url = _read_until(proc.stderr, re.compile(rb"toolkeeper gateway on (\S+/mcp)\n"),
+        url = read_until(proc.stderr, re.compile(rb"toolkeeper gateway on (\S+/mcp)\n"),
                           30).group(1).decode()
         assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
         with httpx.Client(timeout=10) as http:

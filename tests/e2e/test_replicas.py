@@ -6,12 +6,9 @@ processes, a real embedded PostgreSQL, real HTTP on 127.0.0.1; every wait is bou
 from __future__ import annotations
 
 import json
-import os
 import re
-import selectors
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -19,29 +16,14 @@ from typing import IO, Any
 import httpx
 import pytest
 
+from process_kit import read_until
+
 pytestmark = pytest.mark.postgres
 
 MODERN = "2026-07-28"
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN,
             "io.modelcontextprotocol/clientCapabilities": {}}
 READY = re.compile(rb"toolkeeper gateway on (\S+/mcp)\n")
-
-
-def _read_until(stream: IO[bytes], pattern: re.Pattern[bytes], timeout: float) -> re.Match[bytes]:
-    deadline = time.monotonic() + timeout
-    buffer = b""
-    with selectors.DefaultSelector() as selector:
-        selector.register(stream, selectors.EVENT_READ)
-        while (match := pattern.search(buffer)) is None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(buffer.decode(errors="replace"))
-            if selector.select(remaining):
-                chunk = os.read(stream.fileno(), 65536)
-                if not chunk:
-                    raise EOFError(buffer.decode(errors="replace"))
-                buffer += chunk
-    return match
 
 
 def _toolkeeper(*args: str) -> list[str]:
@@ -64,7 +46,7 @@ def replicas(pg_url: str, tmp_path: Path) -> Iterator[list[str]]:
                 stdout=log, stderr=subprocess.PIPE)
             procs.append(proc)
             assert proc.stderr is not None
-            urls.append(_read_until(proc.stderr, READY, 60).group(1).decode())
+            urls.append(read_until(proc.stderr, READY, 60).group(1).decode())
         yield urls
     finally:
         for proc in procs:
