@@ -55,11 +55,13 @@ def finish_result(result: Mapping[str, Any], era: Era, cache: CacheHint | None,
         for key in _MODERN_ONLY:
             out.pop(key, None)
         return out
-    out.setdefault("resultType", "complete")
+    if "resultType" not in out:
+        out["resultType"] = "complete"
     if cache is not None and out["resultType"] == "complete":
         out.setdefault("ttlMs", cache.ttl_ms)
         out.setdefault("cacheScope", cache.scope)
-    meta = dict(out.get("_meta") or {})
+    meta = out.get("_meta")
+    meta = dict(meta) if meta else {}
     if meta.get(SERVER_INFO_KEY) is None:
         meta[SERVER_INFO_KEY] = identity.to_wire()
     out["_meta"] = meta
@@ -69,22 +71,21 @@ def finish_result(result: Mapping[str, Any], era: Era, cache: CacheHint | None,
 def run_method(method: Method, call: Call, identity: ServerIdentity,
                headers: tuple[tuple[str, str], ...] = ()) -> Outcome:
     """Call the handler; an immediate result is a Reply, a Deferred becomes a Pending."""
-    def finish(value: Mapping[str, Any]) -> dict[str, Any]:
-        return finish_result(value, call.era, method.cache, identity)
-
     try:
         result = method.handler(call)
         if not isinstance(result, Deferred):
-            return Reply(result_message(call.request_id, finish(result)), 200, headers)
+            return Reply(result_message(call.request_id, finish_result(
+                result, call.era, method.cache, identity)), 200, headers)
     except Exception as exc:
         return error_reply(call.request_id, exc, headers)
-    deferred = result
+    run = result.run
 
     async def complete(emit: Emit) -> Reply:
         try:
-            value = await deferred.run(emit)
-            return Reply(result_message(call.request_id, finish(value)), 200, headers)
+            value = await run(emit)
+            return Reply(result_message(call.request_id, finish_result(
+                value, call.era, method.cache, identity)), 200, headers)
         except Exception as exc:
             return error_reply(call.request_id, exc, headers)
 
-    return Pending(call.request_id, complete, headers, deferred.stream)
+    return Pending(call.request_id, complete, headers, result.stream)

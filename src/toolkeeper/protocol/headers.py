@@ -115,6 +115,23 @@ class HeaderView:
         except (KeyError, TypeError, AttributeError):
             out = tuple([(_header_name(n), v.decode("latin-1") if isinstance(v, bytes) else v)
                          for n, v in items])
+        return cls._indexed(out)
+
+    @classmethod
+    def from_asgi(cls, pairs: Iterable[tuple[bytes, bytes]]) -> HeaderView:
+        """Build from ASGI byte pairs as a server received them: like :meth:`from_pairs`, and
+        each value loses its leading and trailing optional whitespace (RFC 9110 5.5: spaces
+        and tabs are not part of a field value; not every ASGI server's parser strips them),
+        in the same pass."""
+        items = pairs if isinstance(pairs, list | tuple) else list(pairs)
+        try:  # the common case: byte pairs whose names were all seen before
+            out = tuple([(_NAMES[n], v.strip(b" \t").decode("latin-1")) for n, v in items])
+        except (KeyError, TypeError, AttributeError):
+            return cls.from_pairs([(n, v.strip(b" \t")) for n, v in items])
+        return cls._indexed(out)
+
+    @classmethod
+    def _indexed(cls, out: tuple[tuple[str, str], ...]) -> HeaderView:
         first = dict(reversed(out))  # the first value of each name wins
         view = object.__new__(cls)  # the fields are set here, once
         object.__setattr__(view, "pairs", out)
@@ -144,6 +161,11 @@ class HeaderView:
             return [v for n, v in self.pairs if n == key]
         value = first.get(key)
         return [] if value is None else [value]
+
+    @property
+    def repeated(self) -> frozenset[str]:
+        """The (lowercase) names that appear more than once."""
+        return self._lookup()[1]
 
     def count(self, name: str) -> int:
         key = name.lower()

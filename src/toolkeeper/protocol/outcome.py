@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,12 +45,14 @@ class Pending:
     ``stream``: see :class:`~toolkeeper.protocol.methods.Deferred`."""
 
     request_id: RequestId
-    run: Callable[[Emit], Awaitable[Reply]]
+    run: Callable[[Emit], Coroutine[Any, Any, Reply]]
     headers: tuple[tuple[str, str], ...] = field(default=())
     stream: bool = False
 
-    async def complete(self, emit: Emit) -> Reply:
-        return await self.run(emit)
+    def complete(self, emit: Emit) -> Coroutine[Any, Any, Reply]:
+        """The coroutine that gives the Reply (``run``'s own, not a wrapper around it: one
+        frame less per call, and a transport may step it with ``send``)."""
+        return self.run(emit)
 
 
 Outcome = Reply | Accepted | Pending

@@ -120,12 +120,13 @@ class StreamableHTTPApp:
         if kind == "lifespan":
             await _lifespan(receive, send)
         elif kind == "http":
-            started = False
+            started: list[bool] = []
 
-            async def tracking_send(message: Message) -> None:
-                nonlocal started
-                started = started or message["type"] == "http.response.start"
-                await send(message)
+            def tracking_send(message: Message) -> Awaitable[None]:
+                # A plain function handing back send's own awaitable: no extra coroutine.
+                if not started and message["type"] == "http.response.start":
+                    started.append(True)
+                return send(message)
 
             try:
                 await self._http(scope, receive, tracking_send)
@@ -146,14 +147,15 @@ class StreamableHTTPApp:
             return
         # RFC 9110 5.5: a field value excludes leading and trailing OWS; not every ASGI server's
         # parser strips it (httptools keeps trailing OWS), so the transport does.
-        headers = HeaderView.from_pairs([(n, v.strip(b" \t")) for n, v in scope["headers"]])
+        headers = HeaderView.from_asgi(scope["headers"])
         method = scope["method"]
         if method == "POST":
             refusal = _check_post_headers(headers, config.max_body_bytes)
             if refusal is not None:
                 await _plain(send, *refusal)
                 return
-        if headers.count("host") > 1 or headers.count("origin") > 1:
+        repeated = headers.repeated
+        if repeated and ("host" in repeated or "origin" in repeated):
             # RFC 9112 3.2: several Host fields are a 400; a proxy and this server could each
             # read a different one (the same for Origin, which guards against DNS rebinding).
             await _plain(send, 400, b"Duplicate Host or Origin header")
@@ -187,7 +189,10 @@ class StreamableHTTPApp:
         elif isinstance(outcome, Accepted):
             await _respond(send, 202, _encode_headers(outcome.headers), b"")
         else:
-            await self._pending(outcome, receive, send)
+            await answer_pending(outcome, receive, send, partial(_reply, send),
+                                 _encode_headers(outcome.headers) if outcome.headers else [],
+                                 json_only=config.json_response and not outcome.stream,
+                                 keepalive_s=config.keepalive_s)
 
     async def _other_method(self, method: str, headers: HeaderView, scope: Scope,
                             receive: Receive, send: Send) -> None:
@@ -207,13 +212,6 @@ class StreamableHTTPApp:
             return
         await _respond(send, 405, [(b"allow", b"POST")], b"")
 
-    async def _pending(self, pending: Pending, receive: Receive, send: Send) -> None:
-        """Run a handler; JSON if it stays silent, SSE from its first notification on."""
-        await answer_pending(pending, receive, send, partial(_reply, send),
-                             _encode_headers(pending.headers),
-                             json_only=self.config.json_response and not pending.stream,
-                             keepalive_s=self.config.keepalive_s)
-
 
 def _check_post_headers(headers: HeaderView, limit: int) -> tuple[int, bytes] | None:
     lengths = headers.get_all("content-length")
@@ -222,10 +220,15 @@ def _check_post_headers(headers: HeaderView, limit: int) -> tuple[int, bytes] | 
             return 400, b"Invalid Content-Length header"
         if int(lengths[0]) > limit:
             return 413, b"Request body too large"
-    content_type = headers.get("content-type")
-    if content_type is None or not content_type.strip().lower().startswith("application/json"):
+    if not _is_json_type(headers.get("content-type")):
         return 400, b"Invalid Content-Type header"
     return None
+
+
+@lru_cache(maxsize=256)  # a pure function of one header value
+def _is_json_type(content_type: str | None) -> bool:
+    return content_type is not None and content_type.strip().lower().startswith(
+        "application/json")
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes:
@@ -260,7 +263,11 @@ async def _plain(send: Send, status: int, text: bytes) -> None:
 
 
 async def _reply(send: Send, reply: Reply) -> None:
-    await _respond(send, reply.status, [_JSON, *_encode_headers(reply.headers)], reply.body)
+    body = reply.body
+    headers = [_JSON, *_encode_headers(reply.headers)] if reply.headers else [_JSON]
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

@@ -137,7 +137,10 @@ async def answer_pending(pending: Pending, receive: Receive, send: Send, send_re
     try:
         suspended_on = run.send(None)
     except StopIteration as stop:  # done without suspending: no other writer exists
-        await exchange.write_final(stop.value, send_reply)
+        if exchange.committed:
+            await exchange.write_final(stop.value, send_reply)
+        else:
+            await send_reply(stop.value)
         return
     request = asyncio.current_task()
     assert request is not None
