@@ -62,12 +62,12 @@ class Call(msgspec.Struct, frozen=True):
     principal: Any = None
 
 
-@dataclass(frozen=True, slots=True)
-class Deferred:
+class Deferred(msgspec.Struct, frozen=True):
     """Async work a handler hands back: ``run(emit)`` returns the result object. ``stream``: the
     response is a notification stream (``subscriptions/listen``): always SSE on HTTP, even in
     JSON mode, so the client must accept ``text/event-stream``; on stdio it is cancelled at end
-    of input instead of awaited."""
+    of input instead of awaited. (An immutable msgspec Struct: one is built per tool call,
+    about five times faster than a frozen dataclass.)"""
 
     run: Callable[[Emit], Awaitable[dict[str, Any]]]
     stream: bool = False
