@@ -9,7 +9,7 @@ never carries them), so era rules never mix.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolkeeper.protocol.codes import http_status_for
@@ -32,12 +32,16 @@ class ServerIdentity:
     name: str
     version: str
     title: str | None = None
+    _wire: dict[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        wire: dict[str, Any] = {"name": self.name, "version": self.version}
+        if self.title is not None:
+            wire["title"] = self.title
+        object.__setattr__(self, "_wire", wire)  # built once: every modern result carries it
 
     def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "version": self.version}
-        if self.title is not None:
-            out["title"] = self.title
-        return out
+        return self._wire.copy()
 
 
 def error_reply(request_id: RequestId | None, exc: BaseException,

@@ -11,7 +11,6 @@ it (SPEC 3.4: the gate always judges against the current registry).
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -83,7 +82,7 @@ class Route:
     output_validator: CompiledSchema | None
     binding: HandlerBinding | None
     version: str
-    meta: Mapping[str, Any]
+    meta: MappingProxyType[str, Any]
 
 
 _Key = tuple[int, int, Principal, str, str | None]
