@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from types import CoroutineType
 from typing import Any
@@ -113,43 +113,89 @@ class ToolCalls:
         if binding is None:
             return self._wire(call, route, ToolResult(
                 (text(f"Tool {name!r} has no handler on this gateway."),), is_error=True))
+        if binding.inline:
+            return self._run_inline(call, route, binding, arguments)
         return Deferred(partial(self._run, call, route, binding, arguments))
+
+    def _dispatched(self, call: Call, route: Route, arguments: dict[str, Any]) -> int:
+        principal: Principal = call.principal
+        return self._log.dispatched(CallRecord(
+            route.plan.spec.name, route.version, principal.tenant, arguments_digest(arguments),
+            "modern" if call.era is Era.MODERN else call.era.value))
 
     async def _run(self, call: Call, route: Route, binding: HandlerBinding,
                    arguments: dict[str, Any], emit: Emit) -> dict[str, Any]:
-        spec = route.plan.spec
-        principal: Principal = call.principal
-        log = self._log
-        handle = log.dispatched(CallRecord(
-            spec.name, route.version, principal.tenant, arguments_digest(arguments),
-            "modern" if call.era is Era.MODERN else call.era.value))
-        context = ToolContext(call, spec, principal, emit, self._tools_changed)
+        handle = self._dispatched(call, route, arguments)
+        context = ToolContext(call, route.plan.spec, call.principal, emit, self._tools_changed)
         started = time.perf_counter()
-        outcome = "cancelled"
         try:
-            try:
-                value = (binding.function(arguments, context) if binding.takes_context
-                         else binding.function(arguments))
-                if type(value) is CoroutineType or (
-                        not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
-                    value = await value
-                result = value if type(value) is ToolResult else to_tool_result(value)
-                if route.output_validator is not None:
-                    result = self._checked(spec, route.output_validator, result)
-            except CapabilityRequiredError:
-                # The one protocol error a handler may raise (through its context); any other,
-                # JsonRpcError included, is a handler failure: an isError result (SPEC 3.4.5).
-                outcome = "protocol_error"
-                raise
-            except Exception:
-                _log.exception("tool %s %s raised", spec.name, spec.version)
-                outcome = "exception"
-                result = _failure(spec.name)
-            else:
-                outcome = "error" if result.is_error else "ok"
-        finally:
-            log.completed(handle, outcome, (time.perf_counter() - started) * 1000.0)
+            value = (binding.function(arguments, context) if binding.takes_context
+                     else binding.function(arguments))
+            if type(value) is CoroutineType or (
+                    not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
+                value = await value
+        except BaseException as exc:
+            result = self._failed(route, handle, started, exc)
+        else:
+            result = self._settle(route, handle, started, value)
         return self._wire(call, route, result)
+
+    def _run_inline(self, call: Call, route: Route, binding: HandlerBinding,
+                    arguments: dict[str, Any]) -> MethodResult:
+        """A plain function without a context (see :attr:`HandlerBinding.inline`), run here:
+        no Deferred, Pending or coroutine. One that returns an awaitable anyway has it awaited
+        in a Deferred (the call is logged once either way)."""
+        handle = self._dispatched(call, route, arguments)
+        started = time.perf_counter()
+        try:
+            value = binding.function(arguments)
+        except BaseException as exc:
+            return self._wire(call, route, self._failed(route, handle, started, exc))
+        if type(value) is CoroutineType or (
+                not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
+            return Deferred(partial(self._await_rest, call, route, handle, started, value))
+        return self._wire(call, route, self._settle(route, handle, started, value))
+
+    async def _await_rest(self, call: Call, route: Route, handle: int, started: float,
+                          awaitable: Awaitable[Any], emit: Emit) -> dict[str, Any]:
+        try:
+            value = await awaitable
+        except BaseException as exc:
+            result = self._failed(route, handle, started, exc)
+        else:
+            result = self._settle(route, handle, started, value)
+        return self._wire(call, route, result)
+
+    def _settle(self, route: Route, handle: int, started: float, value: Any) -> ToolResult:
+        """A handler's value as a checked ToolResult; the call log completed."""
+        try:
+            result = value if type(value) is ToolResult else to_tool_result(value)
+            if route.output_validator is not None:
+                result = self._checked(route.plan.spec, route.output_validator, result)
+        except Exception as exc:
+            return self._failed(route, handle, started, exc)
+        self._log.completed(handle, "error" if result.is_error else "ok",
+                            (time.perf_counter() - started) * 1000.0)
+        return result
+
+    def _failed(self, route: Route, handle: int, started: float, exc: BaseException
+                ) -> ToolResult:
+        """Complete the call log for a handler that raised (called while ``exc`` is being
+        handled). A CapabilityRequiredError (the one protocol error a handler may raise,
+        through its context) and a BaseException (cancellation) propagate; any other
+        exception, JsonRpcError included, is the generic failure result (SPEC 3.4.5)."""
+        spec = route.plan.spec
+        if isinstance(exc, CapabilityRequiredError):
+            outcome = "protocol_error"
+        elif isinstance(exc, Exception):
+            outcome = "exception"
+            _log.exception("tool %s %s raised", spec.name, spec.version)
+        else:
+            outcome = "cancelled"
+        self._log.completed(handle, outcome, (time.perf_counter() - started) * 1000.0)
+        if outcome != "exception":
+            raise exc
+        return _failure(spec.name)
 
     def _checked(self, spec: ToolSpec, output: CompiledSchema, result: ToolResult
                  ) -> ToolResult:

@@ -61,6 +61,9 @@ class HandlerBinding:
     function: Callable[..., Any]
     requires: Mapping[str, Any] = field(default_factory=dict)
     takes_context: bool = True
+    inline: bool = False
+    """A plain (not ``async def``) function without a context: run inside dispatch itself,
+    with no Deferred, Pending or coroutine around it (decided at bind time)."""
 
 
 class ToolContext:
@@ -138,6 +141,14 @@ def _takes_context(function: Callable[..., Any]) -> bool:
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
+def _is_plain_function(function: Callable[..., Any]) -> bool:
+    """Neither a coroutine function nor an async generator function (nor a callable object
+    whose ``__call__`` is one)."""
+    call = getattr(function, "__call__", None)  # noqa: B004 - the method itself is inspected
+    return not any(inspect.iscoroutinefunction(f) or inspect.isasyncgenfunction(f)
+                   for f in (function, call) if f is not None)
+
+
 class ToolHandlers:
     """The set of bound handlers a gateway dispatches to."""
 
@@ -151,8 +162,9 @@ class ToolHandlers:
         """Bind ``function`` to ``name`` (every version) or to one ``version`` of it.
         ``requires`` names client capabilities the call needs (checked before dispatch)."""
         parsed = Version.parse(version) if isinstance(version, str) else version
-        binding = HandlerBinding(name, parsed, function, dict(requires or {}),
-                                 _takes_context(function))
+        takes_context = _takes_context(function)
+        binding = HandlerBinding(name, parsed, function, dict(requires or {}), takes_context,
+                                 not takes_context and _is_plain_function(function))
         if parsed is None:
             if name in self._by_name:
                 raise ValueError(f"a handler is already bound to {name!r}")
