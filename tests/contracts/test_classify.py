@@ -317,3 +317,29 @@ def test_doc_only_change_under_not_is_a_doc_change() -> None:
     verdict = classify_schemas(before, after)
     assert verdict.bump is Bump.PATCH
     assert _paths_rules(verdict) == [("$.not.description", "input.doc.changed")]
+
+
+def test_a_property_declared_under_a_unicode_class_pattern_is_compared_with_that_pattern() -> None:
+    # The regex is read by the validator's engine (ECMA 262 \p{L}), not Python's re.
+    before = {"type": "object", "patternProperties": {"^\\p{L}+$": {"type": "string"}}}
+    after = {**before, "properties": {"é": {"type": "string", "maxLength": 3}}}
+    assert _paths_rules(classify_schemas(before, after)) == [
+        ('$.properties["é"].maxLength', "input.bound.upper_lowered")]
+
+
+def test_not_over_a_recursive_reference_terminates() -> None:
+    def schema(kind: str) -> dict[str, Any]:
+        return {"type": "object",
+                "properties": {"v": {"type": kind}, "n": {"not": {"$ref": "#"}}}}
+
+    verdict = classify_schemas(schema("integer"), schema("number"))
+    assert verdict.bump is Bump.MAJOR
+    assert ("$.properties.v.type", "input.type.widened") in _paths_rules(verdict)
+
+
+def test_a_pattern_added_over_a_recursive_property_compares_it_once() -> None:
+    before = {"type": "object", "additionalProperties": False,
+              "properties": {"a": {"$ref": "#"}}}
+    after = {**before, "patternProperties": {"^a$": {"$ref": "#"}}}
+    assert _paths_rules(classify_schemas(before, after)) == [
+        ('$.patternProperties["^a$"]', "input.pattern_property.added_to_closed")]

@@ -7,7 +7,10 @@ effect, docs). :func:`classify_schemas` compares two bare schemas. Both are pure
 deterministic: the verdict's bump is the largest bump found (PATCH when none) and its changes
 are every change found, sorted by (path, rule). Rule ids and bumps come from the table in
 :mod:`toolkeeper.contracts.classify_rules`; the walk lives in ``classify_walk`` and the keyword
-handlers in ``classify_keywords``, ``classify_structure`` and ``classify_combinators``.
+handlers in ``classify_keywords`` (one value), ``classify_members`` (properties, patterns,
+additionalProperties), ``classify_structure`` (other object and array keywords),
+``classify_evaluation`` (unevaluated*) and ``classify_combinators``; ``classify_location`` says
+what the before side declares at an instance location across its in-place subschemas.
 """
 
 from __future__ import annotations

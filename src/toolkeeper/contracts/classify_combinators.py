@@ -130,7 +130,7 @@ def _branches(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None
         inner = ctx.scratch() if keyword == "oneOf" else ctx
         pairs, removed, added = _match(inner, bl, al)
         for i, j in pairs:
-            inner.compare(bl[i], al[j], child_path(path, keyword, j))
+            inner.compare(bl[i], al[j], child_path(path, keyword, j), in_place=True)
         for i in removed:
             inner.emit(child_path(path, keyword, i), removed_rule, f"{keyword} branch {i} removed")
         for j in added:
@@ -161,7 +161,7 @@ def _not(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
         return
     where = child_path(path, "not")
     scratch = ctx.scratch(flip=True)
-    scratch.compare(vb, va, where)
+    scratch.compare(vb, va, where, in_place=True)
     for change in scratch.changes:
         if RULES[change.rule].review:
             ctx.emit(change.path, change.rule.split(".", 1)[1], change.reason)
@@ -189,7 +189,7 @@ def _conditional(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> N
     for keyword in ("then", "else"):
         tb, ta = b.get(keyword, _ABSENT), a.get(keyword, _ABSENT)
         if _presence(ctx, keyword, tb, ta, path):
-            ctx.compare(tb, ta, child_path(path, keyword))
+            ctx.compare(tb, ta, child_path(path, keyword), in_place=True)
 
 
 COMBINATOR_HANDLERS: tuple[tuple[frozenset[str], Handler], ...] = (

@@ -9,7 +9,9 @@ Resolution is cached per reference node, so every node the classifier walks is e
 of the document or one cached derivative of it: object identities are stable for the whole run,
 which is what makes the classifier's "compare a reference pair once" memo terminate on cyclic
 schemas. A reference with constraint siblings is merged with its target when they cannot
-interact, and otherwise becomes ``{"allOf": [target, siblings]}`` (exact 2020-12 semantics).
+interact, and otherwise becomes ``{"allOf": [target, siblings]}`` (exact 2020-12 semantics),
+except beside ``unevaluated*``, which must see the target's annotations: ``{**siblings,
+"allOf": [target]}``.
 """
 
 from __future__ import annotations
@@ -47,8 +49,8 @@ _GROUPS = (
     frozenset({"contains", "minContains", "maxContains"}),
     frozenset({"if", "then", "else"}),
 )
-_NEVER_MERGE = frozenset({"unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
-                          "$dynamicAnchor", "$recursiveRef", "$id", "$schema"})
+_UNEVALUATED = frozenset({"unevaluatedProperties", "unevaluatedItems"})
+_NEVER_MERGE = _UNEVALUATED | {"$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$id", "$schema"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +150,13 @@ class SchemaDocument:
             return rest
         if not isinstance(target, dict):
             return Unresolvable(f"$ref {ref!r} does not point at a schema")
+        if rest.keys() & _UNEVALUATED:
+            # unevaluated* beside a $ref sees what the target evaluated: both stay in one
+            # schema object ($ref and allOf are both in-place applicators there).
+            if "allOf" in rest:
+                return Unresolvable(f"$ref {ref!r} sits beside unevaluated* and allOf: not "
+                                    "analysed")
+            return {**rest, "allOf": [target]}
         if _can_merge(target, rest):
             merged = {k: v for k, v in target.items() if k not in DEFINITION_KEYWORDS}
             merged.update(rest)

@@ -53,11 +53,24 @@ _SCHEMA_ROWS: tuple[tuple[str, Bump, Bump, bool, str], ...] = (
     ("property.added", _MINOR, _MINOR, False, "an optional property was declared"),
     ("property.added_to_closed", _MINOR, _MAJOR, False,
      "a property was declared on an object that forbade undeclared properties"),
+    ("property.redeclared", _MAJOR, _MINOR, False,
+     "an optional property was declared on an open subschema while another subschema at the same "
+     "place (allOf/anyOf/oneOf/if/then/else/not/dependentSchemas or the enclosing object) "
+     "declares the name, and it does not provably accept every value callers send"),
     ("property.removed", _MAJOR, _MAJOR, False, "a declared property was removed"),
     ("pattern_property.added", _MINOR, _MINOR, False, "a patternProperties entry was added"),
     ("pattern_property.added_to_closed", _MINOR, _MAJOR, False,
      "a patternProperties entry was added to an object that forbade undeclared properties"),
     ("pattern_property.removed", _MAJOR, _MAJOR, False, "a patternProperties entry was removed"),
+    ("pattern_property.narrows_property", _MAJOR, _MINOR, False,
+     "an added patternProperties entry matches a declared property and does not provably accept "
+     "every value the property accepted"),
+    ("pattern_property.narrows_undeclared", _MAJOR, _MINOR, False,
+     "an added patternProperties entry matches undeclared names and does not provably accept every "
+     "value they accepted (anything on an open object, else additionalProperties or an old pattern)"),
+    ("pattern_property.widens_undeclared", _MINOR, _MAJOR, False,
+     "an added patternProperties entry takes undeclared names from an additionalProperties schema "
+     "and accepts values it refused"),
     ("additional_properties.closed", _MAJOR, _MINOR, False,
      "additionalProperties became false"),
     ("additional_properties.opened", _PATCH, _MAJOR, False,

@@ -1,16 +1,15 @@
-"""Keyword handlers of the change classifier for objects and arrays (SPEC 1.4): properties,
-required, additionalProperties, patternProperties, propertyNames, dependentRequired,
-dependentSchemas, prefixItems, items and contains. Subschemas are compared by recursion through
+"""Keyword handlers of the change classifier for objects and arrays (SPEC 1.4): required,
+propertyNames, dependentRequired, dependentSchemas, prefixItems, items and contains (object
+members live in ``classify_members``). Subschemas are compared by recursion through
 ``ctx.compare`` (these keywords are monotone: a narrower subschema is a narrower schema).
 """
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
-from toolkeeper.contracts.classify_keywords import DOC_KEYWORDS, Handler, show
-from toolkeeper.contracts.classify_refs import Unresolvable, child_path
+from toolkeeper.contracts.classify_keywords import Handler, show
+from toolkeeper.contracts.classify_refs import child_path
 
 if TYPE_CHECKING:
     from toolkeeper.contracts.classify_walk import Ctx
@@ -18,68 +17,6 @@ if TYPE_CHECKING:
 __all__ = ["STRUCTURE_HANDLERS"]
 
 _ABSENT: Any = object()
-_ANNOTATION_ONLY = frozenset(DOC_KEYWORDS) | {"default", "$defs", "definitions", "$anchor"}
-
-
-def _mapping(node: dict[str, Any], key: str) -> dict[str, Any]:
-    value = node.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def _openness(ctx: Ctx, node: dict[str, Any]) -> str:
-    """How a before object treats undeclared keys: ``open`` (anything), ``closed`` (nothing),
-    or ``schema`` (its additionalProperties schema constrains them)."""
-    resolved = ctx.resolve_before(node.get("additionalProperties", True))
-    if resolved is False:
-        return "closed"
-    if resolved is True or (isinstance(resolved, dict) and not set(resolved) - _ANNOTATION_ONLY):
-        return "open"
-    return "schema"
-
-
-def _governing(ctx: Ctx, node: dict[str, Any], key: str) -> tuple[str, Any]:
-    """What governed a key in the before object that did not declare it: a single matching
-    patternProperties schema, the additionalProperties schema, or nothing (open/closed)."""
-    hits: list[Any] = []
-    for pattern, sub in sorted(_mapping(node, "patternProperties").items()):
-        try:
-            if re.search(pattern, key):
-                hits.append(sub)
-        except re.error:
-            return ("unknown", None)
-    if len(hits) > 1:
-        return ("unknown", None)
-    if hits:
-        return ("schema", hits[0])
-    kind = _openness(ctx, node)
-    return (kind, node.get("additionalProperties") if kind == "schema" else None)
-
-
-def _properties(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
-    bp, ap = _mapping(b, "properties"), _mapping(a, "properties")
-    for name in sorted(set(bp) | set(ap)):
-        where = child_path(path, "properties", name)
-        if name in bp and name in ap:
-            ctx.compare(bp[name], ap[name], where)
-        elif name in bp:
-            ctx.emit(where, "property.removed",
-                     f"property {name!r} removed: arguments or results using it break")
-        else:
-            _property_added(ctx, b, ap[name], name, where)
-
-
-def _property_added(ctx: Ctx, b: dict[str, Any], schema: Any, name: str, where: str) -> None:
-    kind, governing = _governing(ctx, b, name)
-    if kind == "schema":
-        ctx.compare(governing, schema, where)
-    elif kind == "closed":
-        ctx.emit(where, "property.added_to_closed",
-                 f"property {name!r} declared on an object that forbade undeclared properties")
-    elif kind == "open":
-        ctx.emit(where, "property.added", f"optional property {name!r} declared")
-    else:
-        ctx.emit(where, "unanalysable", f"property {name!r} declared where several or invalid "
-                 "patternProperties matched before: cannot be analysed, fails closed")
 
 
 def _required(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
@@ -93,39 +30,6 @@ def _required(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None
         if name not in ar:
             ctx.emit(child_path(path, "required", index), "required.dropped",
                      f"property {name!r} is no longer required")
-
-
-def _additional(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
-    rb = ctx.resolve_before(b.get("additionalProperties", True))
-    ra = ctx.resolve_after(a.get("additionalProperties", True))
-    where = child_path(path, "additionalProperties")
-    if rb is False and ra is False:
-        return
-    if ra is False and not isinstance(rb, Unresolvable):
-        ctx.emit(where, "additional_properties.closed",
-                 "additionalProperties became false: undeclared properties are rejected")
-    elif rb is False and not isinstance(ra, Unresolvable):
-        ctx.emit(where, "additional_properties.opened",
-                 "additionalProperties false was opened: undeclared properties are allowed")
-    else:
-        ctx.compare(b.get("additionalProperties", True), a.get("additionalProperties", True),
-                    where)
-
-
-def _pattern_properties(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
-    bp, ap = _mapping(b, "patternProperties"), _mapping(a, "patternProperties")
-    for pattern in sorted(set(bp) | set(ap)):
-        where = child_path(path, "patternProperties", pattern)
-        if pattern in bp and pattern in ap:
-            ctx.compare(bp[pattern], ap[pattern], where)
-        elif pattern in bp:
-            ctx.emit(where, "pattern_property.removed", f"patternProperties {pattern!r} removed")
-        elif _openness(ctx, b) == "closed":
-            ctx.emit(where, "pattern_property.added_to_closed",
-                     f"patternProperties {pattern!r} added to an object that forbade undeclared "
-                     "properties")
-        else:
-            ctx.emit(where, "pattern_property.added", f"patternProperties {pattern!r} added")
 
 
 def _property_names(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
@@ -186,10 +90,7 @@ def _contains(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None
 
 
 STRUCTURE_HANDLERS: tuple[tuple[frozenset[str], Handler], ...] = (
-    (frozenset({"properties"}), _properties),
     (frozenset({"required"}), _required),
-    (frozenset({"additionalProperties"}), _additional),
-    (frozenset({"patternProperties"}), _pattern_properties),
     (frozenset({"propertyNames"}), _property_names),
     (frozenset(keyword for keyword, _ in _DEPENDENT), _dependent),
     (frozenset({"prefixItems", "items"}), _items),

@@ -1,10 +1,17 @@
 """The change classifier's walker: one context per comparison, one ``compare`` per schema pair.
 
 ``compare`` resolves local references (each document against its own root), memoizes reference
-pairs so a recursive schema terminates (a pair is compared once; the memo is keyed by object
-identities that :class:`SchemaDocument` keeps stable), skips pairs that are equal, and then runs
-every keyword handler of :data:`HANDLERS` (a table: keywords -> handler). A keyword that no
-handler owns and that changed is reported as ``*.unanalysable``: the classifier fails closed.
+pairs so a recursive schema terminates (a pair is compared once per instance location; the memo
+is keyed by object identities that :class:`SchemaDocument` keeps stable), skips pairs that are
+equal, and then runs every keyword handler of :data:`HANDLERS` (a table: keywords -> handler). A
+keyword that no handler owns and that changed is reported as ``*.unanalysable``: the classifier
+fails closed.
+
+Some handlers ask the classifier a question in a scratch context (``not`` in the opposite
+direction, ``oneOf`` to see every change inside it, the member probes "does this schema accept
+every value of that one"). Scratch contexts share the set of questions in progress, so one that
+reaches a pair its ancestors are still comparing (a recursive schema) assumes it instead of
+recursing forever: the ancestor reports that pair's changes.
 """
 
 from __future__ import annotations
@@ -14,7 +21,10 @@ from typing import Any
 
 from toolkeeper.contracts.changes import Change
 from toolkeeper.contracts.classify_combinators import COMBINATOR_HANDLERS
+from toolkeeper.contracts.classify_evaluation import EVALUATION_HANDLERS
 from toolkeeper.contracts.classify_keywords import VALUE_HANDLERS, Handler, show
+from toolkeeper.contracts.classify_location import Location, location_of
+from toolkeeper.contracts.classify_members import MEMBER_HANDLERS
 from toolkeeper.contracts.classify_refs import (
     DEFINITION_KEYWORDS,
     SchemaDocument,
@@ -30,7 +40,8 @@ __all__ = ["HANDLERS", "KNOWN_KEYWORDS", "Ctx", "compare_documents"]
 
 #: Every keyword handler, in a fixed order (the order changes are found in, not reported in).
 HANDLERS: tuple[tuple[frozenset[str], Handler], ...] = (
-    VALUE_HANDLERS + STRUCTURE_HANDLERS + COMBINATOR_HANDLERS)
+    VALUE_HANDLERS + MEMBER_HANDLERS + STRUCTURE_HANDLERS + EVALUATION_HANDLERS
+    + COMBINATOR_HANDLERS)
 #: Keywords the classifier understands; any other keyword that changed fails closed.
 KNOWN_KEYWORDS: frozenset[str] = frozenset().union(
     *(keywords for keywords, _ in HANDLERS), DEFINITION_KEYWORDS, {"$ref"})
@@ -41,15 +52,20 @@ _FLIP = {"input": "output", "output": "input"}
 @dataclass
 class Ctx:
     """One comparison: direction (``input`` contravariant, ``output`` covariant), both documents,
-    whether each side asserts formats, the changes found, and the reference-pair memo."""
+    whether each side asserts formats, the changes found, the reference-pair memo, the
+    questions (pair, location, direction) in progress (shared with every scratch context made
+    from it), and the before schema at the root of the instance location being compared."""
 
     direction: str
     before: SchemaDocument
     after: SchemaDocument
     assert_formats: tuple[bool, bool]
     changes: list[Change] = field(default_factory=list)
-    visited: set[tuple[int, int]] = field(default_factory=set)
+    visited: set[tuple[int, int, int]] = field(default_factory=set)
     _same: dict[tuple[int, int], bool] = field(default_factory=dict)
+    active: set[tuple[int, int, int, str]] = field(default_factory=set)
+    location_root: Any = None
+    locations: dict[int, Location] = field(default_factory=dict)
 
     def emit(self, path: str, suffix: str, reason: str) -> None:
         row = RULES[f"{self.direction}.{suffix}"]
@@ -63,8 +79,10 @@ class Ctx:
             self._same[key] = same_schema(self.before, b, self.after, a)
         return self._same[key]
 
-    def compare(self, b: Any, a: Any, path: str) -> None:
-        """Compare the schemas ``b`` (before) and ``a`` (after) found at ``path``."""
+    def compare(self, b: Any, a: Any, path: str, *, in_place: bool = False) -> None:
+        """Compare the schemas ``b`` (before) and ``a`` (after) found at ``path``; ``in_place``
+        when they apply to the same instance location as the schema being compared (a
+        combinator's subschemas), else they start a new location (a property value, an item)."""
         rb, ra = self.before.resolve(b), self.after.resolve(a)
         bad = rb if isinstance(rb, Unresolvable) else ra
         if isinstance(bad, Unresolvable):
@@ -72,23 +90,45 @@ class Ctx:
                 self.emit(child_path(path, "$ref"), "unanalysable",
                           f"{bad.reason}: cannot be analysed, fails closed")
             return
-        # Compare a pair of schemas once: a recursive schema terminates, and a change inside a
-        # shared definition is reported where it is first reached. Outside references every
-        # pair is reached once anyway (documents are trees).
-        pair = (id(rb), id(ra))
+        root = self.location_root if in_place else rb
+        # Compare a pair of schemas once per location: a recursive schema terminates, and a
+        # change inside a shared definition is reported where it is first reached. Outside
+        # references every pair is reached once anyway (documents are trees).
+        pair = (id(rb), id(ra), id(root))
         if pair in self.visited:
             return
         self.visited.add(pair)
         if self.same(rb, ra) and (self.assert_formats[0] == self.assert_formats[1]
                                   or not self.before.mentions("format", rb)):
             return  # equal schemas, unless format assertion flipped and a format is reachable
-        _compare_resolved(self, rb, ra, path)
+        # A scratch context (oneOf, not, the member probes) that reaches a pair already being
+        # compared further out in the same direction is inside a recursive schema: the outer
+        # comparison reports that pair (assuming it on revisit is what makes recursion finite).
+        question = (*pair, self.direction)
+        if question in self.active:
+            return
+        self.active.add(question)
+        outer, self.location_root = self.location_root, root
+        try:
+            _compare_resolved(self, rb, ra, path)
+        finally:
+            self.active.discard(question)
+            self.location_root = outer
+
+    def location(self) -> Location:
+        """What the before side declares at the instance location being compared."""
+        root = self.location_root
+        if id(root) not in self.locations:
+            self.locations[id(root)] = location_of(self.before, root)
+        return self.locations[id(root)]
 
     def scratch(self, *, flip: bool = False) -> Ctx:
-        """A scratch context (own changes, own memo), in the opposite direction with ``flip``:
-        for ``not``, and for a ``oneOf`` that must see every change inside it."""
+        """A scratch context (own changes, own memo) at the same location, in the opposite
+        direction with ``flip``: for ``not``, for a ``oneOf`` that must see every change inside
+        it, and for the member probes."""
         direction = _FLIP[self.direction] if flip else self.direction
-        return Ctx(direction, self.before, self.after, self.assert_formats)
+        return Ctx(direction, self.before, self.after, self.assert_formats, active=self.active,
+                   location_root=self.location_root, locations=self.locations)
 
     def resolve_before(self, node: Any) -> Any:
         return self.before.resolve(node)
