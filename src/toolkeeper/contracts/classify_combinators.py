@@ -2,9 +2,11 @@
 ``allOf``, ``not`` and ``if``/``then``/``else``.
 
 Branches are matched identical-first, then by signature (declared types plus discriminating
-const/enum properties), then by position among branches whose types overlap; the rest are
-added or removed. ``oneOf`` is only as loose as ``anyOf`` when its branches are disjoint, so any
-non-breaking change inside a ``oneOf`` whose branches are not provably disjoint fails closed.
+const/enum properties; the same position first), then by position among branches whose types
+overlap; the rest are added or removed. Any pairing is sound (each pair is compared, and what
+is left over is an added or removed branch); a good one avoids needless MAJOR verdicts.
+``oneOf`` is only as loose as ``anyOf`` when its branches are disjoint, so any non-breaking
+change inside a ``oneOf`` whose branches are not provably disjoint fails closed.
 ``not`` inverts direction: its subschema is compared in the opposite direction and summarised.
 """
 
@@ -87,6 +89,7 @@ def _match(ctx: Ctx, bl: list[Any], al: list[Any]
     pairs: list[tuple[int, int]] = []
     tests: tuple[Callable[[int, int], bool], ...] = (
         lambda i, j: ctx.same(bl[i], al[j]),
+        lambda i, j: i == j and sb[i] is not None and sb[i] == sa[j],  # in place, same signature
         lambda i, j: sb[i] is not None and sb[i] == sa[j],
         lambda i, j: isinstance(rb[i], dict) and isinstance(ra[j], dict)
         and _overlap(types_of(rb[i]), types_of(ra[j])),

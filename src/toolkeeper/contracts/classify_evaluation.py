@@ -11,7 +11,8 @@ classifier compares the *evaluation shape* of both sides (every name, regex and 
 presence that decides what is evaluated, through in-place subschemas and references): when it
 is the same, the unevaluated schema governs the same members and is compared like any subschema
 (a subschema that narrows makes fewer branches succeed, which only narrows further); when it
-differs, the change cannot be analysed and fails closed.
+differs, the change cannot be analysed and fails closed. A keyword on one side only is a
+conjunct added (narrower) or dropped (wider) and is compared with ``true`` whatever the shapes.
 """
 
 from __future__ import annotations
@@ -94,13 +95,19 @@ def _shape(document: SchemaDocument, node: Any, own: Own, ancestors: frozenset[i
     return tuple(parts)
 
 
+def _same_shape(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], keyword: str) -> bool:
+    shape = evaluation_shape(ctx.before, b, keyword)
+    return shape is not None and shape == evaluation_shape(ctx.after, a, keyword)
+
+
 def _unevaluated(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
+    # On one side only, the keyword is a conjunct added or dropped: what it would see on the
+    # other side does not matter (adding narrows, dropping widens, by its own comparison).
     for keyword in ("unevaluatedProperties", "unevaluatedItems"):
         if keyword not in b and keyword not in a:
             continue
         where = child_path(path, keyword)
-        shape = evaluation_shape(ctx.before, b, keyword)
-        if shape is None or shape != evaluation_shape(ctx.after, a, keyword):
+        if keyword in b and keyword in a and not _same_shape(ctx, b, a, keyword):
             ctx.emit(where, "unanalysable",
                      f"what {keyword} applies to changed (declared names, patterns, items or "
                      "in-place subschemas): cannot be analysed, fails closed")

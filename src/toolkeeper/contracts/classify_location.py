@@ -4,21 +4,22 @@ SPEC 1.4 makes "optional property added" MINOR on an open object: callers do not
 the schema never declared. But a schema object is not alone at its instance location: its
 ``allOf``/``anyOf``/``oneOf``/``not``/``if``/``then``/``else``/``dependentSchemas`` subschemas
 (and ``$ref`` targets) apply to the same value, and a name one of them declares *is* sent by
-callers. Declaring it on another, open, subschema constrains values callers already send.
+callers: declared in ``properties``, matched by a ``patternProperties`` regex, or admitted by an
+``additionalProperties`` schema. Declaring it on another, open, subschema constrains values
+callers already send.
 
 :func:`location_of` walks the before side from the schema at a location (the root of a document,
-a property value, an item, ...) through its in-place subschemas and collects every declared
-property name and ``patternProperties`` regex, plus the *conjunctive* declarations: schemas
-reached only through ``allOf`` and references, which every value of the name satisfies.
+a property value, an item, ...) through its in-place subschemas and keeps every object schema
+met, marking the *conjunctive* ones (reached only through ``allOf`` and references): every value
+of a member satisfies what each of those applies to its name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from toolkeeper.contracts.classify_members import pattern_matches
+from toolkeeper.contracts.classify_members import openness, pattern_matches
 from toolkeeper.contracts.classify_refs import SchemaDocument, Unresolvable
 
 __all__ = ["Location", "location_of"]
@@ -32,41 +33,63 @@ _IN_PLACE: tuple[tuple[str, bool, bool], ...] = (
 _BUDGET = 2000
 
 
+@dataclass(frozen=True, slots=True)
+class _Members:
+    """What one subschema at the location says about members."""
+
+    properties: dict[str, Any]
+    patterns: dict[str, Any]
+    additional: Any  # the additionalProperties schema as written
+    kind: str  # openness of the resolved additionalProperties
+    conjunctive: bool
+
+    def governing(self, name: str) -> list[Any] | None:
+        """The schemas this subschema applies to member ``name`` (None: a regex is unknown)."""
+        found = [self.properties[name]] if name in self.properties else []
+        for pattern, sub in sorted(self.patterns.items()):
+            hit = pattern_matches(pattern, name)
+            if hit is None:
+                return None
+            if hit:
+                found.append(sub)
+        if found:
+            return found
+        return [{"open": True, "closed": False}.get(self.kind, self.additional)]
+
+
 @dataclass(frozen=True)
 class Location:
-    """Names and regexes declared at a location (``known`` is False when the walk could not see
-    everything), and the conjunctive declarations: name or regex -> before schemas."""
+    """The object subschemas at a location (``known`` is False when the walk could not see
+    everything)."""
 
     known: bool = True
-    names: frozenset[str] = frozenset()
-    patterns: frozenset[str] = frozenset()
-    conjuncts: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
-    pattern_conjuncts: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    members: tuple[_Members, ...] = ()
 
     def declares(self, name: str) -> bool | None:
-        """Whether some subschema declares ``name`` or has a regex matching it (None: unknown)."""
+        """Whether some subschema declares ``name``, matches it with a regex, or admits it
+        through an additionalProperties schema (None: unknown)."""
         if not self.known:
             return None
-        if name in self.names:
-            return True
-        hits = [pattern_matches(p, name) for p in sorted(self.patterns)]
-        return None if None in hits else any(hits)
+        for member in self.members:
+            hits = [pattern_matches(pattern, name) for pattern in member.patterns]
+            if None in hits:
+                return None
+            if name in member.properties or any(hits) or member.kind == "schema":
+                return True
+        return False
 
     def conjunctive(self, name: str) -> list[Any]:
-        """Before schemas every value of member ``name`` satisfies (matching regexes included)."""
-        found = list(self.conjuncts.get(name, ()))
-        for pattern, schemas in sorted(self.pattern_conjuncts.items()):
-            if pattern_matches(pattern, name):
-                found.extend(schemas)
+        """Before schemas every value of member ``name`` satisfies."""
+        found: list[Any] = []
+        for member in self.members:
+            if member.conjunctive:
+                found.extend(member.governing(name) or [])
         return found
 
 
 def location_of(document: SchemaDocument, node: Any) -> Location:
-    """Everything the schema ``node`` (of ``document``) declares at its instance location."""
-    names: set[str] = set()
-    patterns: set[str] = set()
-    conjuncts: dict[str, list[Any]] = {}
-    pattern_conjuncts: dict[str, list[Any]] = {}
+    """Every object subschema of ``node`` (of ``document``) at its instance location."""
+    members: list[_Members] = []
     seen: set[int] = set()
     stack: list[tuple[Any, bool]] = [(node, True)]
     while stack:
@@ -77,15 +100,11 @@ def location_of(document: SchemaDocument, node: Any) -> Location:
         if not isinstance(current, dict) or id(current) in seen:
             continue
         seen.add(id(current))
-        for key, target, into in (("properties", names, conjuncts),
-                                  ("patternProperties", patterns, pattern_conjuncts)):
-            declared = current.get(key)
-            if not isinstance(declared, dict):
-                continue
-            target.update(declared)
-            if conjunctive:
-                for name, schema in declared.items():
-                    into.setdefault(name, []).append(schema)
+        props, patterns = current.get("properties"), current.get("patternProperties")
+        additional = current.get("additionalProperties", True)
+        members.append(_Members(props if isinstance(props, dict) else {},
+                                patterns if isinstance(patterns, dict) else {}, additional,
+                                openness(document.resolve(additional)), conjunctive))
         for keyword, many, conjunct in _IN_PLACE:
             value = current.get(keyword)
             for sub in (value if isinstance(value, list) else []) if many else (
@@ -94,6 +113,4 @@ def location_of(document: SchemaDocument, node: Any) -> Location:
         dependent = current.get("dependentSchemas")
         if isinstance(dependent, dict):
             stack.extend((sub, False) for sub in dependent.values())
-    return Location(True, frozenset(names), frozenset(patterns),
-                    {k: tuple(v) for k, v in conjuncts.items()},
-                    {k: tuple(v) for k, v in pattern_conjuncts.items()})
+    return Location(True, tuple(members))

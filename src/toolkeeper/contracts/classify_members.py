@@ -35,9 +35,11 @@ from toolkeeper.errors import SchemaError
 if TYPE_CHECKING:
     from toolkeeper.contracts.classify_walk import Ctx
 
-__all__ = ["MEMBER_HANDLERS", "pattern_matches", "patterns_disjoint"]
+__all__ = ["MEMBER_HANDLERS", "openness", "pattern_matches", "patterns_disjoint"]
 
 _ANNOTATION_ONLY = frozenset(DOC_KEYWORDS) | {"default", "$defs", "definitions", "$anchor"}
+# Rules about what a schema does beyond which values are valid: a probe ignores them.
+_NOT_VALIDITY = (".default.added", ".default.changed", ".default.removed")
 # Regex syntax that ends a literal prefix (ECMA 262).
 _META = frozenset("\\.^$*+?()[]{}|")
 # Quantifiers that make the character before them optional.
@@ -79,15 +81,18 @@ def patterns_disjoint(p: str, q: str) -> bool:
     return x is not None and y is not None and not x.startswith(y) and not y.startswith(x)
 
 
-def _openness(ctx: Ctx, node: dict[str, Any]) -> str:
-    """How a before object treats undeclared keys: ``open`` (anything), ``closed`` (nothing),
-    or ``schema`` (its additionalProperties schema constrains them)."""
-    resolved = ctx.resolve_before(node.get("additionalProperties", True))
+def openness(resolved: Any) -> str:
+    """How an object with this (resolved) additionalProperties treats undeclared keys: ``open``
+    (anything), ``closed`` (nothing), or ``schema`` (the schema constrains them)."""
     if resolved is False:
         return "closed"
     if resolved is True or (isinstance(resolved, dict) and not set(resolved) - _ANNOTATION_ONLY):
         return "open"
     return "schema"
+
+
+def _openness(ctx: Ctx, node: dict[str, Any]) -> str:
+    return openness(ctx.resolve_before(node.get("additionalProperties", True)))
 
 
 def _leftover(ctx: Ctx, node: dict[str, Any]) -> Any:
@@ -122,11 +127,13 @@ def _governors(ctx: Ctx, node: dict[str, Any], name: str) -> list[Any] | None:
 
 def _holds(ctx: Ctx, direction: str, b: Any, a: Any, path: str) -> bool:
     """Whether the classifier, comparing ``b`` (before) with ``a`` (after) in ``direction`` in a
-    scratch context, finds nothing breaking: input means every value ``b`` accepts ``a`` accepts;
-    output means every value ``a`` accepts ``b`` accepts."""
+    scratch context, finds nothing breaking the values accepted (defaults aside): input means
+    every value ``b`` accepts ``a`` accepts; output means every value ``a`` accepts ``b``
+    accepts."""
     probe = ctx.scratch(flip=ctx.direction != direction)
     probe.compare(b, a, path)
-    return not any(change.bump is Bump.MAJOR for change in probe.changes)
+    return not any(change.bump is Bump.MAJOR and not change.rule.endswith(_NOT_VALIDITY)
+                   for change in probe.changes)
 
 
 def _properties(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
