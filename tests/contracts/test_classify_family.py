@@ -415,26 +415,33 @@ def _is_object(node: Schema) -> bool:
 
 
 class Facts:
-    """A document being edited, with the facts edit predicates ask about (computed once)."""
+    """A document being edited, with the facts edit predicates ask about (computed once, over
+    the document and the original it is an edit of: edits compose)."""
 
-    def __init__(self, root: Schema) -> None:
+    def __init__(self, root: Schema, origin: Schema | None = None) -> None:
         self.root = root
+        self._origin = (origin,) if origin is not None else ()
+        self._both = _nodes(root) + [n for doc in self._origin for n in _nodes(doc)]
 
     @cached_property
     def declared(self) -> frozenset[str]:
         """Property names some subschema declares, matches with a pattern or admits through an
-        additionalProperties schema (any of them may be sent where that subschema applies)."""
-        nodes = _nodes(self.root)
-        if any(_admits_undeclared(n.get("additionalProperties", True)) == "schema" for n in nodes):
+        additionalProperties or unevaluatedProperties schema (any of them may be sent where
+        that subschema applies)."""
+        nodes = self._both
+        if any(_admits_undeclared(n.get(key, True)) == "schema" for n in nodes
+               for key in ("additionalProperties", "unevaluatedProperties")):
             return frozenset(NAMES)
         patterns = {p for node in nodes for p in node.get("patternProperties", {})}
         return frozenset({name for node in nodes for name in node.get("properties", {})}
                          | {name for name in NAMES if any(re.search(p, name) for p in patterns)})
 
     @cached_property
-    def evaluated(self) -> bool:
-        """Whether unevaluatedProperties occurs (what it sees moves with any member)."""
-        return any("unevaluatedProperties" in node for node in _nodes(self.root))
+    def evaluated(self) -> int:
+        """How often unevaluatedProperties occurs (what it sees moves with any member, and one
+        inside another's in-place subschema changes what the outer one sees)."""
+        return max(sum("unevaluatedProperties" in node for node in _nodes(doc))
+                   for doc in (self.root, *self._origin))
 
 
 # An edit: (applies to this node of this document?, apply it to the node (may draw)).
@@ -502,9 +509,10 @@ LOOSEN: dict[str, Edit] = {
     "not subschema narrowed": (lambda n, d: len(n.get("not", {}).get("enum", [])) > 1,
                                lambda draw, n, d: n["not"]["enum"].pop()),
     # A default in it would be a default removed (SPEC); beside a $ref the classifier compares
-    # allOf: [target] with the bare target and fails closed (imprecise, not unsound).
+    # allOf: [target] with the bare target, and beside another one it changes what that one
+    # sees: both fail closed (imprecise, not unsound).
     "unevaluatedProperties dropped": (
-        lambda n, d: "unevaluatedProperties" in n and "$ref" not in n
+        lambda n, d: "unevaluatedProperties" in n and "$ref" not in n and d.evaluated == 1
         and not (isinstance(n["unevaluatedProperties"], dict)
                  and "default" in n["unevaluatedProperties"]),
         _drop("unevaluatedProperties")),
@@ -561,8 +569,8 @@ TIGHTEN: dict[str, Edit] = {
     "pattern property removed": (lambda n, d: bool(n.get("patternProperties")),
                                  lambda draw, n, d: n["patternProperties"].pop(
                                      sorted(n["patternProperties"])[0])),
-    "pattern over a declared property": (
-        lambda n, d: bool(n.get("properties"))
+    "pattern over a declared property": (  # of a closed object: only the declared name counts
+        lambda n, d: bool(n.get("properties")) and n.get("additionalProperties") is False
         and f"^{sorted(n['properties'])[0]}$" not in n.get("patternProperties", {}),
         lambda draw, n, d: n.setdefault("patternProperties", {}).__setitem__(
             f"^{sorted(n['properties'])[0]}$", False)),
@@ -576,6 +584,13 @@ TIGHTEN: dict[str, Edit] = {
         lambda draw, n, d: n["patternProperties"].__setitem__(
             "(?:" + min(p for p in n["patternProperties"] if f"(?:{p})" not in n[
                 "patternProperties"]) + ")", False)),
+    # Dropped too: kept, what it sees changes and that alone fails closed.
+    "property declared where a dropped unevaluatedProperties admitted it": (
+        lambda n, d: _admits_undeclared(n.get("unevaluatedProperties", True)) == "schema"
+        and "additionalProperties" not in n and not n.get("patternProperties")
+        and len(n.get("properties", {})) < len(NAMES),
+        lambda draw, n, d: (n.pop("unevaluatedProperties"), n.setdefault(
+            "properties", {}).__setitem__(min(set(NAMES) - set(n.get("properties", {}))), False))),
     "unevaluatedProperties closed": (lambda n, d: _is_object(n) and n.get(
         "unevaluatedProperties", True) is not False, _set("unevaluatedProperties", lambda n: False)),
 }
@@ -656,7 +671,7 @@ def edited(draw: Draw, doc: Schema, groups: tuple[dict[str, Edit], ...], count: 
     out = copy.deepcopy(doc)
     for _ in range(count):
         # Edit first, then a node it applies to: every edit gets drawn, not just the common ones.
-        facts, every = Facts(out), _nodes(out, positive=positive)
+        facts, every = Facts(out, doc), _nodes(out, positive=positive)
         options = []
         for edits in groups:
             found = {name: [node for node in every if applies(node, facts)]
@@ -712,6 +727,9 @@ SEEDS: dict[str, Schema] = {
     "branch removed": {"anyOf": [_INT, {"type": "string"}]},
     "allOf conjunct added": {"allOf": [{"type": "object"}]},
     "pattern property removed": {"type": "object", "patternProperties": {"^x": _INT}},
+    "pattern over a declared property": {**_ONE_PROP, "additionalProperties": False},
+    "property declared where a dropped unevaluatedProperties admitted it": {
+        **_ONE_PROP, "unevaluatedProperties": {"type": "integer"}},
     "pattern over an old pattern's names": {
         "type": "object", "additionalProperties": False, "patternProperties": {"^x": _INT}},
     "pattern property replaced": {"type": "object", "patternProperties": {"^x": _INT}},

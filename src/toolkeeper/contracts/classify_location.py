@@ -37,10 +37,13 @@ _BUDGET = 2000
 class _Members:
     """What one subschema at the location says about members."""
 
+    node: dict[str, Any]
     properties: dict[str, Any]
     patterns: dict[str, Any]
     additional: Any  # the additionalProperties schema as written
     kind: str  # openness of the resolved additionalProperties
+    admits: bool  # undeclared names are admitted by an additionalProperties schema or by
+    # unevaluatedProperties (which names it sees depends on the rest: no use as a conjunct)
     conjunctive: bool
 
     def governing(self, name: str) -> list[Any] | None:
@@ -65,16 +68,19 @@ class Location:
     known: bool = True
     members: tuple[_Members, ...] = ()
 
-    def declares(self, name: str) -> bool | None:
-        """Whether some subschema declares ``name``, matches it with a regex, or admits it
-        through an additionalProperties schema (None: unknown)."""
+    def declares(self, name: str, *, excluding: Any = None) -> bool | None:
+        """Whether some subschema (other than ``excluding``) declares ``name``, matches it with
+        a regex, or admits it through an additionalProperties or unevaluatedProperties schema
+        (None: unknown)."""
         if not self.known:
             return None
         for member in self.members:
+            if member.node is excluding:
+                continue
             hits = [pattern_matches(pattern, name) for pattern in member.patterns]
             if None in hits:
                 return None
-            if name in member.properties or any(hits) or member.kind == "schema":
+            if name in member.properties or any(hits) or member.admits:
                 return True
         return False
 
@@ -102,9 +108,12 @@ def location_of(document: SchemaDocument, node: Any) -> Location:
         seen.add(id(current))
         props, patterns = current.get("properties"), current.get("patternProperties")
         additional = current.get("additionalProperties", True)
-        members.append(_Members(props if isinstance(props, dict) else {},
-                                patterns if isinstance(patterns, dict) else {}, additional,
-                                openness(document.resolve(additional)), conjunctive))
+        kind = openness(document.resolve(additional))
+        unevaluated = openness(document.resolve(current.get("unevaluatedProperties", True)))
+        members.append(_Members(current, props if isinstance(props, dict) else {},
+                                patterns if isinstance(patterns, dict) else {}, additional, kind,
+                                kind == "schema" or (kind == "open" and unevaluated == "schema"),
+                                conjunctive))
         for keyword, many, conjunct in _IN_PLACE:
             value = current.get(keyword)
             for sub in (value if isinstance(value, list) else []) if many else (

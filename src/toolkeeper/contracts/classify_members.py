@@ -165,15 +165,30 @@ def _property_added(ctx: Ctx, b: dict[str, Any], schema: Any, name: str, where: 
     elif kind == "closed":
         ctx.emit(where, "property.added_to_closed",
                  f"property {name!r} declared on an object that forbade undeclared properties")
+    elif _unevaluated_kind(ctx, b) == "open":
+        _property_added_to_open(ctx, b, schema, name, where, added=True)
     else:
-        _property_added_to_open(ctx, schema, name, where)
+        # unevaluatedProperties governed the name, unless another subschema here evaluated it.
+        if _unevaluated_kind(ctx, b) == "closed":
+            ctx.emit(where, "property.added_to_closed", f"property {name!r} declared on an object "
+                     "whose unevaluatedProperties forbade it")
+        else:
+            ctx.compare(b["unevaluatedProperties"], schema, where)
+        _property_added_to_open(ctx, b, schema, name, where, added=False)
 
 
-def _property_added_to_open(ctx: Ctx, schema: Any, name: str, where: str) -> None:
+def _unevaluated_kind(ctx: Ctx, node: dict[str, Any]) -> str:
+    """How a before object's unevaluatedProperties treats names nothing else evaluated."""
+    return openness(ctx.resolve_before(node.get("unevaluatedProperties", True)))
+
+
+def _property_added_to_open(ctx: Ctx, b: dict[str, Any], schema: Any, name: str, where: str,
+                            *, added: bool) -> None:
     # SPEC 1.4: MINOR, callers do not send undeclared names. Unless another subschema at the
-    # same location declares it: then callers send it, and the new schema must accept its values.
+    # same location declares, matches or admits it: then callers send it, and the new schema
+    # must accept its values.
     location = ctx.location()
-    declared = location.declares(name)
+    declared = location.declares(name, excluding=b)
     if declared is None:
         ctx.emit(where, "unanalysable", f"property {name!r} declared where the subschemas at the "
                  "same place cannot all be read: fails closed")
@@ -182,7 +197,7 @@ def _property_added_to_open(ctx: Ctx, schema: Any, name: str, where: str) -> Non
         ctx.emit(where, "property.redeclared",
                  f"property {name!r} declared on an open subschema while another subschema at the "
                  "same place declares it: its schema does not provably accept every value sent")
-    else:
+    elif added:
         ctx.emit(where, "property.added", f"optional property {name!r} declared")
 
 
