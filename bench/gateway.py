@@ -48,10 +48,8 @@ from toolkeeper.demo import demo_handlers, install_demo
 from toolkeeper.protocol import (
     CLIENT_CAPABILITIES_KEY,
     PROTOCOL_VERSION_KEY,
-    HeaderView,
     Pending,
     Reply,
-    TransportFacts,
     decode_message,
     encode_message,
 )
@@ -109,7 +107,7 @@ async def _dispatch_loop(kernel: Any, calls: int) -> tuple[float, float, int]:
     last: Reply | None = None
     wall, cpu = time.perf_counter(), time.process_time()
     for _ in range(calls):
-        outcome = kernel.handle_http(body, TransportFacts("http", HeaderView.from_pairs(pairs)))
+        outcome = kernel.handle_asgi(body, pairs)
         if isinstance(outcome, Pending):
             outcome = await outcome.complete(emit)
         assert isinstance(outcome, Reply)

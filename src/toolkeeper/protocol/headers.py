@@ -15,7 +15,6 @@ import base64
 import binascii
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -30,11 +29,15 @@ __all__ = [
     "MCP_SESSION_ID",
     "NAME_PARAMS",
     "HeaderView",
+    "asgi_index",
     "check_param_headers",
     "check_routing_headers",
     "check_unique_routing_headers",
     "decode_header_value",
     "encode_header_value",
+    "express_routing",
+    "header_text",
+    "is_plain_header_value",
     "param_headers",
 ]
 
@@ -95,27 +98,34 @@ def _repeated_names(pairs: tuple[tuple[str, str], ...]) -> frozenset[str]:
     return frozenset(repeated)
 
 
-@dataclass(frozen=True, slots=True)
 class HeaderView:
-    """Request headers as received: ``(lowercase name, value)`` pairs in order.
+    """Request headers as received: ``(lowercase name, value)`` pairs in order (immutable).
 
     Lookups go through an index built once per view (name -> first value, and the names that
-    appear more than once); only a repeated name is looked up by scanning the pairs."""
+    appear more than once); only a repeated name is looked up by scanning the pairs. A view
+    made by :meth:`deferred` keeps the server's raw ASGI pairs and decodes them (as
+    :meth:`from_asgi` does) only when first read: the express lane reads its few headers
+    straight from the raw pairs, and most requests never need the rest."""
 
-    pairs: tuple[tuple[str, str], ...] = ()
-    _index: _Index | None = field(default=None, init=False, repr=False, compare=False)
+    __slots__ = ("_index", "_pairs", "_raw")
+
+    def __init__(self, pairs: Iterable[tuple[str, str]] = ()) -> None:
+        self._pairs: tuple[tuple[str, str], ...] | None = tuple(pairs)
+        self._index: _Index | None = None
+        self._raw: Sequence[tuple[bytes, bytes]] | None = None
+
+    @classmethod
+    def _indexed(cls, out: tuple[tuple[str, str], ...]) -> HeaderView:
+        view = object.__new__(cls)
+        view._pairs = out
+        view._index = _index_of(out)
+        view._raw = None
+        return view
 
     @classmethod
     def from_pairs(cls, pairs: Iterable[tuple[str | bytes, str | bytes]]) -> HeaderView:
         """Build from ASGI byte pairs (decoded as Latin-1, as HTTP does) or from strings."""
-        items = pairs if isinstance(pairs, list | tuple) else list(pairs)
-        try:  # the common case: byte pairs whose names were all seen before
-            out = tuple([(_NAMES[n], v.decode("latin-1"))  # type: ignore[index, union-attr]
-                         for n, v in items])
-        except (KeyError, TypeError, AttributeError):
-            out = tuple([(_header_name(n), v.decode("latin-1") if isinstance(v, bytes) else v)
-                         for n, v in items])
-        return cls._indexed(out)
+        return cls._indexed(_decode_pairs(pairs))
 
     @classmethod
     def from_asgi(cls, pairs: Iterable[tuple[bytes, bytes]]) -> HeaderView:
@@ -123,32 +133,47 @@ class HeaderView:
         each value loses its leading and trailing optional whitespace (RFC 9110 5.5: spaces
         and tabs are not part of a field value; not every ASGI server's parser strips them),
         in the same pass."""
-        items = pairs if isinstance(pairs, list | tuple) else list(pairs)
-        try:  # the common case: byte pairs whose names were all seen before
-            out = tuple([(_NAMES[n], v.strip(b" \t").decode("latin-1")) for n, v in items])
-        except (KeyError, TypeError, AttributeError):
-            return cls.from_pairs([(n, v.strip(b" \t")) for n, v in items])
-        return cls._indexed(out)
+        return cls._indexed(_decode_asgi(pairs))
 
     @classmethod
-    def _indexed(cls, out: tuple[tuple[str, str], ...]) -> HeaderView:
-        first = dict(reversed(out))  # the first value of each name wins
-        view = object.__new__(cls)  # the fields are set here, once
-        object.__setattr__(view, "pairs", out)
-        object.__setattr__(view, "_index", (first, _NO_REPEATS if len(first) == len(out)
-                                            else _repeated_names(out)))
+    def deferred(cls, raw: Sequence[tuple[bytes, bytes]]) -> HeaderView:
+        """The view :meth:`from_asgi` would build of ``raw``, decoded on first read. ``raw``
+        must not change afterwards (an ASGI scope's header list does not)."""
+        view = object.__new__(cls)
+        view._pairs = None
+        view._index = None
+        view._raw = raw
         return view
 
     @classmethod
     def of(cls, mapping: Mapping[str, str]) -> HeaderView:
         return cls.from_pairs(mapping.items())
 
+    @property
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        pairs = self._pairs
+        if pairs is None:
+            assert self._raw is not None
+            pairs = _decode_asgi(self._raw)
+            self._index = _index_of(pairs)  # idempotent: a racing reader builds the same
+            self._pairs = pairs
+        return pairs
+
     def _lookup(self) -> _Index:
         index = self._index
-        if index is None:  # built directly from pairs: index on first use
-            index = (dict(reversed(self.pairs)), _repeated_names(self.pairs))
-            object.__setattr__(self, "_index", index)
+        if index is None:
+            index = _index_of(self.pairs)
+            self._index = index
         return index
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, HeaderView) and self.pairs == other.pairs
+
+    def __hash__(self) -> int:
+        return hash(self.pairs)
+
+    def __repr__(self) -> str:
+        return f"HeaderView(pairs={self.pairs!r})"
 
     def get(self, name: str) -> str | None:
         """The first value of a header, or None."""
@@ -173,6 +198,93 @@ class HeaderView:
         if key in repeated:
             return sum(1 for n, _ in self.pairs if n == key)
         return 1 if key in first else 0
+
+
+def _decode_pairs(pairs: Iterable[tuple[str | bytes, str | bytes]]
+                  ) -> tuple[tuple[str, str], ...]:
+    items = pairs if isinstance(pairs, list | tuple) else list(pairs)
+    try:  # the common case: byte pairs whose names were all seen before
+        return tuple([(_NAMES[n], v.decode("latin-1"))  # type: ignore[index, union-attr]
+                      for n, v in items])
+    except (KeyError, TypeError, AttributeError):
+        return tuple([(_header_name(n), v.decode("latin-1") if isinstance(v, bytes) else v)
+                      for n, v in items])
+
+
+def _decode_asgi(pairs: Iterable[tuple[bytes, bytes]]) -> tuple[tuple[str, str], ...]:
+    items = pairs if isinstance(pairs, list | tuple) else list(pairs)
+    try:  # the common case: byte pairs whose names were all seen before
+        return tuple([(_NAMES[n], v.strip(b" \t").decode("latin-1")) for n, v in items])
+    except (KeyError, TypeError, AttributeError):
+        return _decode_pairs([(n, v.strip(b" \t")) for n, v in items])
+
+
+def _index_of(pairs: tuple[tuple[str, str], ...]) -> _Index:
+    first = dict(reversed(pairs))  # the first value of each name wins
+    return first, _NO_REPEATS if len(first) == len(pairs) else _repeated_names(pairs)
+
+
+_RAW_VERSION: Final = MCP_PROTOCOL_VERSION.encode()
+_RAW_METHOD: Final = MCP_METHOD.encode()
+_RAW_NAME: Final = MCP_NAME.encode()
+_LOWER_NAMES: Final[set[bytes]] = set()
+"""Raw header names seen that are all lowercase (a bounded memo)."""
+_PLAIN_VALUES: Final[set[str]] = set()
+"""Header values seen that :func:`is_plain_header_value` accepts (a bounded memo: the values
+are the names of a server's tools, mostly)."""
+
+
+def asgi_index(raw: Sequence[tuple[bytes, bytes]]) -> dict[bytes, bytes] | None:
+    """Raw ASGI pairs as a dict (name -> raw value), when every name is lowercase bytes and
+    appears once: then a lookup by lowercase name finds the one value :class:`HeaderView`
+    would find, before its whitespace is stripped. None otherwise (a repeated name, a name in
+    another letter case, pairs that are not byte pairs): the caller takes the general path."""
+    try:
+        index = dict(raw)
+    except (TypeError, ValueError):
+        return None
+    if len(index) != len(raw):
+        return None
+    unknown = index.keys() - _LOWER_NAMES
+    for name in unknown:
+        if type(name) is not bytes or name != name.lower():
+            return None
+        if len(_LOWER_NAMES) < _NAMES_MAX:
+            _LOWER_NAMES.add(name)
+    return index
+
+
+def header_text(raw: bytes) -> str:
+    """A raw header value as :class:`HeaderView` holds it (OWS stripped, Latin-1)."""
+    return raw.strip(b" \t").decode("latin-1")
+
+
+def express_routing(index: Mapping[bytes, bytes]) -> tuple[str, str, str | None] | None:
+    """The routing headers of an :func:`asgi_index`, for the express lane:
+    ``(MCP-Protocol-Version, Mcp-Method, Mcp-Name or None)`` as :class:`HeaderView` would
+    read them, or None when the version or the method header is missing."""
+    version = index.get(_RAW_VERSION)
+    method = index.get(_RAW_METHOD)
+    if version is None or method is None or type(version) is not bytes \
+            or type(method) is not bytes:
+        return None
+    name = index.get(_RAW_NAME)
+    if name is not None and type(name) is not bytes:
+        return None
+    return (header_text(version), header_text(method),
+            None if name is None else header_text(name))
+
+
+def is_plain_header_value(value: str) -> bool:
+    """A value that travels verbatim: safe printable ASCII without edge whitespace that does
+    not look like the ``=?base64?`` sentinel (:func:`decode_header_value` returns it as is)."""
+    if value in _PLAIN_VALUES:
+        return True
+    if not _is_safe(value) or _sentinel_payload(value) is not None:
+        return False
+    if len(_PLAIN_VALUES) < _NAMES_MAX:
+        _PLAIN_VALUES.add(value)
+    return True
 
 
 def _is_safe(value: str) -> bool:

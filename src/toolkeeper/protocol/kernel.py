@@ -16,10 +16,11 @@ Pending (await it on the transport's loop). Era selection:
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from toolkeeper.errors import JsonRpcError
 from toolkeeper.protocol.codes import INTERNAL_ERROR
@@ -32,7 +33,12 @@ from toolkeeper.protocol.envelope import (
     safe_id,
 )
 from toolkeeper.protocol.faults import invalid_request, unsupported_version
-from toolkeeper.protocol.headers import MCP_PROTOCOL_VERSION, MCP_SESSION_ID
+from toolkeeper.protocol.headers import (
+    MCP_PROTOCOL_VERSION,
+    MCP_SESSION_ID,
+    HeaderView,
+    asgi_index,
+)
 from toolkeeper.protocol.legacy import LegacyPipeline, check_legacy_envelope
 from toolkeeper.protocol.meta import claims_modern_envelope
 from toolkeeper.protocol.methods import CacheHint, MethodTable, TransportFacts
@@ -110,6 +116,33 @@ class ServerKernel:
             return error_reply(None, exc)
         return self.handle_http_message(message, facts)
 
+    def handle_asgi(self, raw: bytes, raw_headers: Sequence[tuple[bytes, bytes]],
+                    peer: str | None = None, headers: HeaderView | None = None,
+                    index: Mapping[bytes, bytes] | None = None) -> Outcome:
+        """:meth:`handle_http` for a body and the raw header pairs of an ASGI scope (which must
+        not change afterwards): the same answer for every input. A modern request to a method
+        with an express lane (``tools/call``) is judged in one pass over the raw pairs.
+        ``headers``: the view of ``raw_headers`` if the transport built one already (else the
+        facts get a view decoded only if something reads it); ``index``: their
+        :func:`~toolkeeper.protocol.headers.asgi_index`, if the transport made it."""
+        try:
+            message = decode_message(raw)
+        except JsonRpcError as exc:
+            return error_reply(None, exc)
+        facts = TransportFacts("http", headers if headers is not None
+                               else HeaderView.deferred(raw_headers), peer)
+        if type(message) is dict:
+            name = message.get("method")
+            method = self.methods.express(name) if type(name) is str else None
+            if method is not None:
+                if index is None:
+                    index = asgi_index(raw_headers)
+                outcome = (None if index is None
+                           else self._modern.express(message, index, facts, method))
+                if outcome is not None:
+                    return outcome
+        return self.handle_http_message(message, facts)
+
     def handle_http_message(self, message: Any, facts: TransportFacts) -> Outcome:
         if select_http_era(message, facts.headers) is Era.MODERN:
             return self._modern.handle(message, facts, http=True)
@@ -131,7 +164,7 @@ class ServerKernel:
         session = self.sessions.get(session_id)
         if session is None:
             reply = error_reply(safe_id(message), invalid_request("Session not found"))
-            return dataclasses.replace(reply, status=404)
+            return msgspec.structs.replace(reply, status=404)
         return self._legacy.after_envelope(inbound, session, facts,
                                            ((MCP_SESSION_ID, session_id),))
 
@@ -144,7 +177,7 @@ class ServerKernel:
             return Reply(error_message(request.id, {
                 "code": INTERNAL_ERROR, "message": "Server busy: too many sessions"}), 503)
         assert session.id is not None
-        return dataclasses.replace(outcome, headers=((MCP_SESSION_ID, session.id),))
+        return msgspec.structs.replace(outcome, headers=((MCP_SESSION_ID, session.id),))
 
     def end_session(self, facts: TransportFacts) -> int:
         """HTTP DELETE: terminate a legacy session. 200 done, 400 no (or a duplicated) id,
@@ -163,7 +196,7 @@ class ServerKernel:
         session = self.sessions.get(ids[0])
         if session is None:
             reply = error_reply(None, invalid_request("Session not found"))
-            return dataclasses.replace(reply, status=404)
+            return msgspec.structs.replace(reply, status=404)
         if session.phase is not Phase.READY:
             return error_reply(None, invalid_request("session is not initialized"))
         return ids[0]

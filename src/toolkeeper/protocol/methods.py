@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
 from toolkeeper.protocol.envelope import RequestId
 from toolkeeper.protocol.headers import HeaderView
 from toolkeeper.protocol.versions import Era
+
+if TYPE_CHECKING:
+    from toolkeeper.protocol.outcome import Outcome
 
 __all__ = [
     "CacheHint",
@@ -95,6 +98,11 @@ class Method:
     header_schema: Callable[[Call], dict[str, Any] | None] | None = None
     """For methods with ``x-mcp-header`` arguments (``tools/call``): the input schema whose
     annotations the ``Mcp-Param-*`` headers are checked against, or None to skip."""
+    express: Callable[[Call], Outcome | None] | None = None
+    """The method's express lane (modern era, HTTP): given a call that passed the ladder up to
+    the ``Mcp-Param-*`` rung, the whole answer for the common case, or None (before any side
+    effect) to take the ordinary path, rung 15 and ``handler``, with the same call. It must
+    answer exactly as that path would."""
 
 
 class MethodTable:
@@ -114,6 +122,12 @@ class MethodTable:
     def lookup(self, name: str, era: Era) -> Method | None:
         method = self._methods.get(name)
         return method if method is not None and era in method.eras else None
+
+    def express(self, name: str) -> Method | None:
+        """The modern-era method ``name`` when it has an express lane."""
+        method = self._methods.get(name)
+        return (method if method is not None and method.express is not None
+                and Era.MODERN in method.eras else None)
 
     def names(self, era: Era) -> list[str]:
         return sorted(n for n, m in self._methods.items() if era in m.eras)

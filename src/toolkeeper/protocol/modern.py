@@ -44,9 +44,12 @@ from toolkeeper.protocol.faults import (
 )
 from toolkeeper.protocol.headers import (
     MCP_PROTOCOL_VERSION,
+    NAME_PARAMS,
     check_param_headers,
     check_routing_headers,
     check_unique_routing_headers,
+    express_routing,
+    is_plain_header_value,
 )
 from toolkeeper.protocol.meta import read_envelope
 from toolkeeper.protocol.methods import CacheHint, Call, Method, MethodTable, TransportFacts
@@ -77,8 +80,66 @@ class ModernPipeline:
             return error_reply(None, exc)
         try:
             call, method = self._ladder(inbound, facts, http=http)
+            if http and method.header_schema is not None:
+                _check_param_headers(method, call)
         except Exception as exc:
             return error_reply(inbound.id, exc)
+        return run_method(method, call, self._identity)
+
+    def express(self, message: dict[str, Any], index: Mapping[bytes, bytes],
+                facts: TransportFacts, method: Method) -> Outcome | None:
+        """The ladder in one pass for the common HTTP request to ``method`` (whose ``express``
+        is set, and which ``message["method"]`` names): a single valid request whose routing
+        headers appear once each, in lowercase (``index`` is the request's
+        :func:`~toolkeeper.protocol.headers.asgi_index`), and equal the body verbatim. It is answered
+        exactly as :meth:`handle` would answer it (``tests/protocol/test_express.py`` compares
+        the two); anything else is None, before any side effect, for :meth:`handle` to judge.
+        Once the principal is resolved the call is never judged twice: a method that declines
+        its express lane continues on the ordinary path from rung 15 with the same call."""
+        request_id = message.get("id")
+        if type(request_id) is not int and type(request_id) is not str:
+            return None
+        params = message.get("params")
+        if (type(params) is not dict or message.get("jsonrpc") != "2.0" or "result" in message
+                or "error" in message):
+            return None
+        routing = express_routing(index)
+        if routing is None:
+            return None
+        version, method_header, name_header = routing
+        name = method.name
+        if method_header != name or version not in MODERN_VERSIONS:
+            return None
+        try:
+            envelope = read_envelope(params)
+        except JsonRpcError:
+            return None
+        if envelope.protocol_version != version:
+            return None
+        key = NAME_PARAMS.get(name)
+        if key is not None:
+            value = params.get(key)
+            if value is not None and (name_header is None or name_header != value
+                                      or not is_plain_header_value(name_header)):
+                return None
+        try:
+            call = Call(
+                request_id=request_id, method=name, params=params, era=Era.MODERN,
+                protocol_version=version, client_capabilities=envelope.client_capabilities,
+                client_info=envelope.client_info, log_level=envelope.log_level,
+                progress_token=envelope.progress_token, facts=facts,
+                principal=self._resolve_principal(facts))
+        except Exception as exc:
+            return error_reply(request_id, exc)
+        assert method.express is not None
+        outcome = method.express(call)
+        if outcome is not None:
+            return outcome
+        try:
+            if method.header_schema is not None:
+                _check_param_headers(method, call)
+        except Exception as exc:
+            return error_reply(request_id, exc)
         return run_method(method, call, self._identity)
 
     def _notification(self, message: dict[str, Any], facts: TransportFacts, *, http: bool
@@ -121,12 +182,16 @@ class ModernPipeline:
             client_capabilities=envelope.client_capabilities, client_info=envelope.client_info,
             log_level=envelope.log_level, progress_token=envelope.progress_token, facts=facts,
             principal=self._resolve_principal(facts))
-        if http and method.header_schema is not None:
-            schema = method.header_schema(call)
-            arguments = request.params.get("arguments")
-            if schema is not None and isinstance(arguments, dict | type(None)):
-                check_param_headers(facts.headers, schema, arguments or {})
         return call, method
+
+
+def _check_param_headers(method: Method, call: Call) -> None:
+    """Rung 15: the ``Mcp-Param-*`` headers of an HTTP call agree with its arguments."""
+    assert method.header_schema is not None
+    schema = method.header_schema(call)
+    arguments = call.params.get("arguments")
+    if schema is not None and isinstance(arguments, dict | type(None)):
+        check_param_headers(call.facts.headers, schema, arguments or {})
 
 
 def discover_method(capabilities: Mapping[str, Any], instructions: str | None,

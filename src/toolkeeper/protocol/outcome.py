@@ -14,9 +14,10 @@ from toolkeeper.protocol.methods import Emit
 __all__ = ["Accepted", "Outcome", "Pending", "Reply"]
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """A complete JSON-RPC response (result or error) and the HTTP status it travels with."""
+class Reply(msgspec.Struct, frozen=True):
+    """A complete JSON-RPC response (result or error) and the HTTP status it travels with.
+    (An immutable msgspec Struct: one is built per request; change one with
+    ``msgspec.structs.replace``.)"""
 
     message: dict[str, Any]
     status: int = 200

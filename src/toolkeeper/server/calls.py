@@ -21,12 +21,26 @@ from typing import Any
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.contracts.validate import CompiledSchema, Issue
 from toolkeeper.errors import CapabilityRequiredError, JsonRpcError
-from toolkeeper.protocol import Call, Deferred, Emit, Era, MethodResult, missing_capabilities
+from toolkeeper.protocol import (
+    Call,
+    Deferred,
+    Emit,
+    Era,
+    MethodResult,
+    Outcome,
+    Pending,
+    Reply,
+    ServerIdentity,
+    error_reply,
+    finish_result,
+    missing_capabilities,
+    result_message,
+)
 from toolkeeper.protocol.faults import invalid_params
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server.calllog import CallLog, CallRecord, arguments_digest
 from toolkeeper.server.content import ToolResult, text, to_tool_result
-from toolkeeper.server.gate import requested_version
+from toolkeeper.server.gate import SCHEMA_VERSION_KEY, requested_version
 from toolkeeper.server.handlers import HandlerBinding, ToolContext, ToolHandlers, capability_error
 from toolkeeper.server.routes import Route, Routes, closed_schema
 from toolkeeper.server.views import ToolViews
@@ -64,10 +78,12 @@ class ToolCalls:
     routed once."""
 
     def __init__(self, registry: Registry, views: ToolViews, handlers: ToolHandlers,
-                 call_log: CallLog, tools_changed: Callable[[], None] | None = None) -> None:
+                 call_log: CallLog, tools_changed: Callable[[], None] | None = None, *,
+                 identity: ServerIdentity | None = None) -> None:
         self._routes = Routes(registry, views, handlers)
         self._log = call_log
         self._tools_changed = tools_changed
+        self._identity = identity
         self._last: tuple[Call, _Target] | None = None
 
     def _target(self, call: Call) -> _Target:
@@ -116,6 +132,65 @@ class ToolCalls:
         if binding.inline:
             return self._run_inline(call, route, binding, arguments)
         return Deferred(partial(self._run, call, route, binding, arguments))
+
+    def express(self, call: Call) -> Outcome | None:
+        """The express lane (see :attr:`~toolkeeper.protocol.Method.express`): a call the gate
+        accepts, with valid arguments, to a tool whose handler takes a context or is ``async``
+        and declares no capability the client lacks, and whose schema has no ``x-mcp-header``
+        arguments, becomes a Pending straight away, its completion answering the whole call.
+        Anything else is None, before the call log is touched (the route stays resolved for
+        the ordinary path)."""
+        identity = self._identity
+        params = call.params
+        name = params.get("name")
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        principal = call.principal
+        requested = params["_meta"].get(SCHEMA_VERSION_KEY)  # the envelope made _meta a dict
+        if (identity is None or type(name) is not str or type(arguments) is not dict
+                or not isinstance(principal, Principal)
+                or (requested is not None and type(requested) is not str)):
+            return None
+        try:
+            route = self._routes.resolve(principal, name, requested)
+        except JsonRpcError:
+            return None
+        self._last = (call, (name, arguments, route))
+        binding = route.binding
+        if (binding is None or binding.inline or route.annotated
+                or (binding.requires and missing_capabilities(binding.requires,
+                                                              call.client_capabilities))
+                or not route.validator.is_valid(arguments)):
+            return None
+        self._last = None
+        return Pending(call.request_id, partial(self._express_run, call, route, binding,
+                                                arguments, identity))
+
+    async def _express_run(self, call: Call, route: Route, binding: HandlerBinding,
+                           arguments: dict[str, Any], identity: ServerIdentity, emit: Emit
+                           ) -> Reply:
+        """:meth:`_run` and the kernel's completion of its result, in one frame."""
+        try:
+            handle = self._dispatched(call, route, arguments)
+            context = ToolContext(call, route.plan.spec, call.principal, emit,
+                                  self._tools_changed)
+            started = time.perf_counter()
+            try:
+                value = binding.function(arguments, context) if binding.takes_context \
+                    else binding.function(arguments)
+                if type(value) is CoroutineType or (
+                        not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
+                    value = await value
+            except BaseException as exc:
+                result = self._failed(route, handle, started, exc)
+            else:
+                result = self._settle(route, handle, started, value)
+            wire = self._wire(call, route, result)
+        except Exception as exc:
+            return error_reply(call.request_id, exc)
+        return Reply(result_message(call.request_id,
+                                    finish_result(wire, Era.MODERN, None, identity)))
 
     def _dispatched(self, call: Call, route: Route, arguments: dict[str, Any]) -> int:
         principal: Principal = call.principal

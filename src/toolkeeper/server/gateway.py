@@ -88,14 +88,15 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
                                    else LocalPrincipal(registry))
     views = ToolViews(registry)
     hub = changes if changes is not None else ChangeHub.for_registry(registry)
-    calls = ToolCalls(registry, views, handlers, call_log, hub.tools_changed)
+    identity = identity or default_identity()
+    calls = ToolCalls(registry, views, handlers, call_log, hub.tools_changed, identity=identity)
     table = MethodTable([
         Method("tools/list", _list_tools(views), cache=CacheHint(list_ttl_ms, "private")),
-        Method("tools/call", calls, header_schema=calls.header_schema),
+        Method("tools/call", calls, header_schema=calls.header_schema, express=calls.express),
         listen_method(hub),
     ])
     kernel = ServerKernel(
-        table, identity=identity or default_identity(), capabilities=CAPABILITIES,
+        table, identity=identity, capabilities=CAPABILITIES,
         instructions=instructions, discover_cache=CacheHint(discover_ttl_ms, "public"),
         resolve_principal=resolver, sessions=sessions)
     return Gateway(kernel, registry, handlers, call_log, views, resolver, hub)

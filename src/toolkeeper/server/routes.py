@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from toolkeeper.contracts.headers import iter_x_mcp_headers
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.contracts.validate import CompiledSchema, compile_schema
 from toolkeeper.registry import Principal, Registry
@@ -83,6 +84,8 @@ class Route:
     binding: HandlerBinding | None
     version: str
     meta: MappingProxyType[str, Any]
+    annotated: bool = False
+    """The input schema has ``x-mcp-header`` arguments (checked against ``Mcp-Param-*``)."""
 
 
 _Key = tuple[int, int, Principal, str, str | None]
@@ -146,7 +149,7 @@ class Routes:
                   else self._compile(spec, spec.output_schema, "output"))
         return Route(plan, self._input_validator(spec, plan.strict), output,
                      self._handlers.lookup(spec.name, spec.version), version,
-                     MappingProxyType(meta))
+                     MappingProxyType(meta), bool(iter_x_mcp_headers(spec.input_schema)))
 
     def _input_validator(self, spec: ToolSpec, strict: bool) -> CompiledSchema:
         schema = closed_schema(spec.input_schema) if strict else spec.input_schema

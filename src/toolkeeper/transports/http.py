@@ -29,10 +29,10 @@ text, never a traceback.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from toolkeeper.protocol import (
     Accepted,
@@ -42,7 +42,12 @@ from toolkeeper.protocol import (
     ServerKernel,
     TransportFacts,
 )
-from toolkeeper.protocol.headers import MCP_PROTOCOL_VERSION, MCP_SESSION_ID
+from toolkeeper.protocol.headers import (
+    MCP_PROTOCOL_VERSION,
+    MCP_SESSION_ID,
+    asgi_index,
+    header_text,
+)
 from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS
 from toolkeeper.transports.pending import answer_pending
 from toolkeeper.transports.security import OriginPolicy
@@ -105,6 +110,16 @@ class StreamableHTTPApp:
         # The allow-list checks are pure functions of one header value each: memoized.
         self._host_allowed = lru_cache(maxsize=256)(self.config.policy.host_allowed)
         self._origin_allowed = lru_cache(maxsize=256)(self.config.policy.origin_allowed)
+        # The same checks of one raw header value (bytes or None), for the express lane.
+        self._raw_host_allowed = _on_raw(self._host_allowed)
+        self._raw_origin_allowed = _on_raw(self._origin_allowed)
+        self._raw_json_type = _on_raw(_is_json_type)
+        self._raw_accepts = _on_raw(_accepts)
+        self.express = True
+        """POSTs whose header names are all lowercase and unrepeated take the express lane:
+        the transport's checks on the raw values, the kernel's
+        :meth:`~toolkeeper.protocol.ServerKernel.handle_asgi`. The answer is the same either
+        way (False: every request goes the general way; tests compare the two)."""
         self._changes = changes
         self._session_streams = (None if changes is None else SessionStreams(
             kernel, changes, keepalive_s=self.config.keepalive_s))
@@ -145,10 +160,17 @@ class StreamableHTTPApp:
         if config.path is not None and scope["path"] != config.path:
             await _plain(send, 404, b"Not Found")
             return
+        raw = scope["headers"]
+        method = scope["method"]
+        if method == "POST" and self.express:
+            index = asgi_index(raw)
+            sse_ok = None if index is None else self._express_checks(index)
+            if sse_ok is not None:
+                await self._post(scope, receive, send, None, index, sse_ok)
+                return
         # RFC 9110 5.5: a field value excludes leading and trailing OWS; not every ASGI server's
         # parser strips it (httptools keeps trailing OWS), so the transport does.
-        headers = HeaderView.from_asgi(scope["headers"])
-        method = scope["method"]
+        headers = HeaderView.from_asgi(raw)
         if method == "POST":
             refusal = _check_post_headers(headers, config.max_body_bytes)
             if refusal is not None:
@@ -173,15 +195,43 @@ class StreamableHTTPApp:
         if not json_ok or not (sse_ok or config.json_response):
             await _respond(send, 406, [], b"")
             return
+        await self._post(scope, receive, send, headers, None, sse_ok)
+
+    def _express_checks(self, index: Mapping[bytes, bytes]) -> bool | None:
+        """Steps 0a to 4 for a POST whose header names are all lowercase and appear once
+        (``index``, see :func:`~toolkeeper.protocol.headers.asgi_index`), judged on the raw
+        values through the same memoized checks: whether SSE is acceptable when every step
+        passes, else None, and the general path answers the refusal."""
+        length = index.get(b"content-length")
+        if length is not None and not self._length_ok(length):
+            return None
+        if not self._raw_json_type(index.get(b"content-type")) \
+                or not self._raw_host_allowed(index.get(b"host")) \
+                or not self._raw_origin_allowed(index.get(b"origin")):
+            return None
+        json_ok, sse_ok = self._raw_accepts(index.get(b"accept"))
+        if not json_ok or not (sse_ok or self.config.json_response):
+            return None
+        return sse_ok
+
+    def _length_ok(self, raw: bytes) -> bool:
+        length = header_text(raw).strip()
+        return _is_digits(length) and int(length) <= self.config.max_body_bytes
+
+    async def _post(self, scope: Scope, receive: Receive, send: Send,
+                    headers: HeaderView | None, index: Mapping[bytes, bytes] | None,
+                    sse_ok: bool) -> None:
+        """Step 5 on: read the body, let the kernel answer it, write the answer."""
+        config = self.config
         try:
             body = await _read_body(receive, config.max_body_bytes)
         except _TooLarge:
             await _plain(send, 413, b"Request body too large")
             return
         client = scope.get("client")
-        facts = TransportFacts("http", headers,
-                               f"{client[0]}:{client[1]}" if client else None)
-        outcome = self.kernel.handle_http(body, facts)
+        outcome = self.kernel.handle_asgi(body, scope["headers"],
+                                          f"{client[0]}:{client[1]}" if client else None,
+                                          headers, index)
         if isinstance(outcome, Pending) and outcome.stream and not sse_ok:
             await _respond(send, 406, [], b"")
         elif isinstance(outcome, Reply):
@@ -213,10 +263,26 @@ class StreamableHTTPApp:
         await _respond(send, 405, [(b"allow", b"POST")], b"")
 
 
+_T = TypeVar("_T")
+
+
+def _on_raw(check: Callable[[str | None], _T]) -> Callable[[bytes | None], _T]:
+    """``check`` of a header's value, memoized on the raw bytes the server handed over."""
+    @lru_cache(maxsize=256)
+    def on_raw(raw: bytes | None) -> _T:
+        return check(None if raw is None else header_text(raw))
+    return on_raw
+
+
+def _is_digits(value: str) -> bool:
+    # ASCII only: str.isdigit() also accepts digits int() refuses, such as U+00B2 (Latin-1 0xB2).
+    return value.isascii() and value.isdigit()
+
+
 def _check_post_headers(headers: HeaderView, limit: int) -> tuple[int, bytes] | None:
     lengths = headers.get_all("content-length")
     if lengths:
-        if len(set(lengths)) != 1 or not lengths[0].strip().isdigit():
+        if len(set(lengths)) != 1 or not _is_digits(lengths[0].strip()):
             return 400, b"Invalid Content-Length header"
         if int(lengths[0]) > limit:
             return 413, b"Request body too large"

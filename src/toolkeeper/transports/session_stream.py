@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Protocol
+
+import msgspec
 
 from toolkeeper.protocol import Reply, ServerKernel, TransportFacts, encode_message
 from toolkeeper.protocol.dispatch import error_reply
@@ -107,12 +108,12 @@ class SessionStreams:
         if target in self._open:
             reply = error_reply(None, invalid_request(
                 "Conflict: only one standalone stream is allowed per session"))
-            await _json(send, dataclasses.replace(reply, status=409))
+            await _json(send, msgspec.structs.replace(reply, status=409))
             return
         try:
             stream = self._feed.open()
         except Exception as exc:  # full or closing (-32603); wire_error hides anything else
-            await _json(send, dataclasses.replace(error_reply(None, exc), status=503))
+            await _json(send, msgspec.structs.replace(error_reply(None, exc), status=503))
             return
         self._open[target] = stream
         try:
