@@ -425,3 +425,12 @@ def test_the_whole_kernel_corpus_gets_the_same_http_response_on_every_path(confi
         return differing
 
     assert asyncio.run(run()) == []
+
+
+@pytest.mark.parametrize("length", [b"\xb2", b"1\xb2", b"\xd9\xa1"])
+def test_a_content_length_of_non_ascii_digits_is_400_on_both_paths(length: bytes) -> None:
+    # str.isdigit() accepts U+00B2, which int() refuses: once a 500 from the general path.
+    sent = asyncio.run(compare(request("length-" + length.hex(), "sse",
+                                       [put(b"content-length", length)])))
+    assert status(sent) == 400
+    assert body(sent) == b"Invalid Content-Length header"

@@ -8,7 +8,12 @@ and check the same messages.
 
 from toolkeeper.protocol import codes
 from toolkeeper.protocol.capabilities import missing_capabilities
-from toolkeeper.protocol.dispatch import ServerIdentity, error_reply, finish_result
+from toolkeeper.protocol.dispatch import (
+    ServerIdentity,
+    error_reply,
+    finish_result,
+    stamp_server_info,
+)
 from toolkeeper.protocol.envelope import (
     MAX_DEPTH,
     RequestId,
@@ -111,6 +116,7 @@ __all__ = [
     "request_message",
     "result_message",
     "select_http_era",
+    "stamp_server_info",
     "supported_versions",
     "wire_error",
 ]

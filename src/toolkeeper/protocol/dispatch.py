@@ -20,7 +20,7 @@ from toolkeeper.protocol.methods import CacheHint, Call, Deferred, Emit, Method
 from toolkeeper.protocol.outcome import Outcome, Pending, Reply
 from toolkeeper.protocol.versions import Era
 
-__all__ = ["ServerIdentity", "error_reply", "finish_result", "run_method"]
+__all__ = ["ServerIdentity", "error_reply", "finish_result", "run_method", "stamp_server_info"]
 
 _MODERN_ONLY = ("resultType", "ttlMs", "cacheScope")
 
@@ -65,11 +65,17 @@ def finish_result(result: Mapping[str, Any], era: Era, cache: CacheHint | None,
         out.setdefault("ttlMs", cache.ttl_ms)
         out.setdefault("cacheScope", cache.scope)
     meta = out.get("_meta")
-    meta = dict(meta) if meta else {}
+    out["_meta"] = dict(meta) if meta else {}
+    return stamp_server_info(out, identity)
+
+
+def stamp_server_info(result: dict[str, Any], identity: ServerIdentity) -> dict[str, Any]:
+    """Put ``serverInfo`` into a modern result's own (not shared) ``_meta`` dict, unless the
+    handler named one; returns ``result``."""
+    meta = result["_meta"]
     if meta.get(SERVER_INFO_KEY) is None:
         meta[SERVER_INFO_KEY] = identity.to_wire()
-    out["_meta"] = meta
-    return out
+    return result
 
 
 def run_method(method: Method, call: Call, identity: ServerIdentity,

@@ -28,6 +28,9 @@ __all__ = [
     "MCP_PROTOCOL_VERSION",
     "MCP_SESSION_ID",
     "NAME_PARAMS",
+    "RAW_METHOD",
+    "RAW_NAME",
+    "RAW_PROTOCOL_VERSION",
     "HeaderView",
     "asgi_index",
     "check_param_headers",
@@ -35,7 +38,6 @@ __all__ = [
     "check_unique_routing_headers",
     "decode_header_value",
     "encode_header_value",
-    "express_routing",
     "header_text",
     "is_plain_header_value",
     "param_headers",
@@ -224,9 +226,9 @@ def _index_of(pairs: tuple[tuple[str, str], ...]) -> _Index:
     return first, _NO_REPEATS if len(first) == len(pairs) else _repeated_names(pairs)
 
 
-_RAW_VERSION: Final = MCP_PROTOCOL_VERSION.encode()
-_RAW_METHOD: Final = MCP_METHOD.encode()
-_RAW_NAME: Final = MCP_NAME.encode()
+RAW_PROTOCOL_VERSION: Final = MCP_PROTOCOL_VERSION.encode()
+RAW_METHOD: Final = MCP_METHOD.encode()
+RAW_NAME: Final = MCP_NAME.encode()
 _LOWER_NAMES: Final[set[bytes]] = set()
 """Raw header names seen that are all lowercase (a bounded memo)."""
 _PLAIN_VALUES: Final[set[str]] = set()
@@ -235,19 +237,21 @@ are the names of a server's tools, mostly)."""
 
 
 def asgi_index(raw: Sequence[tuple[bytes, bytes]]) -> dict[bytes, bytes] | None:
-    """Raw ASGI pairs as a dict (name -> raw value), when every name is lowercase bytes and
-    appears once: then a lookup by lowercase name finds the one value :class:`HeaderView`
+    """Raw ASGI pairs as a dict (name -> raw value), when every name is lowercase ASCII bytes
+    and appears once: then a lookup by lowercase name finds the one value :class:`HeaderView`
     would find, before its whitespace is stripped. None otherwise (a repeated name, a name in
-    another letter case, pairs that are not byte pairs): the caller takes the general path."""
+    another letter case, a non-ASCII name, which HeaderView's Latin-1 folding could merge
+    with another, pairs that are not byte pairs): the caller takes the general path."""
     try:
         index = dict(raw)
     except (TypeError, ValueError):
         return None
     if len(index) != len(raw):
         return None
-    unknown = index.keys() - _LOWER_NAMES
-    for name in unknown:
-        if type(name) is not bytes or name != name.lower():
+    if _LOWER_NAMES.issuperset(index):
+        return index
+    for name in index.keys() - _LOWER_NAMES:
+        if type(name) is not bytes or not name.isascii() or name != name.lower():
             return None
         if len(_LOWER_NAMES) < _NAMES_MAX:
             _LOWER_NAMES.add(name)
@@ -257,22 +261,6 @@ def asgi_index(raw: Sequence[tuple[bytes, bytes]]) -> dict[bytes, bytes] | None:
 def header_text(raw: bytes) -> str:
     """A raw header value as :class:`HeaderView` holds it (OWS stripped, Latin-1)."""
     return raw.strip(b" \t").decode("latin-1")
-
-
-def express_routing(index: Mapping[bytes, bytes]) -> tuple[str, str, str | None] | None:
-    """The routing headers of an :func:`asgi_index`, for the express lane:
-    ``(MCP-Protocol-Version, Mcp-Method, Mcp-Name or None)`` as :class:`HeaderView` would
-    read them, or None when the version or the method header is missing."""
-    version = index.get(_RAW_VERSION)
-    method = index.get(_RAW_METHOD)
-    if version is None or method is None or type(version) is not bytes \
-            or type(method) is not bytes:
-        return None
-    name = index.get(_RAW_NAME)
-    if name is not None and type(name) is not bytes:
-        return None
-    return (header_text(version), header_text(method),
-            None if name is None else header_text(name))
 
 
 def is_plain_header_value(value: str) -> bool:

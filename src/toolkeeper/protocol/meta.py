@@ -100,21 +100,24 @@ def _bad(key: str, what: str) -> JsonRpcError:
     return invalid_params(f"params._meta[{key!r}] {what}", {"path": f"$.params._meta[{key!r}]"})
 
 
+_ABSENT: Final = object()
+
+
 def read_envelope(params: Mapping[str, Any]) -> Envelope:
     """Validate the modern envelope: presence and types of every envelope key (-32602)."""
-    meta = _meta_of(params)
-    if meta is None:
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
         raise invalid_params(
             f"params._meta must be an object carrying {PROTOCOL_VERSION_KEY!r} and "
             f"{CLIENT_CAPABILITIES_KEY!r}", {"path": "$.params._meta"})
-    if PROTOCOL_VERSION_KEY not in meta or CLIENT_CAPABILITIES_KEY not in meta:
+    version = meta.get(PROTOCOL_VERSION_KEY, _ABSENT)
+    capabilities = meta.get(CLIENT_CAPABILITIES_KEY, _ABSENT)
+    if version is _ABSENT or capabilities is _ABSENT:
         missing = [k for k in (PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY) if k not in meta]
         raise invalid_params("params._meta is missing the required envelope key(s): "
                              + ", ".join(missing), {"path": f"$.params._meta[{missing[0]!r}]"})
-    version = meta[PROTOCOL_VERSION_KEY]
     if not isinstance(version, str):
         raise _bad(PROTOCOL_VERSION_KEY, "must be a string")
-    capabilities = meta[CLIENT_CAPABILITIES_KEY]
     if not isinstance(capabilities, dict):
         raise _bad(CLIENT_CAPABILITIES_KEY, "must be an object")
     info = meta.get(CLIENT_INFO_KEY)
@@ -123,7 +126,12 @@ def read_envelope(params: Mapping[str, Any]) -> Envelope:
     level = meta.get(LOG_LEVEL_KEY)
     if level is not None and (not isinstance(level, str) or level not in LOG_LEVELS):
         raise _bad(LOG_LEVEL_KEY, "must be one of " + ", ".join(LOG_LEVELS))
-    return Envelope(version, capabilities, info, level, _progress_token(meta))
+    token = meta.get(PROGRESS_TOKEN_KEY, _ABSENT)
+    if token is _ABSENT:
+        token = None
+    elif type(token) is not int and type(token) is not str:
+        _progress_token(meta)  # raises the progressToken error
+    return Envelope(version, capabilities, info, level, token)
 
 
 def _is_implementation(value: object) -> bool:

@@ -111,6 +111,7 @@ class MethodTable:
 
     def __init__(self, methods: Iterable[Method] = ()) -> None:
         self._methods: dict[str, Method] = {}
+        self._express: dict[str, Method] = {}
         for method in methods:
             self.add(method)
 
@@ -118,6 +119,8 @@ class MethodTable:
         if method.name in self._methods:
             raise ValueError(f"method {method.name!r} is already in the table")
         self._methods[method.name] = method
+        if method.express is not None and Era.MODERN in method.eras:
+            self._express[method.name] = method
 
     def lookup(self, name: str, era: Era) -> Method | None:
         method = self._methods.get(name)
@@ -125,9 +128,7 @@ class MethodTable:
 
     def express(self, name: str) -> Method | None:
         """The modern-era method ``name`` when it has an express lane."""
-        method = self._methods.get(name)
-        return (method if method is not None and method.express is not None
-                and Era.MODERN in method.eras else None)
+        return self._express.get(name)
 
     def names(self, era: Era) -> list[str]:
         return sorted(n for n, m in self._methods.items() if era in m.eras)

@@ -45,10 +45,12 @@ from toolkeeper.protocol.faults import (
 from toolkeeper.protocol.headers import (
     MCP_PROTOCOL_VERSION,
     NAME_PARAMS,
+    RAW_METHOD,
+    RAW_NAME,
+    RAW_PROTOCOL_VERSION,
     check_param_headers,
     check_routing_headers,
     check_unique_routing_headers,
-    express_routing,
     is_plain_header_value,
 )
 from toolkeeper.protocol.meta import read_envelope
@@ -57,6 +59,9 @@ from toolkeeper.protocol.outcome import Accepted, Outcome
 from toolkeeper.protocol.versions import MODERN_VERSIONS, Era, supported_versions
 
 __all__ = ["ModernPipeline", "discover_method"]
+
+_MODERN = Era.MODERN
+_MODERN_BY_RAW: dict[bytes, str] = {v.encode(): v for v in MODERN_VERSIONS}
 
 
 class ModernPipeline:
@@ -103,32 +108,28 @@ class ModernPipeline:
         if (type(params) is not dict or message.get("jsonrpc") != "2.0" or "result" in message
                 or "error" in message):
             return None
-        routing = express_routing(index)
-        if routing is None:
-            return None
-        version, method_header, name_header = routing
         name = method.name
-        if method_header != name or version not in MODERN_VERSIONS:
-            return None
-        try:
+        try:  # the routing headers, compared as raw bytes: OWS or any oddity falls back
+            version = _MODERN_BY_RAW.get(index.get(RAW_PROTOCOL_VERSION, b""))
+            if version is None or index.get(RAW_METHOD) != name.encode():
+                return None
             envelope = read_envelope(params)
-        except JsonRpcError:
+        except (JsonRpcError, TypeError):
             return None
         if envelope.protocol_version != version:
             return None
         key = NAME_PARAMS.get(name)
         if key is not None:
             value = params.get(key)
-            if value is not None and (name_header is None or name_header != value
-                                      or not is_plain_header_value(name_header)):
-                return None
+            if value is not None:
+                raw_name = index.get(RAW_NAME)
+                if (type(raw_name) is not bytes or raw_name.decode("latin-1") != value
+                        or not is_plain_header_value(value)):
+                    return None
         try:
-            call = Call(
-                request_id=request_id, method=name, params=params, era=Era.MODERN,
-                protocol_version=version, client_capabilities=envelope.client_capabilities,
-                client_info=envelope.client_info, log_level=envelope.log_level,
-                progress_token=envelope.progress_token, facts=facts,
-                principal=self._resolve_principal(facts))
+            call = Call(request_id, name, params, _MODERN, version,
+                        envelope.client_capabilities, envelope.client_info, envelope.log_level,
+                        envelope.progress_token, facts, self._resolve_principal(facts))
         except Exception as exc:
             return error_reply(request_id, exc)
         assert method.express is not None

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -60,7 +59,7 @@ class InMemoryCallLog:
     rarely)."""
 
     def __init__(self, max_records: int = 100_000) -> None:
-        self._records: OrderedDict[int, CallRecord] = OrderedDict()
+        self._records: dict[int, CallRecord] = {}  # insertion order is dispatch order
         self._done: dict[int, tuple[str, float]] = {}
         self._next = 0
         self._max = max_records
@@ -87,9 +86,9 @@ class InMemoryCallLog:
             records = self._records
             records[handle] = record
             if len(records) > self._max:
-                while len(records) > self._max:
-                    dropped, _ = records.popitem(last=False)
-                    self._done.pop(dropped, None)
+                dropped = handle - self._max  # handles are consecutive: the oldest one
+                del records[dropped]
+                self._done.pop(dropped, None)
             return handle
 
     def completed(self, handle: int, outcome: str, latency_ms: float) -> None:

@@ -32,9 +32,8 @@ from toolkeeper.protocol import (
     Reply,
     ServerIdentity,
     error_reply,
-    finish_result,
     missing_capabilities,
-    result_message,
+    stamp_server_info,
 )
 from toolkeeper.protocol.faults import invalid_params
 from toolkeeper.registry import Principal, Registry
@@ -170,15 +169,19 @@ class ToolCalls:
     async def _express_run(self, call: Call, route: Route, binding: HandlerBinding,
                            arguments: dict[str, Any], identity: ServerIdentity, emit: Emit
                            ) -> Reply:
-        """:meth:`_run` and the kernel's completion of its result, in one frame."""
+        """:meth:`_run` and the kernel's completion of its modern result, in one frame."""
         try:
-            handle = self._dispatched(call, route, arguments)
-            context = ToolContext(call, route.plan.spec, call.principal, emit,
-                                  self._tools_changed)
+            principal: Principal = call.principal
+            handle = self._log.dispatched(CallRecord(
+                route.plan.spec.name, route.version, principal.tenant,
+                arguments_digest(arguments), "modern"))
             started = time.perf_counter()
             try:
-                value = binding.function(arguments, context) if binding.takes_context \
-                    else binding.function(arguments)
+                if binding.takes_context:
+                    value = binding.function(arguments, ToolContext(
+                        call, route.plan.spec, principal, emit, self._tools_changed))
+                else:
+                    value = binding.function(arguments)
                 if type(value) is CoroutineType or (
                         not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
                     value = await value
@@ -186,11 +189,13 @@ class ToolCalls:
                 result = self._failed(route, handle, started, exc)
             else:
                 result = self._settle(route, handle, started, value)
-            wire = self._wire(call, route, result)
+            out = result.to_wire()
+            out["_meta"] = route.meta.copy()
+            out["resultType"] = "complete"
         except Exception as exc:
             return error_reply(call.request_id, exc)
-        return Reply(result_message(call.request_id,
-                                    finish_result(wire, Era.MODERN, None, identity)))
+        return Reply({"jsonrpc": "2.0", "id": call.request_id,
+                      "result": stamp_server_info(out, identity)})
 
     def _dispatched(self, call: Call, route: Route, arguments: dict[str, Any]) -> int:
         principal: Principal = call.principal

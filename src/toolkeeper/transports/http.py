@@ -32,7 +32,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from toolkeeper.protocol import (
     Accepted,
@@ -110,16 +110,14 @@ class StreamableHTTPApp:
         # The allow-list checks are pure functions of one header value each: memoized.
         self._host_allowed = lru_cache(maxsize=256)(self.config.policy.host_allowed)
         self._origin_allowed = lru_cache(maxsize=256)(self.config.policy.origin_allowed)
-        # The same checks of one raw header value (bytes or None), for the express lane.
-        self._raw_host_allowed = _on_raw(self._host_allowed)
-        self._raw_origin_allowed = _on_raw(self._origin_allowed)
-        self._raw_json_type = _on_raw(_is_json_type)
-        self._raw_accepts = _on_raw(_accepts)
+        # The express lane's verdict on the raw (length, type, host, origin, accept) values.
+        self._express_verdict = lru_cache(maxsize=256)(self._judge_raw)
         self.express = True
         """POSTs whose header names are all lowercase and unrepeated take the express lane:
         the transport's checks on the raw values, the kernel's
         :meth:`~toolkeeper.protocol.ServerKernel.handle_asgi`. The answer is the same either
-        way (False: every request goes the general way; tests compare the two)."""
+        way (False: the transport judges every request through a HeaderView; the kernel's own
+        lane is unaffected; ``tests/transports/test_http_express.py`` compares them)."""
         self._changes = changes
         self._session_streams = (None if changes is None else SessionStreams(
             kernel, changes, keepalive_s=self.config.keepalive_s))
@@ -200,23 +198,25 @@ class StreamableHTTPApp:
     def _express_checks(self, index: Mapping[bytes, bytes]) -> bool | None:
         """Steps 0a to 4 for a POST whose header names are all lowercase and appear once
         (``index``, see :func:`~toolkeeper.protocol.headers.asgi_index`), judged on the raw
-        values through the same memoized checks: whether SSE is acceptable when every step
-        passes, else None, and the general path answers the refusal."""
-        length = index.get(b"content-length")
-        if length is not None and not self._length_ok(length):
+        values (memoized per combination): whether SSE is acceptable when every step passes,
+        else None, and the general path answers the refusal."""
+        return self._express_verdict((
+            index.get(b"content-length"), index.get(b"content-type"), index.get(b"host"),
+            index.get(b"origin"), index.get(b"accept")))
+
+    def _judge_raw(self, raw: tuple[bytes | None, ...]) -> bool | None:
+        length, content_type, host, origin, accept = (
+            None if value is None else header_text(value) for value in raw)
+        if length is not None and not (_is_digits(length.strip())
+                                       and int(length) <= self.config.max_body_bytes):
             return None
-        if not self._raw_json_type(index.get(b"content-type")) \
-                or not self._raw_host_allowed(index.get(b"host")) \
-                or not self._raw_origin_allowed(index.get(b"origin")):
+        if (not _is_json_type(content_type) or not self._host_allowed(host)
+                or not self._origin_allowed(origin)):
             return None
-        json_ok, sse_ok = self._raw_accepts(index.get(b"accept"))
+        json_ok, sse_ok = _accepts(accept)
         if not json_ok or not (sse_ok or self.config.json_response):
             return None
         return sse_ok
-
-    def _length_ok(self, raw: bytes) -> bool:
-        length = header_text(raw).strip()
-        return _is_digits(length) and int(length) <= self.config.max_body_bytes
 
     async def _post(self, scope: Scope, receive: Receive, send: Send,
                     headers: HeaderView | None, index: Mapping[bytes, bytes] | None,
@@ -261,17 +261,6 @@ class StreamableHTTPApp:
                                 receive, send)
             return
         await _respond(send, 405, [(b"allow", b"POST")], b"")
-
-
-_T = TypeVar("_T")
-
-
-def _on_raw(check: Callable[[str | None], _T]) -> Callable[[bytes | None], _T]:
-    """``check`` of a header's value, memoized on the raw bytes the server handed over."""
-    @lru_cache(maxsize=256)
-    def on_raw(raw: bytes | None) -> _T:
-        return check(None if raw is None else header_text(raw))
-    return on_raw
 
 
 def _is_digits(value: str) -> bool:
