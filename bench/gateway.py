@@ -254,6 +254,15 @@ def run_wrk(wrk: str, server: Server, script: Path, seconds: float) -> dict[str,
     raise RuntimeError(f"wrk printed no result:\n{done.stdout}\n{done.stderr}")
 
 
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process so far (Linux ``/proc``; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def find_wrk() -> str:
     wrk = shutil.which("wrk")
     if wrk is None:
@@ -271,6 +280,7 @@ def bench_http(seconds: float, warmup: float, rounds: int) -> dict[str, dict[str
           f"{seconds:g}s per run after a {warmup:g}s warm-up", flush=True)
     kinds = ("echo", "toolkeeper", "sdk")
     rates: dict[str, list[float]] = {k: [] for k in kinds}
+    cpu_us: dict[str, list[float]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
         servers = {k: stack.enter_context(start_server(k, Path(folder))) for k in kinds}
         scripts = {}
@@ -282,14 +292,20 @@ def bench_http(seconds: float, warmup: float, rounds: int) -> dict[str, dict[str
                 raise AssertionError(f"{kind}: warm-up had failures: {warm}")
         for i in range(rounds):
             for kind in kinds:
+                before = process_cpu_seconds(servers[kind].pid)
                 result = run_wrk(wrk, servers[kind], scripts[kind], seconds)
+                after = process_cpu_seconds(servers[kind].pid)
                 if result["failed"]:
                     raise AssertionError(f"{kind}: {result['failed']} failed responses: "
                                          f"{result}")
                 rates[kind].append(result["rps"])
+                cpu = ""
+                if before is not None and after is not None and result["requests"]:
+                    cpu_us[kind].append((after - before) / result["requests"] * 1e6)
+                    cpu = f"  server CPU {cpu_us[kind][-1]:.1f} us/req"
                 print(f"  round {i + 1} {kind:<10} {result['rps']:>9,.0f} req/s  "
                       f"p50 {result['p50_us'] / 1000:.2f} ms  p99 {result['p99_us'] / 1000:.2f} ms"
-                      f"  ({result['requests']} requests, 0 failed)", flush=True)
+                      f"  ({result['requests']} requests, 0 failed){cpu}", flush=True)
     out = {k: {"median": statistics.median(v), "min": min(v), "max": max(v)}
            for k, v in rates.items()}
     out["rounds"] = {
@@ -298,6 +314,8 @@ def bench_http(seconds: float, warmup: float, rounds: int) -> dict[str, dict[str
         "echo/toolkeeper": statistics.median(e / t for e, t in zip(rates["echo"],
                                                                    rates["toolkeeper"],
                                                                    strict=True))}
+    if all(len(cpu_us[k]) == rounds for k in kinds):
+        out["cpu_us"] = {k: statistics.median(v) for k, v in cpu_us.items()}
     return out
 
 
@@ -344,6 +362,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"(b) echo/toolkeeper = {echo / tk:.2f}x (median of per-round ratios "
               f"{per_round['echo/toolkeeper']:.2f}x); target <= 1.5x: "
               f"{'met' if echo / tk <= 1.5 else 'NOT met'}", flush=True)
+        if "cpu_us" in b:
+            cpu = b["cpu_us"]
+            print(f"(b) server CPU per request, medians: echo {cpu['echo']:.1f} us, toolkeeper "
+                  f"{cpu['toolkeeper']:.1f} us, SDK {cpu['sdk']:.1f} us (SDK/toolkeeper "
+                  f"{cpu['sdk'] / cpu['toolkeeper']:.2f}x, toolkeeper/echo "
+                  f"{cpu['toolkeeper'] / cpu['echo']:.2f}x)", flush=True)
         verdicts.append(f"(b) {tk / sdk:.2f}x SDK, echo/toolkeeper {echo / tk:.2f}x")
     print(f"load average {os.getloadavg()[0]:.2f} at end; " + "; ".join(verdicts))
     return 0
