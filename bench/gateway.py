@@ -3,7 +3,7 @@ estate's ``payments.lookup``, measured two ways.
 
 (a) In-process dispatch through the core: the demo gateway over an in-memory registry, one
     pre-encoded request (body and header pairs as bytes), and a loop of
-    ``kernel.handle_http(body, TransportFacts("http", HeaderView.from_pairs(pairs)))`` with the
+    ``kernel.handle_asgi(body, pairs)`` (what the HTTP transport calls) with the
     Pending completed (a no-op emit) and the reply encoded to bytes: decode, era selection,
     envelope ladder, header checks, principal, schema-version gate, argument validation, call
     log, the demo handler, result stamping and encoding. Every reply's status is checked, the
