@@ -43,6 +43,16 @@ def test_different_content_under_a_published_version_is_immutable() -> None:
     assert error.data["minimumVersion"] == "1.1.1"
 
 
+def test_an_immutable_refusal_reports_what_differs_from_the_stored_copy_of_that_version() -> None:
+    past = history("1.0.0", "1.1.0")
+    candidate = evolved(NAME, "1.0.0", title="Other")
+    error = refusal(past, candidate)
+    expected = classify(past[0], candidate)
+    assert error.data["against"] == "1.0.0"
+    assert error.data["bump"] == expected.bump.value
+    assert error.data["changes"] == [c.to_dict() for c in expected.changes] != []
+
+
 def test_build_metadata_does_not_make_a_new_version() -> None:
     error = refusal(history("1.0.0"), evolved(NAME, "1.0.0+build.7"))
     assert error.code == "publish.immutable"

@@ -132,8 +132,10 @@ class _Context:
         return min(passing) if passing else None
 
 
-def _refusal(ctx: _Context, rule: str) -> PublishRefusedError:
-    ref = ctx.reference(ctx.spec.version)
+def _refusal(ctx: _Context, rule: str, against: ToolSpec | None = None) -> PublishRefusedError:
+    """The refusal, its changes judged against ``against`` (for ``publish.immutable``: the
+    stored copy of the same version) or else against the version the guard compares with."""
+    ref = against if against is not None else ctx.reference(ctx.spec.version)
     verdict = ctx.verdict(ref) if ref is not None else None
     minimum = ctx.minimum_version()
     data: dict[str, Any] = {
@@ -162,7 +164,7 @@ def check_publish(history: Sequence[ToolSpec], spec: ToolSpec,
         if stored.version == spec.version:
             if stored.content_digest == spec.content_digest:
                 return GuardDecision(stored, None, None)
-            raise _refusal(ctx, "publish.immutable")
+            raise _refusal(ctx, "publish.immutable", stored)
     if ctx.previous is None:
         return GuardDecision(None, None, None)
     rule = ctx.first_failure(spec.version)
