@@ -2,7 +2,7 @@
 
 ``ServerKernel.handle_asgi`` (which tries ``ModernPipeline.express`` and ``ToolCalls.express``)
 is compared with ``handle_http`` over ``HeaderView.from_asgi`` on twin gateways, for a table of
-named requests (``express_kit.CASES``: the valid bench call and systematic mutations of its
+named requests (``express_cases.CASES``: the valid bench call and systematic mutations of its
 headers and body, every handler shape) and for random mixes of mutations: the same outcome
 type, status, headers and body bytes; for a Pending the same completion, the same emitted
 notifications and the same call log rows. Each named case also pins which way the express side
@@ -16,18 +16,8 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from express_kit import (
-    CASES,
-    MUTATIONS,
-    Case,
-    Mutation,
-    Twin,
-    build_case,
-    compare_case,
-    dup,
-    log_rows,
-    settle,
-)
+from express_cases import CASES, MUTATIONS, Case, Mutation, build_case, dup
+from express_kit import Twin, compare_case, log_rows, settle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

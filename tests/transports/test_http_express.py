@@ -13,7 +13,7 @@ Three apps over identical gateways, called in-process with constructed ASGI scop
 Every response (each ASGI message: status, headers, body chunks, SSE frames) and the call log
 rows must be identical across the three, for the transport's checks (Content-Length,
 Content-Type, Host, Origin, Accept, JSON and SSE modes, body limits, other methods and paths)
-and for the whole kernel corpus of ``tests/protocol/express_kit.py``.
+and for the whole kernel corpus of ``tests/protocol/express_cases.py``.
 """
 
 from __future__ import annotations
@@ -28,26 +28,28 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "protocol"))  # express_kit
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "protocol"))  # express_kit, express_cases
 
-from express_kit import (
+from express_cases import (
     CASES,
     TOKEN,
     Case,
-    LaneProbe,
     Mutation,
     at,
     build_case,
-    build_handlers,
     call,
     drop,
     dup,
-    header_resolver,
-    log_rows,
     meta,
     pad,
     put,
     rename,
+)
+from express_kit import (
+    LaneProbe,
+    build_handlers,
+    header_resolver,
+    log_rows,
     shared_registry,
     strip_express,
 )
