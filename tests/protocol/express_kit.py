@@ -324,8 +324,8 @@ class LaneProbe:
             if id(method) not in wrapped:
                 lane = method.express
 
-                def counted_lane(call: Any) -> Outcome | None:
-                    result: Outcome | None = lane(call)
+                def counted_lane(call: Any, finish: Any) -> Outcome | None:
+                    result: Outcome | None = lane(call, finish)
                     self.method.append(result is not None)
                     return result
 

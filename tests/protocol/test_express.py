@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,14 +22,18 @@ from express_kit import Twin, compare_case, log_rows, settle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolkeeper.protocol import HeaderView, Pending, Reply, decode_message
+from toolkeeper.demo import demo_handlers, install_demo
+from toolkeeper.protocol import HeaderView, Pending, Reply, TransportFacts, decode_message
+from toolkeeper.protocol.codes import INTERNAL_ERROR
 from toolkeeper.protocol.headers import (
-    asgi_index,
     decode_header_value,
     encode_header_value,
-    header_text,
     is_plain_header_value,
 )
+from toolkeeper.protocol.raw_headers import asgi_index, header_text
+from toolkeeper.registry import Registry
+from toolkeeper.server import build_gateway
+from toolkeeper.server.principal import LocalPrincipal, fixed_principal
 
 SETTINGS = settings(max_examples=250, derandomize=True, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -144,3 +149,23 @@ def test_a_plain_header_value_is_exactly_one_that_decodes_to_itself_verbatim(val
         assert encode_header_value(value) == value
     else:
         assert encode_header_value(value) != value
+
+
+def test_a_store_failure_while_routing_is_the_same_internal_error_on_both_paths(
+        tmp_path: Path) -> None:
+    # The principal resolves without the store; the route cache then reads the closed store.
+    registry = Registry.open(f"sqlite:///{tmp_path / 'registry.db'}")
+    install_demo(registry)
+    principal = LocalPrincipal(registry)(TransportFacts("http"))
+    fast, slow = (build_gateway(registry, demo_handlers(),
+                                resolve_principal=fixed_principal(principal)) for _ in range(2))
+    registry.close()
+    case = build_case("store-closed", [])
+    express = fast.kernel.handle_asgi(case.body, case.pairs)
+    ladder = slow.kernel.handle_http(case.body, TransportFacts(
+        "http", HeaderView.from_asgi(case.pairs)))
+    assert isinstance(express, Reply) and isinstance(ladder, Reply)
+    assert (express.status, express.body) == (ladder.status, ladder.body)
+    assert express.status == 200
+    assert decode_message(express.body)["error"]["code"] == INTERNAL_ERROR
+    assert log_rows(fast) == log_rows(slow) == []

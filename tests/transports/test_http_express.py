@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import sys
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,12 +139,15 @@ class Request:
     chunks: int = 1
     fast: bool | None = None
     """Whether the express app must take its express path (None: not asserted)."""
+    shape: Callable[[list[tuple[bytes, bytes]]], Any] | None = None
+    """Turns the header pairs into what the scope carries (default: a list of tuples)."""
 
 
 def request(request_id: str, config: str, mutations: list[Mutation], *, method: str = "POST",
-            path: str = "/mcp", chunks: int = 1, fast: bool | None = None) -> Request:
+            path: str = "/mcp", chunks: int = 1, fast: bool | None = None,
+            shape: Callable[[list[tuple[bytes, bytes]]], Any] | None = None) -> Request:
     return Request(request_id, config, build_case(request_id, mutations), method, path, chunks,
-                   fast)
+                   fast, shape)
 
 
 Sent = tuple[Any, ...]
@@ -181,7 +184,7 @@ async def exchange(app: Any, req: Request) -> list[Sent]:
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
              "method": req.method, "scheme": "http", "path": req.path,
              "raw_path": req.path.encode(), "query_string": b"", "root_path": "",
-             "headers": [tuple(pair) for pair in req.case.pairs],
+             "headers": (req.shape or list)([tuple(pair) for pair in req.case.pairs]),
              "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000)}
     async with asyncio.timeout(5):
         await app(scope, receive, send)
@@ -436,3 +439,34 @@ def test_a_content_length_of_non_ascii_digits_is_400_on_both_paths(length: bytes
                                        [put(b"content-length", length)])))
     assert status(sent) == 400
     assert body(sent) == b"Invalid Content-Length header"
+
+
+def _with_value(name: bytes, value: Any) -> Callable[[list[tuple[bytes, bytes]]], Any]:
+    return lambda pairs: [(n, value if n == name else v) for n, v in pairs]
+
+
+@pytest.mark.parametrize(("case_id", "shape", "expected"), [
+    ("headers-as-a-generator", lambda pairs: (pair for pair in pairs), 200),
+    ("headers-as-a-tuple", tuple, 200),
+    ("accept-as-bytearray", _with_value(b"accept", bytearray(b"application/json, "
+                                                             b"text/event-stream")), 200),
+    ("version-as-memoryview", _with_value(b"mcp-protocol-version",
+                                          memoryview(b"2026-07-28")), 500),
+    ("accept-as-str", _with_value(b"accept", "application/json, text/event-stream"), 500),
+])
+def test_headers_that_break_the_asgi_types_get_the_same_answer_on_every_path(
+        case_id: str, shape: Callable[[list[tuple[bytes, bytes]]], Any], expected: int) -> None:
+    # ASGI promises an iterable of byte pairs; a server or middleware that hands over anything
+    # else is answered alike by all three apps (a transport fault is the general path's 500).
+    sent = asyncio.run(compare(request(case_id, "sse", [], shape=shape)))
+    assert status(sent) == expected
+
+
+def test_a_content_length_of_thousands_of_digits_is_413_not_a_fault() -> None:
+    # int() refuses more than 4,300 digits; the length is judged without it.
+    sent = asyncio.run(compare(request("length-5000-digits", "sse",
+                                       [put(b"content-length", b"9" * 5000)])))
+    assert status(sent) == 413
+    sent = asyncio.run(compare(request("length-5000-zeros", "sse",
+                                       [put(b"content-length", b"0" * 5000 + b"12")])))
+    assert status(sent) == 200  # leading zeros: 12 bytes declared, within the limit

@@ -12,7 +12,7 @@ from toolkeeper.protocol.dispatch import (
     ServerIdentity,
     error_reply,
     finish_result,
-    stamp_server_info,
+    finisher,
 )
 from toolkeeper.protocol.envelope import (
     MAX_DEPTH,
@@ -54,7 +54,7 @@ from toolkeeper.protocol.methods import (
     MethodTable,
     TransportFacts,
 )
-from toolkeeper.protocol.outcome import Accepted, Outcome, Pending, Reply
+from toolkeeper.protocol.outcome import Accepted, Finish, Outcome, Pending, Reply
 from toolkeeper.protocol.sessions import LegacySession, Phase, SessionTable
 from toolkeeper.protocol.versions import (
     HANDSHAKE_VERSIONS,
@@ -84,6 +84,7 @@ __all__ = [
     "Deferred",
     "Emit",
     "Era",
+    "Finish",
     "HeaderView",
     "LegacySession",
     "Method",
@@ -109,6 +110,7 @@ __all__ = [
     "error_message",
     "error_reply",
     "finish_result",
+    "finisher",
     "log_level_allows",
     "missing_capabilities",
     "notification_message",
@@ -116,7 +118,6 @@ __all__ = [
     "request_message",
     "result_message",
     "select_http_era",
-    "stamp_server_info",
     "supported_versions",
     "wire_error",
 ]

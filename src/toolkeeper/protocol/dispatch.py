@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from toolkeeper.protocol.codes import http_status_for
@@ -17,10 +18,10 @@ from toolkeeper.protocol.envelope import RequestId, error_message, result_messag
 from toolkeeper.protocol.faults import wire_error
 from toolkeeper.protocol.meta import SERVER_INFO_KEY
 from toolkeeper.protocol.methods import CacheHint, Call, Deferred, Emit, Method
-from toolkeeper.protocol.outcome import Outcome, Pending, Reply
+from toolkeeper.protocol.outcome import Finish, Outcome, Pending, Reply
 from toolkeeper.protocol.versions import Era
 
-__all__ = ["ServerIdentity", "error_reply", "finish_result", "run_method", "stamp_server_info"]
+__all__ = ["ServerIdentity", "error_reply", "finish_result", "finisher", "run_method"]
 
 _MODERN_ONLY = ("resultType", "ttlMs", "cacheScope")
 
@@ -65,17 +66,22 @@ def finish_result(result: Mapping[str, Any], era: Era, cache: CacheHint | None,
         out.setdefault("ttlMs", cache.ttl_ms)
         out.setdefault("cacheScope", cache.scope)
     meta = out.get("_meta")
-    out["_meta"] = dict(meta) if meta else {}
-    return stamp_server_info(out, identity)
-
-
-def stamp_server_info(result: dict[str, Any], identity: ServerIdentity) -> dict[str, Any]:
-    """Put ``serverInfo`` into a modern result's own (not shared) ``_meta`` dict, unless the
-    handler named one; returns ``result``."""
-    meta = result["_meta"]
+    meta = dict(meta) if meta else {}
     if meta.get(SERVER_INFO_KEY) is None:
         meta[SERVER_INFO_KEY] = identity.to_wire()
-    return result
+    out["_meta"] = meta
+    return out
+
+
+def finisher(era: Era, cache: CacheHint | None, identity: ServerIdentity) -> Finish:
+    """What :func:`run_method` does with a handler's result, for an express lane to call: the
+    result finished for ``era`` as a Reply to ``request_id``."""
+    return partial(_finish, era, cache, identity)
+
+
+def _finish(era: Era, cache: CacheHint | None, identity: ServerIdentity,
+            request_id: RequestId, result: Mapping[str, Any]) -> Reply:
+    return Reply(result_message(request_id, finish_result(result, era, cache, identity)))
 
 
 def run_method(method: Method, call: Call, identity: ServerIdentity,

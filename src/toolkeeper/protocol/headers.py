@@ -28,17 +28,12 @@ __all__ = [
     "MCP_PROTOCOL_VERSION",
     "MCP_SESSION_ID",
     "NAME_PARAMS",
-    "RAW_METHOD",
-    "RAW_NAME",
-    "RAW_PROTOCOL_VERSION",
     "HeaderView",
-    "asgi_index",
     "check_param_headers",
     "check_routing_headers",
     "check_unique_routing_headers",
     "decode_header_value",
     "encode_header_value",
-    "header_text",
     "is_plain_header_value",
     "param_headers",
 ]
@@ -226,41 +221,10 @@ def _index_of(pairs: tuple[tuple[str, str], ...]) -> _Index:
     return first, _NO_REPEATS if len(first) == len(pairs) else _repeated_names(pairs)
 
 
-RAW_PROTOCOL_VERSION: Final = MCP_PROTOCOL_VERSION.encode()
-RAW_METHOD: Final = MCP_METHOD.encode()
-RAW_NAME: Final = MCP_NAME.encode()
-_LOWER_NAMES: Final[set[bytes]] = set()
-"""Raw header names seen that are all lowercase (a bounded memo)."""
 _PLAIN_VALUES: Final[set[str]] = set()
-"""Header values seen that :func:`is_plain_header_value` accepts (a bounded memo: the values
-are the names of a server's tools, mostly)."""
-
-
-def asgi_index(raw: Sequence[tuple[bytes, bytes]]) -> dict[bytes, bytes] | None:
-    """Raw ASGI pairs as a dict (name -> raw value), when every name is lowercase ASCII bytes
-    and appears once: then a lookup by lowercase name finds the one value :class:`HeaderView`
-    would find, before its whitespace is stripped. None otherwise (a repeated name, a name in
-    another letter case, a non-ASCII name, which HeaderView's Latin-1 folding could merge
-    with another, pairs that are not byte pairs): the caller takes the general path."""
-    try:
-        index = dict(raw)
-    except (TypeError, ValueError):
-        return None
-    if len(index) != len(raw):
-        return None
-    if _LOWER_NAMES.issuperset(index):
-        return index
-    for name in index.keys() - _LOWER_NAMES:
-        if type(name) is not bytes or not name.isascii() or name != name.lower():
-            return None
-        if len(_LOWER_NAMES) < _NAMES_MAX:
-            _LOWER_NAMES.add(name)
-    return index
-
-
-def header_text(raw: bytes) -> str:
-    """A raw header value as :class:`HeaderView` holds it (OWS stripped, Latin-1)."""
-    return raw.strip(b" \t").decode("latin-1")
+"""Header values seen that :func:`is_plain_header_value` accepts (a bounded memo of short
+values: mostly the names of a server's tools)."""
+_MEMO_LENGTH: Final = 64
 
 
 def is_plain_header_value(value: str) -> bool:
@@ -270,7 +234,7 @@ def is_plain_header_value(value: str) -> bool:
         return True
     if not _is_safe(value) or _sentinel_payload(value) is not None:
         return False
-    if len(_PLAIN_VALUES) < _NAMES_MAX:
+    if len(value) <= _MEMO_LENGTH and len(_PLAIN_VALUES) < _NAMES_MAX:
         _PLAIN_VALUES.add(value)
     return True
 

@@ -37,13 +37,13 @@ from toolkeeper.protocol.headers import (
     MCP_PROTOCOL_VERSION,
     MCP_SESSION_ID,
     HeaderView,
-    asgi_index,
 )
 from toolkeeper.protocol.legacy import LegacyPipeline, check_legacy_envelope
 from toolkeeper.protocol.meta import claims_modern_envelope
 from toolkeeper.protocol.methods import CacheHint, MethodTable, TransportFacts
 from toolkeeper.protocol.modern import ModernPipeline, discover_method
 from toolkeeper.protocol.outcome import Outcome, Reply
+from toolkeeper.protocol.raw_headers import asgi_index
 from toolkeeper.protocol.sessions import LegacySession, Phase, SessionTable
 from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS, Era
 
@@ -119,12 +119,12 @@ class ServerKernel:
     def handle_asgi(self, raw: bytes, raw_headers: Sequence[tuple[bytes, bytes]],
                     peer: str | None = None, headers: HeaderView | None = None,
                     index: Mapping[bytes, bytes] | None = None) -> Outcome:
-        """:meth:`handle_http` for a body and the raw header pairs of an ASGI scope (which must
-        not change afterwards): the same answer for every input. A modern request to a method
-        with an express lane (``tools/call``) is judged in one pass over the raw pairs.
+        """:meth:`handle_http` for a body and the raw header pairs of an ASGI scope (a list or
+        tuple that must not change afterwards), with the same answer. A modern request to a
+        method with an express lane (``tools/call``) is judged in one pass over the raw pairs.
         ``headers``: the view of ``raw_headers`` if the transport built one already (else the
         facts get a view decoded only if something reads it); ``index``: their
-        :func:`~toolkeeper.protocol.headers.asgi_index`, if the transport made it."""
+        :func:`~toolkeeper.protocol.raw_headers.asgi_index`, if the transport made it."""
         try:
             message = decode_message(raw)
         except JsonRpcError as exc:

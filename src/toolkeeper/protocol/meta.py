@@ -42,6 +42,7 @@ SUBSCRIPTION_ID_KEY: Final = "io.modelcontextprotocol/subscriptionId"
 """On every notification of a ``subscriptions/listen`` stream and on its final result: the
 JSON-RPC id of the listen request (mcp-wire 1, 7.7)."""
 PROGRESS_TOKEN_KEY: Final = "progressToken"
+_ABSENT: Final = object()
 
 LOG_LEVELS: Final[Mapping[str, int]] = MappingProxyType({
     name: rank for rank, name in enumerate(
@@ -92,15 +93,16 @@ def _progress_token(meta: Mapping[str, Any]) -> str | int | None:
     token = meta[PROGRESS_TOKEN_KEY]
     if type(token) is int or type(token) is str:
         return token
-    raise invalid_params("params._meta.progressToken must be a string or an integer",
-                         {"path": "$.params._meta.progressToken"})
+    raise _bad_progress_token()
+
+
+def _bad_progress_token() -> JsonRpcError:
+    return invalid_params("params._meta.progressToken must be a string or an integer",
+                          {"path": "$.params._meta.progressToken"})
 
 
 def _bad(key: str, what: str) -> JsonRpcError:
     return invalid_params(f"params._meta[{key!r}] {what}", {"path": f"$.params._meta[{key!r}]"})
-
-
-_ABSENT: Final = object()
 
 
 def read_envelope(params: Mapping[str, Any]) -> Envelope:
@@ -130,7 +132,7 @@ def read_envelope(params: Mapping[str, Any]) -> Envelope:
     if token is _ABSENT:
         token = None
     elif type(token) is not int and type(token) is not str:
-        _progress_token(meta)  # raises the progressToken error
+        raise _bad_progress_token()
     return Envelope(version, capabilities, info, level, token)
 
 

@@ -19,7 +19,7 @@ from toolkeeper.protocol.headers import HeaderView
 from toolkeeper.protocol.versions import Era
 
 if TYPE_CHECKING:
-    from toolkeeper.protocol.outcome import Outcome
+    from toolkeeper.protocol.outcome import Finish, Outcome
 
 __all__ = [
     "CacheHint",
@@ -98,11 +98,12 @@ class Method:
     header_schema: Callable[[Call], dict[str, Any] | None] | None = None
     """For methods with ``x-mcp-header`` arguments (``tools/call``): the input schema whose
     annotations the ``Mcp-Param-*`` headers are checked against, or None to skip."""
-    express: Callable[[Call], Outcome | None] | None = None
+    express: Callable[[Call, Finish], Outcome | None] | None = None
     """The method's express lane (modern era, HTTP): given a call that passed the ladder up to
-    the ``Mcp-Param-*`` rung, the whole answer for the common case, or None (before any side
-    effect) to take the ordinary path, rung 15 and ``handler``, with the same call. It must
-    answer exactly as that path would."""
+    the ``Mcp-Param-*`` rung, the whole answer for the common case, its result finished with
+    the kernel's ``Finish``; or None, before anything is dispatched or logged, to take the
+    ordinary path (rung 15, then ``handler``) with the same call. It must answer exactly as
+    that path would; an exception it raises is answered as the ordinary path answers one."""
 
 
 class MethodTable:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from toolkeeper.errors import JsonRpcError
-from toolkeeper.protocol.dispatch import ServerIdentity, error_reply, run_method
+from toolkeeper.protocol.dispatch import ServerIdentity, error_reply, finisher, run_method
 from toolkeeper.protocol.envelope import (
     InboundNotification,
     InboundRequest,
@@ -45,9 +45,6 @@ from toolkeeper.protocol.faults import (
 from toolkeeper.protocol.headers import (
     MCP_PROTOCOL_VERSION,
     NAME_PARAMS,
-    RAW_METHOD,
-    RAW_NAME,
-    RAW_PROTOCOL_VERSION,
     check_param_headers,
     check_routing_headers,
     check_unique_routing_headers,
@@ -56,6 +53,7 @@ from toolkeeper.protocol.headers import (
 from toolkeeper.protocol.meta import read_envelope
 from toolkeeper.protocol.methods import CacheHint, Call, Method, MethodTable, TransportFacts
 from toolkeeper.protocol.outcome import Accepted, Outcome
+from toolkeeper.protocol.raw_headers import RAW_METHOD, RAW_NAME, RAW_PROTOCOL_VERSION
 from toolkeeper.protocol.versions import MODERN_VERSIONS, Era, supported_versions
 
 __all__ = ["ModernPipeline", "discover_method"]
@@ -95,12 +93,12 @@ class ModernPipeline:
                 facts: TransportFacts, method: Method) -> Outcome | None:
         """The ladder in one pass for the common HTTP request to ``method`` (whose ``express``
         is set, and which ``message["method"]`` names): a single valid request whose routing
-        headers appear once each, in lowercase (``index`` is the request's
-        :func:`~toolkeeper.protocol.headers.asgi_index`), and equal the body verbatim. It is answered
-        exactly as :meth:`handle` would answer it (``tests/protocol/test_express.py`` compares
-        the two); anything else is None, before any side effect, for :meth:`handle` to judge.
-        Once the principal is resolved the call is never judged twice: a method that declines
-        its express lane continues on the ordinary path from rung 15 with the same call."""
+        headers equal the body verbatim (``index`` is the request's
+        :func:`~toolkeeper.protocol.raw_headers.asgi_index`). It is answered exactly as
+        :meth:`handle` would answer it (``tests/protocol/test_express.py`` compares the two);
+        anything else is None, before the principal is resolved, for :meth:`handle` to judge.
+        After that the call is never judged twice: a method that declines its express lane
+        continues on the ordinary path from rung 15 with the same call."""
         request_id = message.get("id")
         if type(request_id) is not int and type(request_id) is not str:
             return None
@@ -133,7 +131,10 @@ class ModernPipeline:
         except Exception as exc:
             return error_reply(request_id, exc)
         assert method.express is not None
-        outcome = method.express(call)
+        try:
+            outcome = method.express(call, finisher(_MODERN, method.cache, self._identity))
+        except Exception as exc:
+            return error_reply(request_id, exc)
         if outcome is not None:
             return outcome
         try:

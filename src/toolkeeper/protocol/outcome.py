@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +11,7 @@ import msgspec
 from toolkeeper.protocol.envelope import RequestId, encode_message
 from toolkeeper.protocol.methods import Emit
 
-__all__ = ["Accepted", "Outcome", "Pending", "Reply"]
+__all__ = ["Accepted", "Finish", "Outcome", "Pending", "Reply"]
 
 
 class Reply(msgspec.Struct, frozen=True):
@@ -59,3 +59,7 @@ class Pending(msgspec.Struct, frozen=True):
 
 
 Outcome = Reply | Accepted | Pending
+
+Finish = Callable[[RequestId, Mapping[str, Any]], Reply]
+"""Finishes a method's result the way the kernel does (era fields, cache hints, ``serverInfo``)
+and makes it the Reply to a request id; the kernel hands one to an express lane."""

@@ -26,14 +26,13 @@ from toolkeeper.protocol import (
     Deferred,
     Emit,
     Era,
+    Finish,
     MethodResult,
     Outcome,
     Pending,
     Reply,
-    ServerIdentity,
     error_reply,
     missing_capabilities,
-    stamp_server_info,
 )
 from toolkeeper.protocol.faults import invalid_params
 from toolkeeper.registry import Principal, Registry
@@ -77,12 +76,10 @@ class ToolCalls:
     routed once."""
 
     def __init__(self, registry: Registry, views: ToolViews, handlers: ToolHandlers,
-                 call_log: CallLog, tools_changed: Callable[[], None] | None = None, *,
-                 identity: ServerIdentity | None = None) -> None:
+                 call_log: CallLog, tools_changed: Callable[[], None] | None = None) -> None:
         self._routes = Routes(registry, views, handlers)
         self._log = call_log
         self._tools_changed = tools_changed
-        self._identity = identity
         self._last: tuple[Call, _Target] | None = None
 
     def _target(self, call: Call) -> _Target:
@@ -132,14 +129,13 @@ class ToolCalls:
             return self._run_inline(call, route, binding, arguments)
         return Deferred(partial(self._run, call, route, binding, arguments))
 
-    def express(self, call: Call) -> Outcome | None:
+    def express(self, call: Call, finish: Finish) -> Outcome | None:
         """The express lane (see :attr:`~toolkeeper.protocol.Method.express`): a call the gate
         accepts, with valid arguments, to a tool whose handler takes a context or is ``async``
         and declares no capability the client lacks, and whose schema has no ``x-mcp-header``
         arguments, becomes a Pending straight away, its completion answering the whole call.
         Anything else is None, before the call log is touched (the route stays resolved for
         the ordinary path)."""
-        identity = self._identity
         params = call.params
         name = params.get("name")
         arguments = params.get("arguments")
@@ -147,7 +143,7 @@ class ToolCalls:
             arguments = {}
         principal = call.principal
         requested = params["_meta"].get(SCHEMA_VERSION_KEY)  # the envelope made _meta a dict
-        if (identity is None or type(name) is not str or type(arguments) is not dict
+        if (type(name) is not str or type(arguments) is not dict
                 or not isinstance(principal, Principal)
                 or (requested is not None and type(requested) is not str)):
             return None
@@ -155,21 +151,19 @@ class ToolCalls:
             route = self._routes.resolve(principal, name, requested)
         except JsonRpcError:
             return None
-        self._last = (call, (name, arguments, route))
         binding = route.binding
         if (binding is None or binding.inline or route.annotated
                 or (binding.requires and missing_capabilities(binding.requires,
                                                               call.client_capabilities))
                 or not route.validator.is_valid(arguments)):
+            self._last = (call, (name, arguments, route))
             return None
-        self._last = None
         return Pending(call.request_id, partial(self._express_run, call, route, binding,
-                                                arguments, identity))
+                                                arguments, finish))
 
     async def _express_run(self, call: Call, route: Route, binding: HandlerBinding,
-                           arguments: dict[str, Any], identity: ServerIdentity, emit: Emit
-                           ) -> Reply:
-        """:meth:`_run` and the kernel's completion of its modern result, in one frame."""
+                           arguments: dict[str, Any], finish: Finish, emit: Emit) -> Reply:
+        """:meth:`_run` and the kernel's completion of its result, in one frame."""
         try:
             principal: Principal = call.principal
             handle = self._log.dispatched(CallRecord(
@@ -189,13 +183,10 @@ class ToolCalls:
                 result = self._failed(route, handle, started, exc)
             else:
                 result = self._settle(route, handle, started, value)
-            out = result.to_wire()
-            out["_meta"] = route.meta.copy()
-            out["resultType"] = "complete"
+            wire = self._wire(call, route, result)
         except Exception as exc:
             return error_reply(call.request_id, exc)
-        return Reply({"jsonrpc": "2.0", "id": call.request_id,
-                      "result": stamp_server_info(out, identity)})
+        return finish(call.request_id, wire)
 
     def _dispatched(self, call: Call, route: Route, arguments: dict[str, Any]) -> int:
         principal: Principal = call.principal

@@ -89,7 +89,7 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     views = ToolViews(registry)
     hub = changes if changes is not None else ChangeHub.for_registry(registry)
     identity = identity or default_identity()
-    calls = ToolCalls(registry, views, handlers, call_log, hub.tools_changed, identity=identity)
+    calls = ToolCalls(registry, views, handlers, call_log, hub.tools_changed)
     table = MethodTable([
         Method("tools/list", _list_tools(views), cache=CacheHint(list_ttl_ms, "private")),
         Method("tools/call", calls, header_schema=calls.header_schema, express=calls.express),

@@ -84,7 +84,7 @@ class Route:
     binding: HandlerBinding | None
     version: str
     meta: MappingProxyType[str, Any]
-    annotated: bool = False
+    annotated: bool
     """The input schema has ``x-mcp-header`` arguments (checked against ``Mcp-Param-*``)."""
 
 

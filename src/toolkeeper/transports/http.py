@@ -45,9 +45,8 @@ from toolkeeper.protocol import (
 from toolkeeper.protocol.headers import (
     MCP_PROTOCOL_VERSION,
     MCP_SESSION_ID,
-    asgi_index,
-    header_text,
 )
+from toolkeeper.protocol.raw_headers import asgi_index, header_text
 from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS
 from toolkeeper.transports.pending import answer_pending
 from toolkeeper.transports.security import OriginPolicy
@@ -106,10 +105,10 @@ class StreamableHTTPApp:
     def __init__(self, kernel: ServerKernel, config: HttpConfig | None = None, *,
                  changes: ChangeFeed | None = None) -> None:
         self.kernel = kernel
-        self.config = config if config is not None else HttpConfig()
+        self._config = config if config is not None else HttpConfig()
         # The allow-list checks are pure functions of one header value each: memoized.
-        self._host_allowed = lru_cache(maxsize=256)(self.config.policy.host_allowed)
-        self._origin_allowed = lru_cache(maxsize=256)(self.config.policy.origin_allowed)
+        self._host_allowed = lru_cache(maxsize=256)(self._config.policy.host_allowed)
+        self._origin_allowed = lru_cache(maxsize=256)(self._config.policy.origin_allowed)
         # The express lane's verdict on the raw (length, type, host, origin, accept) values.
         self._express_verdict = lru_cache(maxsize=256)(self._judge_raw)
         self.express = True
@@ -120,7 +119,12 @@ class StreamableHTTPApp:
         lane is unaffected; ``tests/transports/test_http_express.py`` compares them)."""
         self._changes = changes
         self._session_streams = (None if changes is None else SessionStreams(
-            kernel, changes, keepalive_s=self.config.keepalive_s))
+            kernel, changes, keepalive_s=self._config.keepalive_s))
+
+    @property
+    def config(self) -> HttpConfig:
+        """The transport options (fixed for the app's life: its checks are memoized)."""
+        return self._config
 
     def begin_shutdown(self) -> None:
         """The server is stopping: end every stream (listen and standalone) so each response
@@ -159,12 +163,14 @@ class StreamableHTTPApp:
             await _plain(send, 404, b"Not Found")
             return
         raw = scope["headers"]
+        if not isinstance(raw, list | tuple):  # ASGI promises an iterable: read it once
+            raw = list(raw)
         method = scope["method"]
         if method == "POST" and self.express:
             index = asgi_index(raw)
             sse_ok = None if index is None else self._express_checks(index)
             if sse_ok is not None:
-                await self._post(scope, receive, send, None, index, sse_ok)
+                await self._post(scope, receive, send, raw, None, index, sse_ok)
                 return
         # RFC 9110 5.5: a field value excludes leading and trailing OWS; not every ASGI server's
         # parser strips it (httptools keeps trailing OWS), so the transport does.
@@ -193,32 +199,37 @@ class StreamableHTTPApp:
         if not json_ok or not (sse_ok or config.json_response):
             await _respond(send, 406, [], b"")
             return
-        await self._post(scope, receive, send, headers, None, sse_ok)
+        await self._post(scope, receive, send, raw, headers, None, sse_ok)
 
     def _express_checks(self, index: Mapping[bytes, bytes]) -> bool | None:
         """Steps 0a to 4 for a POST whose header names are all lowercase and appear once
-        (``index``, see :func:`~toolkeeper.protocol.headers.asgi_index`), judged on the raw
-        values (memoized per combination): whether SSE is acceptable when every step passes,
-        else None, and the general path answers the refusal."""
-        return self._express_verdict((
-            index.get(b"content-length"), index.get(b"content-type"), index.get(b"host"),
-            index.get(b"origin"), index.get(b"accept")))
+        (``index``, see :func:`~toolkeeper.protocol.raw_headers.asgi_index`), judged on the raw
+        values: whether SSE is acceptable when every step passes, else None, and the general
+        path answers the refusal. A plain decimal Content-Length is checked here; the other
+        four values get one memoized verdict per combination."""
+        length = index.get(b"content-length")
+        if length is not None and not (length.isdigit() and len(length) <= _LENGTH_DIGITS
+                                       and int(length) <= self._config.max_body_bytes):
+            return None
+        try:
+            return self._express_verdict((index.get(b"content-type"), index.get(b"host"),
+                                          index.get(b"origin"), index.get(b"accept")))
+        except (TypeError, AttributeError):  # a value that is not bytes
+            return None
 
     def _judge_raw(self, raw: tuple[bytes | None, ...]) -> bool | None:
-        length, content_type, host, origin, accept = (
+        content_type, host, origin, accept = (
             None if value is None else header_text(value) for value in raw)
-        if length is not None and not (_is_digits(length.strip())
-                                       and int(length) <= self.config.max_body_bytes):
-            return None
         if (not _is_json_type(content_type) or not self._host_allowed(host)
                 or not self._origin_allowed(origin)):
             return None
         json_ok, sse_ok = _accepts(accept)
-        if not json_ok or not (sse_ok or self.config.json_response):
+        if not json_ok or not (sse_ok or self._config.json_response):
             return None
         return sse_ok
 
     async def _post(self, scope: Scope, receive: Receive, send: Send,
+                    raw: list[tuple[bytes, bytes]] | tuple[tuple[bytes, bytes], ...],
                     headers: HeaderView | None, index: Mapping[bytes, bytes] | None,
                     sse_ok: bool) -> None:
         """Step 5 on: read the body, let the kernel answer it, write the answer."""
@@ -229,7 +240,7 @@ class StreamableHTTPApp:
             await _plain(send, 413, b"Request body too large")
             return
         client = scope.get("client")
-        outcome = self.kernel.handle_asgi(body, scope["headers"],
+        outcome = self.kernel.handle_asgi(body, raw,
                                           f"{client[0]}:{client[1]}" if client else None,
                                           headers, index)
         if isinstance(outcome, Pending) and outcome.stream and not sse_ok:
@@ -263,6 +274,10 @@ class StreamableHTTPApp:
         await _respond(send, 405, [(b"allow", b"POST")], b"")
 
 
+_LENGTH_DIGITS: Final = 18
+"""Longest Content-Length the express lane reads itself (the general path reads any)."""
+
+
 def _is_digits(value: str) -> bool:
     # ASCII only: str.isdigit() also accepts digits int() refuses, such as U+00B2 (Latin-1 0xB2).
     return value.isascii() and value.isdigit()
@@ -271,9 +286,11 @@ def _is_digits(value: str) -> bool:
 def _check_post_headers(headers: HeaderView, limit: int) -> tuple[int, bytes] | None:
     lengths = headers.get_all("content-length")
     if lengths:
-        if len(set(lengths)) != 1 or not _is_digits(lengths[0].strip()):
+        digits = lengths[0].strip()
+        if len(set(lengths)) != 1 or not _is_digits(digits):
             return 400, b"Invalid Content-Length header"
-        if int(lengths[0]) > limit:
+        significant = digits.lstrip("0") or "0"  # int() refuses over 4,300 digits
+        if len(significant) > len(str(limit)) or int(significant) > limit:
             return 413, b"Request body too large"
     if not _is_json_type(headers.get("content-type")):
         return 400, b"Invalid Content-Type header"

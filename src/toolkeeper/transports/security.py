@@ -38,6 +38,13 @@ class OriginPolicy:
     allowed_hosts: Sequence[str] | None = DEFAULT_ALLOWED_HOSTS
     allowed_origins: Sequence[str] | None = DEFAULT_ALLOWED_ORIGINS
 
+    def __post_init__(self) -> None:
+        # Held as tuples: the transport memoizes answers, so the lists must not change later.
+        for name in ("allowed_hosts", "allowed_origins"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, tuple(value))
+
     def host_allowed(self, host: str | None) -> bool:
         if self.allowed_hosts is None:
             return True
