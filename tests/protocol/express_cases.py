@@ -268,6 +268,11 @@ _BAD_ARGS: Final = json.loads((ROOT / "examples" / "payments.lookup.bad-args.jso
 _NESTED: Final = json.loads("[" * 70 + "]" * 70)
 
 
+LIST: Final = (at(("method",), "tools/list"), put(b"mcp-method", b"tools/list"),
+               at(("params", "name")), at(("params", "arguments")), drop(b"mcp-name"))
+"""The base request turned into a ``tools/list``."""
+
+
 def _named_cases() -> list[tuple[str, list[Mutation], str | None]]:
     cases: list[tuple[str, list[Mutation], str | None]] = [("valid", [], "express")]
     cases += _routing_cases()
@@ -306,6 +311,18 @@ def _named_cases() -> list[tuple[str, list[Mutation], str | None]]:
          "ladder"),
         ("method-header-tools-list", [put(b"mcp-method", b"tools/list")], "ladder"),
         ("method-body-tools-list", [at(("method",), "tools/list")], "ladder"),
+        # tools/list has an express lane too (the handler's result, finished by the kernel).
+        ("list", [*LIST], "express"),
+        ("list-with-name-header", [*LIST, put(b"mcp-name", b"payments.lookup")], "express"),
+        ("list-cursor", [*LIST, at(("params", "cursor"), "abc")], "early"),
+        ("list-cursor-null", [*LIST, at(("params", "cursor"), None)], "express"),
+        ("list-no-params", [*LIST, at(("params",))], "ladder"),
+        ("list-ttl-version-header-spaces", [*LIST, pad(b"mcp-method", b" ", b"")], "ladder"),
+        ("list-legacy-header", [*LIST, put(b"mcp-protocol-version", b"2025-11-25")], "ladder"),
+        ("list-tenant-refused", [*LIST, put(b"x-tenant", b"deny")], "early"),
+        ("list-tenant-acme", [*LIST, put(b"x-tenant", b"acme")], "express"),
+        ("list-log-level", [*LIST, meta(LEVEL, "debug")], "express"),
+        ("list-progress-token", [*LIST, meta(TOKEN, "p1")], "express"),
         ("method-body-unknown", [at(("method",), "tools/nope"), put(b"mcp-method", b"tools/nope")],
          "ladder"),
         ("method-body-missing", [at(("method",))], "ladder"),

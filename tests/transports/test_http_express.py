@@ -184,7 +184,7 @@ async def exchange(app: Any, req: Request) -> list[Sent]:
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
              "method": req.method, "scheme": "http", "path": req.path,
              "raw_path": req.path.encode(), "query_string": b"", "root_path": "",
-             "headers": (req.shape or list)([tuple(pair) for pair in req.case.pairs]),
+             "headers": (req.shape or list)([(n, v) for n, v in req.case.pairs]),
              "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000)}
     async with asyncio.timeout(5):
         await app(scope, receive, send)

@@ -13,6 +13,7 @@ from toolkeeper.protocol.dispatch import (
     error_reply,
     finish_result,
     finisher,
+    plain_express,
 )
 from toolkeeper.protocol.envelope import (
     MAX_DEPTH,
@@ -115,6 +116,7 @@ __all__ = [
     "missing_capabilities",
     "notification_message",
     "param_headers",
+    "plain_express",
     "request_message",
     "result_message",
     "select_http_era",

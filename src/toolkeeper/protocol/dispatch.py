@@ -8,7 +8,7 @@ never carries them), so era rules never mix.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -17,11 +17,18 @@ from toolkeeper.protocol.codes import http_status_for
 from toolkeeper.protocol.envelope import RequestId, error_message, result_message
 from toolkeeper.protocol.faults import wire_error
 from toolkeeper.protocol.meta import SERVER_INFO_KEY
-from toolkeeper.protocol.methods import CacheHint, Call, Deferred, Emit, Method
+from toolkeeper.protocol.methods import CacheHint, Call, Deferred, Emit, Method, MethodResult
 from toolkeeper.protocol.outcome import Finish, Outcome, Pending, Reply
 from toolkeeper.protocol.versions import Era
 
-__all__ = ["ServerIdentity", "error_reply", "finish_result", "finisher", "run_method"]
+__all__ = [
+    "ServerIdentity",
+    "error_reply",
+    "finish_result",
+    "finisher",
+    "plain_express",
+    "run_method",
+]
 
 _MODERN_ONLY = ("resultType", "ttlMs", "cacheScope")
 
@@ -77,6 +84,18 @@ def finisher(era: Era, cache: CacheHint | None, identity: ServerIdentity) -> Fin
     """What :func:`run_method` does with a handler's result, for an express lane to call: the
     result finished for ``era`` as a Reply to ``request_id``."""
     return partial(_finish, era, cache, identity)
+
+
+def plain_express(handler: Callable[[Call], MethodResult]) -> Callable[[Call, Finish], Reply]:
+    """An express lane for a method whose handler answers at once (never with a Deferred):
+    the handler's result, finished as :func:`run_method` finishes it. (Its exceptions are the
+    kernel's to answer, as they are on the ordinary path.)"""
+    def express(call: Call, finish: Finish) -> Reply:
+        result = handler(call)
+        if isinstance(result, Deferred):
+            raise TypeError(f"{call.method}: a plain express lane got a Deferred")
+        return finish(call.request_id, result)
+    return express
 
 
 def _finish(era: Era, cache: CacheHint | None, identity: ServerIdentity,

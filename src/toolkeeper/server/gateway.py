@@ -23,6 +23,7 @@ from toolkeeper.protocol import (
     ServerIdentity,
     ServerKernel,
     SessionTable,
+    plain_express,
 )
 from toolkeeper.protocol.faults import invalid_params
 from toolkeeper.registry import Principal, Registry
@@ -90,8 +91,10 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     hub = changes if changes is not None else ChangeHub.for_registry(registry)
     identity = identity or default_identity()
     calls = ToolCalls(registry, views, handlers, call_log, hub.tools_changed)
+    list_tools = _list_tools(views)
     table = MethodTable([
-        Method("tools/list", _list_tools(views), cache=CacheHint(list_ttl_ms, "private")),
+        Method("tools/list", list_tools, cache=CacheHint(list_ttl_ms, "private"),
+               express=plain_express(list_tools)),
         Method("tools/call", calls, header_schema=calls.header_schema, express=calls.express),
         listen_method(hub),
     ])
