@@ -41,6 +41,15 @@ class Version:
     patch: int
     prerelease: tuple[str, ...] = ()
     build: tuple[str, ...] = field(default=(), compare=False)
+    _order: tuple[int, int, int, int, tuple[tuple[int, int, str], ...]] = field(
+        init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Precedence as one tuple, built once: registries sort and compare versions a lot.
+        # A release (no pre-release) sorts after every pre-release of the same triple.
+        object.__setattr__(self, "_order", (
+            self.major, self.minor, self.patch, 0 if self.prerelease else 1,
+            _pre_key(self.prerelease)))
 
     @classmethod
     def parse(cls, text: object) -> Version:
@@ -64,23 +73,18 @@ class Version:
     def is_prerelease(self) -> bool:
         return bool(self.prerelease)
 
-    def _key(self) -> tuple[int, int, int, int, tuple[tuple[int, int, str], ...]]:
-        # A release (no pre-release) sorts after every pre-release of the same triple.
-        return (self.major, self.minor, self.patch, 0 if self.prerelease else 1,
-                _pre_key(self.prerelease))
-
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, Version):
             return NotImplemented
-        return self._key() < other._key()
+        return self._order < other._order
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Version):
             return NotImplemented
-        return self._key() == other._key()
+        return self._order == other._order
 
     def __hash__(self) -> int:
-        return hash(self._key())
+        return hash(self._order)
 
     def bump_major(self) -> Version:
         return Version(self.major + 1, 0, 0)

@@ -181,6 +181,8 @@ _REQUIRED = (
 )
 _OPTIONAL = ("outputSchema", "tenants", "requiredScopes", "assertFormats")
 _LIFECYCLE = ("status", "deprecationMessage", "successor", "publisher", "publishedAt")
+_KNOWN = frozenset(_REQUIRED) | frozenset(_OPTIONAL)
+_KNOWN_WITH_LIFECYCLE = _KNOWN | frozenset(_LIFECYCLE)
 
 
 def _fail(path: str, message: str, code: str = "contract.invalid") -> ContractError:
@@ -252,10 +254,9 @@ def spec_from_mapping(data: object, *, lifecycle: bool = False, trusted: bool = 
     """
     if not isinstance(data, Mapping):
         raise _fail("$", "a contract must be a JSON object", "contract.type")
-    known = set(_REQUIRED) | set(_OPTIONAL) | (set(_LIFECYCLE) if lifecycle else set())
-    for key in sorted(data):
-        if key not in known:
-            raise _fail(f"$.{key}", "unknown key", "contract.unknown_key")
+    unknown = data.keys() - (_KNOWN_WITH_LIFECYCLE if lifecycle else _KNOWN)
+    if unknown:
+        raise _fail(f"$.{min(unknown)}", "unknown key", "contract.unknown_key")
     for key in _REQUIRED:
         if key not in data:
             raise _fail(f"$.{key}", "is required", "contract.missing_key")
@@ -272,33 +273,30 @@ def spec_from_mapping(data: object, *, lifecycle: bool = False, trusted: bool = 
         raise _fail("$.assertFormats", "must be a boolean", "contract.type")
     output = _schema(data, "outputSchema", assert_formats=assert_formats, trusted=trusted) \
         if data.get("outputSchema") is not None else None
-    spec = ToolSpec(
-        name=name,
-        version=version,
-        title=_string(data, "title"),
-        description=_string(data, "description"),
-        input_schema=_schema(data, "inputSchema", assert_formats=assert_formats, trusted=trusted),
-        output_schema=output,
-        tenants=_string_set(data, "tenants"),
-        data_classification=_enum(data, "dataClassification", DataClassification),
-        required_scopes=_string_set(data, "requiredScopes"),
-        side_effect=_enum(data, "sideEffect", SideEffect),
-        assert_formats=assert_formats,
-    )
-    if lifecycle:
-        spec = _with_lifecycle_from(spec, data)
-    return spec
-
-
-def _with_lifecycle_from(spec: ToolSpec, data: Mapping[str, Any]) -> ToolSpec:
-    successor = data.get("successor")
-    return spec.with_lifecycle(
-        status=_enum(data, "status", Status, Status.ACTIVE),
-        deprecation_message=data.get("deprecationMessage"),
-        successor=Version.parse(successor) if successor is not None else None,
-        publisher=data.get("publisher"),
-        published_at=data.get("publishedAt"),
-    )
+    content: dict[str, Any] = {
+        "name": name,
+        "version": version,
+        "title": _string(data, "title"),
+        "description": _string(data, "description"),
+        "input_schema": _schema(data, "inputSchema", assert_formats=assert_formats,
+                                trusted=trusted),
+        "output_schema": output,
+        "tenants": _string_set(data, "tenants"),
+        "data_classification": _enum(data, "dataClassification", DataClassification),
+        "required_scopes": _string_set(data, "requiredScopes"),
+        "side_effect": _enum(data, "sideEffect", SideEffect),
+        "assert_formats": assert_formats,
+    }
+    if lifecycle:  # built in one go: a copy through with_lifecycle costs as much again
+        successor = data.get("successor")
+        content.update(
+            status=_enum(data, "status", Status, Status.ACTIVE),
+            deprecation_message=data.get("deprecationMessage"),
+            successor=Version.parse(successor) if successor is not None else None,
+            publisher=data.get("publisher"),
+            published_at=data.get("publishedAt"),
+        )
+    return ToolSpec(**content)
 
 
 def spec_to_mapping(spec: ToolSpec, *, lifecycle: bool = True) -> dict[str, Any]:
