@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import threading
+from pathlib import Path
 
 import pytest
 from registry_kit import Backend, evolved, make_spec, v
@@ -290,3 +292,19 @@ def test_a_failing_subscriber_neither_undoes_the_change_nor_silences_the_others(
     stored = registry.publish(evolved(NAME, "1.0.0"))
     assert heard == ["ok"] and registry.latest(NAME) == stored
     assert "subscriber" in caplog.text
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_opening_a_registry_leaves_the_garbage_collector_as_it_found_it(
+        tmp_path: Path, enabled: bool) -> None:
+    # The initial load pauses the collector; it must come back exactly as it was.
+    url = f"sqlite:///{tmp_path / 'registry.db'}"
+    Registry.open(url).close()
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        with Registry.open(url) as registry:
+            assert registry.discover(Principal.parse("local", [], "public")) == ()
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()

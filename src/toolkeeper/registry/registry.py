@@ -8,9 +8,11 @@ from the store's change feed (the audit sequence), and discovery from cached vie
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from toolkeeper.contracts.classify import classify as _default_classify
@@ -74,8 +76,9 @@ class Registry:
         self._closed = False
         self._behind = False  # a change committed but not yet applied to the index
         try:
-            snapshot = store.snapshot()
-            self._index.apply(snapshot.specs)
+            with _collector_paused():
+                snapshot = store.snapshot()
+                self._index.apply(snapshot.specs)
             self._cursor = snapshot.cursor
             store.watch(self._on_external_change)
         except BaseException:
@@ -271,6 +274,22 @@ class Registry:
                 callback()
             except Exception:  # a subscriber's bug must not undo or block a committed change
                 _log.exception("registry: subscriber %r failed", callback)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while the whole estate is loaded. The load makes
+    millions of long-lived, acyclic objects (parsed schemas); left on, the collector walks
+    the growing heap again and again (measured on SQLite: 100,000 contracts in 3.1 to 3.5 s
+    instead of 6.5 to 7.8 s). Nothing cyclic is made meanwhile, so nothing is left for it to
+    collect. The collector's state is restored afterwards, whatever it was."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _verdict_of(exc: PublishRefusedError) -> dict[str, Any] | None:
