@@ -31,6 +31,7 @@ __all__ = [
 ]
 
 _MODERN_ONLY = ("resultType", "ttlMs", "cacheScope")
+_LEGACY = Era.LEGACY
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +64,7 @@ def finish_result(result: Mapping[str, Any], era: Era, cache: CacheHint | None,
                   identity: ServerIdentity) -> dict[str, Any]:
     """Stamp (modern) or strip (legacy) the era's bookkeeping fields on a result."""
     out = dict(result)
-    if era is Era.LEGACY:
+    if era is _LEGACY:
         for key in _MODERN_ONLY:
             out.pop(key, None)
         return out

@@ -52,7 +52,7 @@ from toolkeeper.protocol.headers import (
 )
 from toolkeeper.protocol.meta import read_envelope
 from toolkeeper.protocol.methods import CacheHint, Call, Method, MethodTable, TransportFacts
-from toolkeeper.protocol.outcome import Accepted, Outcome
+from toolkeeper.protocol.outcome import Accepted, Finish, Outcome
 from toolkeeper.protocol.raw_headers import RAW_METHOD, RAW_NAME, RAW_PROTOCOL_VERSION
 from toolkeeper.protocol.versions import MODERN_VERSIONS, Era, supported_versions
 
@@ -70,6 +70,8 @@ class ModernPipeline:
         self._methods = methods
         self._identity = identity
         self._resolve_principal = resolve_principal
+        # Per express method: its cache hint and the Finish made for it (built once).
+        self._finishers: dict[str, tuple[CacheHint | None, Finish]] = {}
 
     def handle(self, message: Any, facts: TransportFacts, *, http: bool) -> Outcome:
         if isinstance(message, dict) and "id" not in message:
@@ -131,8 +133,12 @@ class ModernPipeline:
         except Exception as exc:
             return error_reply(request_id, exc)
         assert method.express is not None
+        finish = self._finishers.get(name)
+        if finish is None or finish[0] is not method.cache:
+            finish = (method.cache, finisher(_MODERN, method.cache, self._identity))
+            self._finishers[name] = finish
         try:
-            outcome = method.express(call, finisher(_MODERN, method.cache, self._identity))
+            outcome = method.express(call, finish[1])
         except Exception as exc:
             return error_reply(request_id, exc)
         if outcome is not None:
