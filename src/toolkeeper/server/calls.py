@@ -163,27 +163,9 @@ class ToolCalls:
 
     async def _express_run(self, call: Call, route: Route, binding: HandlerBinding,
                            arguments: dict[str, Any], finish: Finish, emit: Emit) -> Reply:
-        """:meth:`_run` and the kernel's completion of its result, in one frame."""
+        """:meth:`_run`, then the kernel's completion of its result (as ``run_method``'s)."""
         try:
-            principal: Principal = call.principal
-            handle = self._log.dispatched(CallRecord(
-                route.plan.spec.name, route.version, principal.tenant,
-                arguments_digest(arguments), "modern"))
-            started = time.perf_counter()
-            try:
-                if binding.takes_context:
-                    value = binding.function(arguments, ToolContext(
-                        call, route.plan.spec, principal, emit, self._tools_changed))
-                else:
-                    value = binding.function(arguments)
-                if type(value) is CoroutineType or (
-                        not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
-                    value = await value
-            except BaseException as exc:
-                result = self._failed(route, handle, started, exc)
-            else:
-                result = self._settle(route, handle, started, value)
-            wire = self._wire(call, route, result)
+            wire = await self._run(call, route, binding, arguments, emit)
         except Exception as exc:
             return error_reply(call.request_id, exc)
         return finish(call.request_id, wire)
@@ -197,11 +179,13 @@ class ToolCalls:
     async def _run(self, call: Call, route: Route, binding: HandlerBinding,
                    arguments: dict[str, Any], emit: Emit) -> dict[str, Any]:
         handle = self._dispatched(call, route, arguments)
-        context = ToolContext(call, route.plan.spec, call.principal, emit, self._tools_changed)
         started = time.perf_counter()
         try:
-            value = (binding.function(arguments, context) if binding.takes_context
-                     else binding.function(arguments))
+            if binding.takes_context:
+                value = binding.function(arguments, ToolContext(
+                    call, route.plan.spec, call.principal, emit, self._tools_changed))
+            else:
+                value = binding.function(arguments)
             if type(value) is CoroutineType or (
                     not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
                 value = await value
