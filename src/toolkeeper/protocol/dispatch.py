@@ -62,29 +62,47 @@ def error_reply(request_id: RequestId | None, exc: BaseException,
 
 def finish_result(result: Mapping[str, Any], era: Era, cache: CacheHint | None,
                   identity: ServerIdentity) -> dict[str, Any]:
-    """Stamp (modern) or strip (legacy) the era's bookkeeping fields on a result."""
-    out = dict(result)
+    """Stamp (modern) or strip (legacy) the era's bookkeeping fields on a copy of a result."""
     if era is _LEGACY:
+        out = dict(result)
         for key in _MODERN_ONLY:
             out.pop(key, None)
         return out
+    return _stamp_modern(_own(result), cache, identity)
+
+
+def _own(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a modern result whose ``_meta`` is a dict of its own."""
+    out = dict(result)
+    meta = out.get("_meta")
+    out["_meta"] = dict(meta) if meta else {}
+    return out
+
+
+def _stamp_modern(out: dict[str, Any], cache: CacheHint | None,
+                  identity: ServerIdentity) -> dict[str, Any]:
+    """``resultType``, the cache hints and ``serverInfo``, set in place on a result whose dict
+    and ``_meta`` dict are its own (:func:`_own`)."""
     if "resultType" not in out:
         out["resultType"] = "complete"
     if cache is not None and out["resultType"] == "complete":
         out.setdefault("ttlMs", cache.ttl_ms)
         out.setdefault("cacheScope", cache.scope)
-    meta = out.get("_meta")
-    meta = dict(meta) if meta else {}
+    meta = out["_meta"]
     if meta.get(SERVER_INFO_KEY) is None:
         meta[SERVER_INFO_KEY] = identity.to_wire()
-    out["_meta"] = meta
     return out
 
 
-def finisher(era: Era, cache: CacheHint | None, identity: ServerIdentity) -> Finish:
-    """What :func:`run_method` does with a handler's result, for an express lane to call: the
-    result finished for ``era`` as a Reply to ``request_id``."""
-    return partial(_finish, era, cache, identity)
+def finisher(cache: CacheHint | None, identity: ServerIdentity) -> Finish:
+    """What :func:`run_method` does with a modern handler's result, for an express lane: the
+    result, handed over, finished as a Reply to ``request_id``."""
+    return partial(_finish, cache, identity)
+
+
+def _finish(cache: CacheHint | None, identity: ServerIdentity, request_id: RequestId,
+            result: dict[str, Any]) -> Reply:
+    return Reply(result_message(request_id, _stamp_modern(result, cache, identity)))
 
 
 def plain_express(handler: Callable[[Call], MethodResult]) -> Callable[[Call, Finish], Reply]:
@@ -95,13 +113,8 @@ def plain_express(handler: Callable[[Call], MethodResult]) -> Callable[[Call, Fi
         result = handler(call)
         if isinstance(result, Deferred):
             raise TypeError(f"{call.method}: a plain express lane got a Deferred")
-        return finish(call.request_id, result)
+        return finish(call.request_id, _own(result))
     return express
-
-
-def _finish(era: Era, cache: CacheHint | None, identity: ServerIdentity,
-            request_id: RequestId, result: Mapping[str, Any]) -> Reply:
-    return Reply(result_message(request_id, finish_result(result, era, cache, identity)))
 
 
 def run_method(method: Method, call: Call, identity: ServerIdentity,

@@ -135,7 +135,7 @@ class ModernPipeline:
         assert method.express is not None
         finish = self._finishers.get(name)
         if finish is None or finish[0] is not method.cache:
-            finish = (method.cache, finisher(_MODERN, method.cache, self._identity))
+            finish = (method.cache, finisher(method.cache, self._identity))
             self._finishers[name] = finish
         try:
             outcome = method.express(call, finish[1])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +60,8 @@ class Pending(msgspec.Struct, frozen=True):
 
 Outcome = Reply | Accepted | Pending
 
-Finish = Callable[[RequestId, Mapping[str, Any]], Reply]
-"""Finishes a method's result the way the kernel does (era fields, cache hints, ``serverInfo``)
-and makes it the Reply to a request id; the kernel hands one to an express lane."""
+Finish = Callable[[RequestId, dict[str, Any]], Reply]
+"""Finishes a modern result the way the kernel does (``resultType``, cache hints,
+``serverInfo``) and makes it the Reply to a request id; the kernel hands one to an express
+lane. The result is handed over: the result dict and its ``_meta`` dict (which it must have)
+are the callee's to change."""
