@@ -118,19 +118,21 @@ class ServerKernel:
 
     def handle_asgi(self, raw: bytes, raw_headers: Sequence[tuple[bytes, bytes]],
                     peer: str | None = None, headers: HeaderView | None = None,
-                    index: Mapping[bytes, bytes] | None = None) -> Outcome:
+                    index: Mapping[bytes, bytes] | None = None, received_ns: int = 0
+                    ) -> Outcome:
         """:meth:`handle_http` for a body and the raw header pairs of an ASGI scope (a list or
         tuple that must not change afterwards), with the same answer. A modern request to a
         method with an express lane (``tools/call``) is judged in one pass over the raw pairs.
         ``headers``: the view of ``raw_headers`` if the transport built one already (else the
         facts get a view decoded only if something reads it); ``index``: their
-        :func:`~toolkeeper.protocol.raw_headers.asgi_index`, if the transport made it."""
+        :func:`~toolkeeper.protocol.raw_headers.asgi_index`, if the transport made it;
+        ``received_ns``: see :attr:`TransportFacts.received_ns`."""
         try:
             message = decode_message(raw)
         except JsonRpcError as exc:
             return error_reply(None, exc)
         facts = TransportFacts("http", headers if headers is not None
-                               else HeaderView.deferred(raw_headers), peer)
+                               else HeaderView.deferred(raw_headers), peer, received_ns)
         if type(message) is dict:
             name = message.get("method")
             method = self.methods.express(name) if type(name) is str else None

@@ -47,6 +47,9 @@ class TransportFacts(msgspec.Struct, frozen=True):
     transport: str
     headers: HeaderView = msgspec.field(default_factory=HeaderView)
     peer: str | None = None
+    received_ns: int = 0
+    """``time.perf_counter_ns()`` when the transport had the whole request (0: not known). A
+    registry check begun after it is as current as the request can tell apart."""
 
 
 class Call(msgspec.Struct, frozen=True):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -75,6 +76,7 @@ class Registry:
         self._subscribers: list[Callable[[], None]] = []
         self._closed = False
         self._behind = False  # a change committed but not yet applied to the index
+        self._checked_ns = 0  # when the last successful check for others' changes began
         try:
             with _collector_paused():
                 snapshot = store.snapshot()
@@ -200,6 +202,17 @@ class Registry:
         self._refresh()
         return self._generation
 
+    def generation_since(self, since_ns: int) -> int:
+        """:attr:`generation`, without asking the store again when a check for other
+        processes' changes began at or after ``since_ns`` (a ``time.perf_counter_ns()``
+        reading taken when a request arrived; 0 always asks). Such a check is as current as
+        the request can tell apart: it saw every change committed before the request arrived,
+        and a later one could as well have come after the request."""
+        if since_ns and self._checked_ns >= since_ns and not self._behind:
+            return self._generation
+        self._refresh()
+        return self._generation
+
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback()`` after every change; returns the function that unsubscribes."""
         with self._lock:
@@ -237,8 +250,10 @@ class Registry:
         return build_view(self._index.names, self._index.gates, key)
 
     def _refresh(self) -> None:
+        started = time.perf_counter_ns()
         if self._behind or self._store.stale():
             self._sync()
+        self._checked_ns = started  # reached only when the check (and any catch-up) succeeded
 
     def _after_commit(self) -> None:
         """Apply our own committed change. It is durable already, so a failure to read it

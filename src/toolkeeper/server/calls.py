@@ -99,7 +99,8 @@ class ToolCalls:
         principal = call.principal
         if not isinstance(principal, Principal):
             raise TypeError("tools/call needs a Principal from the principal resolver")
-        target = (name, arguments, self._routes.resolve(principal, name, requested_version(params)))
+        target = (name, arguments, self._routes.resolve(principal, name, requested_version(params),
+                                                        call.facts.received_ns))
         self._last = (call, target)
         return target
 
@@ -148,7 +149,7 @@ class ToolCalls:
                 or (requested is not None and type(requested) is not str)):
             return None
         try:
-            route = self._routes.resolve(principal, name, requested)
+            route = self._routes.resolve(principal, name, requested, call.facts.received_ns)
         except JsonRpcError:
             return None
         binding = route.binding

@@ -69,7 +69,7 @@ def _list_tools(views: ToolViews) -> Callable[[Call], MethodResult]:
         principal = call.principal
         if not isinstance(principal, Principal):
             raise TypeError("tools/list needs a Principal from the principal resolver")
-        return {"tools": views.view(principal).tools_json}
+        return {"tools": views.view(principal, since_ns=call.facts.received_ns).tools_json}
     return list_tools
 
 

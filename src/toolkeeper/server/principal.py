@@ -31,7 +31,7 @@ class LocalPrincipal:
         self._cached: tuple[int, Principal] | None = None
 
     def __call__(self, facts: TransportFacts) -> Principal:
-        generation = self._registry.generation
+        generation = self._registry.generation_since(facts.received_ns)
         cached = self._cached
         if cached is not None and cached[0] == generation:
             return cached[1]

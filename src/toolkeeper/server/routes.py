@@ -111,9 +111,12 @@ class Routes:
         self._recent: _Recent | None = None
         self._compiled: dict[tuple[str, str, str], CompiledSchema] = {}
 
-    def resolve(self, principal: Principal, name: str, requested: str | None) -> Route:
-        """The route for a call, or the gate's JsonRpcError."""
-        generation, revision = self._registry.generation, self._handlers.revision
+    def resolve(self, principal: Principal, name: str, requested: str | None,
+                since_ns: int = 0) -> Route:
+        """The route for a call, or the gate's JsonRpcError, judged against the registry as
+        of a check begun after ``since_ns`` (see :meth:`Registry.generation_since`)."""
+        generation = self._registry.generation_since(since_ns)
+        revision = self._handlers.revision
         recent = self._recent
         if (recent is not None and recent[2] is principal and recent[0] == generation
                 and recent[1] == revision):

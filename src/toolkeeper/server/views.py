@@ -50,11 +50,13 @@ class ToolViews:
         self._generation = -1
         self.builds = 0
 
-    def view(self, principal: Principal, *, include_deprecated: bool = False) -> View:
-        """The principal's view (with deprecated versions too when asked; not cached)."""
+    def view(self, principal: Principal, *, include_deprecated: bool = False,
+             since_ns: int = 0) -> View:
+        """The principal's view (with deprecated versions too when asked; not cached), as of a
+        registry check begun after ``since_ns`` (see :meth:`Registry.generation_since`)."""
         if include_deprecated:
             return View.build(self._registry.discover(principal, include_deprecated=True))
-        generation = self._registry.generation
+        generation = self._registry.generation_since(since_ns)
         key = (generation, principal.tenant, principal.scopes, principal.clearance.value)
         with self._lock:
             if generation != self._generation:

@@ -29,6 +29,7 @@ text, never a traceback.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
@@ -242,7 +243,7 @@ class StreamableHTTPApp:
         client = scope.get("client")
         outcome = self.kernel.handle_asgi(body, raw,
                                           f"{client[0]}:{client[1]}" if client else None,
-                                          headers, index)
+                                          headers, index, time.perf_counter_ns())
         if isinstance(outcome, Pending) and outcome.stream and not sse_ok:
             await _respond(send, 406, [], b"")
         elif isinstance(outcome, Reply):

@@ -1,0 +1,135 @@
+"""A request is judged against the registry as of a check for other processes' changes begun
+after it arrived; one check per request serves the principal, the route and the view.
+
+Two Registry objects on one SQLite file stand in for two gateway processes (each has its own
+connection, and SQLite's ``PRAGMA data_version`` is how one notices the other's commits)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolkeeper.contracts.semver import Version
+from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping, spec_to_mapping
+from toolkeeper.demo import demo_handlers, install_demo
+from toolkeeper.protocol import (
+    CLIENT_CAPABILITIES_KEY,
+    PROTOCOL_VERSION_KEY,
+    Outcome,
+    Pending,
+    Reply,
+    decode_message,
+    encode_message,
+)
+from toolkeeper.registry import Registry
+from toolkeeper.server import build_gateway
+
+VERSION = "2026-07-28"
+V1 = Version.parse("1.0.0")
+
+
+@pytest.fixture
+def twins(tmp_path: Path) -> Iterator[tuple[Registry, Registry]]:
+    url = f"sqlite:///{tmp_path / 'registry.db'}"
+    here = Registry.open(url)
+    install_demo(here)
+    there = Registry.open(url)
+    yield here, there
+    here.close()
+    there.close()
+
+
+def request(method: str, params: dict[str, Any], name: str | None = None
+            ) -> tuple[bytes, list[tuple[bytes, bytes]]]:
+    body = encode_message({"jsonrpc": "2.0", "id": 1, "method": method, "params": {
+        **params, "_meta": {PROTOCOL_VERSION_KEY: VERSION, CLIENT_CAPABILITIES_KEY: {},
+                            **params.get("_meta", {})}}})
+    pairs = [(b"content-type", b"application/json"), (b"mcp-protocol-version", VERSION.encode()),
+             (b"mcp-method", method.encode())]
+    if name is not None:
+        pairs.append((b"mcp-name", name.encode()))
+    return body, pairs
+
+
+def answer(outcome: Outcome) -> dict[str, Any]:
+    if isinstance(outcome, Pending):
+        async def emit(message: dict[str, Any]) -> None:
+            return None
+        run = outcome.complete(emit)
+        try:
+            run.send(None)
+        except StopIteration as stop:
+            outcome = stop.value
+    assert isinstance(outcome, Reply)
+    message: dict[str, Any] = decode_message(outcome.body)
+    return message
+
+
+def pragma_count(registry: Registry) -> list[str]:
+    """The SQL statements the registry's own connection runs from now on (white box: the
+    check for other processes' changes is one ``PRAGMA data_version``)."""
+    statements: list[str] = []
+    registry._store._conn.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+    return statements
+
+
+def test_a_check_begun_after_a_request_arrived_serves_it_and_a_later_one_asks_again(
+        twins: tuple[Registry, Registry]) -> None:
+    here, there = twins
+    arrived = time.perf_counter_ns()
+    before = here.generation_since(arrived)
+    there.deprecate("payments.lookup", V1, message="moving")
+    # A check began after the first request arrived: it answers that request unchanged.
+    assert here.generation_since(arrived) == before
+    # A request arriving after the commit is judged by a new check, which sees it.
+    assert here.generation_since(time.perf_counter_ns()) > before
+    # Without an arrival time the store is always asked.
+    there.deprecate("payments.lookup", V1, message="moving on")
+    assert here.generation_since(0) > before + 1
+
+
+def test_a_call_arriving_after_another_process_retired_its_version_is_refused(
+        twins: tuple[Registry, Registry]) -> None:
+    here, there = twins
+    gateway = build_gateway(here, demo_handlers())
+    body, pairs = request("tools/call", {
+        "name": "payments.lookup", "arguments": {"reference": "PMT-771"},
+        "_meta": {"schemaVersion": "1.0.0"}}, "payments.lookup")
+    served = answer(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
+    assert served["result"]["isError"] is False
+    there.publish(_next_major(there))
+    there.retire("payments.lookup", V1)
+    refused = answer(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
+    assert refused["error"]["code"] == -32602
+    assert refused["error"]["data"]["reason"] == "schema_version_retired"
+
+
+def test_one_store_check_serves_a_whole_tools_call_and_a_whole_tools_list(
+        twins: tuple[Registry, Registry]) -> None:
+    here, _ = twins
+    gateway = build_gateway(here, demo_handlers())
+    call = request("tools/call", {"name": "payments.lookup",
+                                  "arguments": {"reference": "PMT-771"}}, "payments.lookup")
+    listing = request("tools/list", {})
+    for body, pairs in (call, listing):  # warm the caches
+        answer(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
+    for body, pairs in (call, listing):
+        statements = pragma_count(here)
+        answer(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
+        assert statements == ["PRAGMA data_version"]
+        statements = pragma_count(here)
+        answer(gateway.kernel.handle_asgi(body, pairs))  # no arrival time: ask every time
+        assert statements == ["PRAGMA data_version"] * 2
+
+
+def _next_major(registry: Registry) -> ToolSpec:
+    current = registry.resolve("payments.lookup", V1)
+    assert current is not None
+    data = spec_to_mapping(current, lifecycle=False)
+    data["version"] = "2.0.0"
+    data["inputSchema"] = {**data["inputSchema"], "required": ["reference", "include_legs"]}
+    return spec_from_mapping(data)
