@@ -43,3 +43,15 @@ def test_a_replica_whose_listener_session_is_killed_reconnects_and_catches_up(
     writer.publish(evolved("payments.lookup", "1.0.0"))
     assert heard.wait(10.0), "the reader never caught up after its listener was killed"
     assert [str(s.version) for s in reader.versions("payments.lookup")] == ["1.0.0"]
+
+
+def test_a_replica_whose_listener_is_gone_catches_up_on_every_read(pg_backend: Backend) -> None:
+    # While the listener is not in sync (reconnecting, or stopped as here) a notification may
+    # be lost, so the store reports itself stale and each read catches up through the cursor.
+    reader, writer = pg_backend.open(), pg_backend.open()
+    store = reader._store
+    assert isinstance(store, PostgresStore) and store._listener is not None
+    store._listener.stop(store._send_token)
+    assert store.stale()
+    writer.publish(evolved("payments.lookup", "1.0.0"))
+    assert [str(s.version) for s in reader.versions("payments.lookup")] == ["1.0.0"]

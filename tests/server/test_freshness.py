@@ -6,6 +6,7 @@ connection, and SQLite's ``PRAGMA data_version`` is how one notices the other's 
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -133,3 +134,33 @@ def _next_major(registry: Registry) -> ToolSpec:
     data["version"] = "2.0.0"
     data["inputSchema"] = {**data["inputSchema"], "required": ["reference", "include_legs"]}
     return spec_from_mapping(data)
+
+
+def test_a_failed_catch_up_is_owed_and_the_next_call_sees_the_retire(
+        twins: tuple[Registry, Registry]) -> None:
+    # SQLite reports another connection's commit once (PRAGMA data_version moved); a catch-up
+    # read that fails must not lose that news. The failure is injected with SQLite's own
+    # authorizer: one denied read of the audit table (the change feed).
+    here, there = twins
+    gateway = build_gateway(here, demo_handlers())
+    body, pairs = request("tools/call", {
+        "name": "payments.lookup", "arguments": {"reference": "PMT-771"},
+        "_meta": {"schemaVersion": "1.0.0"}}, "payments.lookup")
+    assert answer(gateway.kernel.handle_asgi(body, pairs))["result"]["isError"] is False
+    denied: list[str] = []
+
+    def deny_the_feed_once(action: int, table: str | None, *_: object) -> int:
+        if action == sqlite3.SQLITE_READ and table == "audit" and not denied:
+            denied.append(table)
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+    connection = here._store._conn  # type: ignore[attr-defined]
+    connection.set_authorizer(deny_the_feed_once)
+    there.publish(_next_major(there))
+    there.retire("payments.lookup", V1)
+    failed = answer(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
+    assert failed["error"]["code"] == -32603 and denied == ["audit"]
+    connection.set_authorizer(None)
+    refused = answer(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
+    assert refused["error"]["data"]["reason"] == "schema_version_retired"

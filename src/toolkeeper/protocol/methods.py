@@ -104,7 +104,8 @@ class Method:
     express: Callable[[Call, Finish], Outcome | None] | None = None
     """The method's express lane (modern era, HTTP): given a call that passed the ladder up to
     the ``Mcp-Param-*`` rung, the whole answer for the common case, its result finished with
-    the kernel's ``Finish``; or None, before anything is dispatched or logged, to take the
+    the kernel's ``Finish`` (handed over: a dict of its own with a ``_meta`` dict of its own,
+    which the kernel stamps in place); or None, before anything is dispatched or logged, to take the
     ordinary path (rung 15, then ``handler``) with the same call. It must answer exactly as
     that path would; an exception it raises is answered as the ordinary path answers one."""
 

@@ -55,6 +55,11 @@ class Index:
         self._tenants.update(spec.tenants)
         return True
 
+    @property
+    def scopes(self) -> frozenset[str]:
+        """Every scope a stored record requires."""
+        return frozenset(self._scopes)
+
     def get(self, name: str, version: Version) -> ToolSpec | None:
         keys = self._keys.get(name)
         if keys is None:

@@ -38,6 +38,9 @@ class PgListener:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ready = threading.Event()
+        self.in_sync = False
+        """LISTEN is in place and what committed before it has been caught up (False while
+        connecting or reconnecting: notifications may be missed then)."""
         self._thread = threading.Thread(target=self._run, name="toolkeeper-registry-listen",
                                         daemon=True)
 
@@ -74,6 +77,12 @@ class PgListener:
         return payload.startswith("stop:") or bool(self._own and payload.startswith(self._own))
 
     def _run(self) -> None:
+        try:
+            self._listen()
+        finally:
+            self.in_sync = False  # stopped: nothing is heard any more
+
+    def _listen(self) -> None:
         backoff = 0.1
         while not self._stop.is_set():
             try:
@@ -83,12 +92,14 @@ class PgListener:
                     self._ready.set()
                     backoff = 0.1
                     self._fire()  # catch up on whatever committed while we were away
+                    self.in_sync = True
                     for notify in conn.notifies():
                         if notify.payload == self.token or self._stop.is_set():
                             return
                         if not self._ignored(notify.payload):
                             self._fire()
             except psycopg.Error:
+                self.in_sync = False
                 if self._stop.is_set():
                     return
                 _log.warning("registry listener: connection lost; reconnecting", exc_info=True)

@@ -219,7 +219,9 @@ class PostgresStore:
             self._listener.add(callback)
 
     def stale(self) -> bool:
-        return False  # changes are pushed through LISTEN/NOTIFY
+        # Changes are pushed through LISTEN/NOTIFY; while the listener is not (yet, or no
+        # longer) in sync, a notification may be lost, so every read catches up itself.
+        return self._listener is None or not self._listener.in_sync
 
     def _send_token(self, token: str) -> None:
         with self._lock:

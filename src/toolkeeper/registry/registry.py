@@ -204,14 +204,24 @@ class Registry:
 
     def generation_since(self, since_ns: int) -> int:
         """:attr:`generation`, without asking the store again when a check for other
-        processes' changes began at or after ``since_ns`` (a ``time.perf_counter_ns()``
-        reading taken when a request arrived; 0 always asks). Such a check is as current as
-        the request can tell apart: it saw every change committed before the request arrived,
-        and a later one could as well have come after the request."""
+        processes' changes that began at or after ``since_ns`` has succeeded (``since_ns``:
+        a ``time.perf_counter_ns()`` reading taken when a request arrived; 0 always asks).
+        Such a check is as current as the request can tell apart: it caught up with every
+        change the store reported before the request arrived, and a later one could as well
+        have come after the request. (On SQLite the store is asked directly; on PostgreSQL
+        changes arrive by LISTEN, and the store reports itself stale while its listener is
+        reconnecting, so reads then catch up by themselves.)"""
         if since_ns and self._checked_ns >= since_ns and not self._behind:
             return self._generation
         self._refresh()
         return self._generation
+
+    def required_scopes(self) -> frozenset[str]:
+        """Every scope any stored contract requires (retired versions included): one check for
+        other processes' changes, then the index's running set."""
+        self._refresh()
+        with self._lock:
+            return self._index.scopes
 
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback()`` after every change; returns the function that unsubscribes."""
@@ -252,8 +262,12 @@ class Registry:
     def _refresh(self) -> None:
         started = time.perf_counter_ns()
         if self._behind or self._store.stale():
+            # Owed until the catch-up succeeds: a store that reported the news once (SQLite's
+            # data_version) would not report it again, and a failed read must not lose it.
+            self._behind = True
             self._sync()
-        self._checked_ns = started  # reached only when the check (and any catch-up) succeeded
+        if started > self._checked_ns:  # reached only when the check and any catch-up succeeded
+            self._checked_ns = started
 
     def _after_commit(self) -> None:
         """Apply our own committed change. It is durable already, so a failure to read it

@@ -35,11 +35,8 @@ class LocalPrincipal:
         cached = self._cached
         if cached is not None and cached[0] == generation:
             return cached[1]
-        scopes: set[str] = set()
-        for name in self._registry.names():
-            for spec in self._registry.versions(name):
-                scopes |= spec.required_scopes
-        principal = Principal(LOCAL_TENANT, frozenset(scopes), DataClassification.RESTRICTED)
+        principal = Principal(LOCAL_TENANT, self._registry.required_scopes(),
+                              DataClassification.RESTRICTED)
         with self._lock:
             self._cached = (generation, principal)
         return principal
