@@ -85,10 +85,17 @@ class ModernPipeline:
             return error_reply(None, exc)
         try:
             call, method = self._ladder(inbound, facts, http=http)
+        except Exception as exc:
+            return error_reply(inbound.id, exc)
+        return self._from_rung_15(method, call, http=http)
+
+    def _from_rung_15(self, method: Method, call: Call, *, http: bool) -> Outcome:
+        """The rest of the ladder for a call: HTTP ``Mcp-Param-*`` headers, then dispatch."""
+        try:
             if http and method.header_schema is not None:
                 _check_param_headers(method, call)
         except Exception as exc:
-            return error_reply(inbound.id, exc)
+            return error_reply(call.request_id, exc)
         return run_method(method, call, self._identity)
 
     def express(self, message: dict[str, Any], index: Mapping[bytes, bytes],
@@ -143,12 +150,7 @@ class ModernPipeline:
             return error_reply(request_id, exc)
         if outcome is not None:
             return outcome
-        try:
-            if method.header_schema is not None:
-                _check_param_headers(method, call)
-        except Exception as exc:
-            return error_reply(request_id, exc)
-        return run_method(method, call, self._identity)
+        return self._from_rung_15(method, call, http=True)
 
     def _notification(self, message: dict[str, Any], facts: TransportFacts, *, http: bool
                       ) -> Outcome:

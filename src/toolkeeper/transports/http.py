@@ -196,23 +196,31 @@ class StreamableHTTPApp:
         if method != "POST":
             await self._other_method(method, headers, scope, receive, send)
             return
-        json_ok, sse_ok = _accepts(headers.get("accept"))
-        if not json_ok or not (sse_ok or config.json_response):
+        sse_ok = self._sse_ok(headers.get("accept"))
+        if sse_ok is None:
             await _respond(send, 406, [], b"")
             return
         await self._post(scope, receive, send, raw, headers, None, sse_ok)
+
+    def _sse_ok(self, accept: str | None) -> bool | None:
+        """Step 4: whether an SSE answer is acceptable, or None when the Accept header rules
+        out every answer this mode gives (406)."""
+        json_ok, sse_ok = _accepts(accept)
+        if not json_ok or not (sse_ok or self._config.json_response):
+            return None
+        return sse_ok
 
     def _express_checks(self, index: Mapping[bytes, bytes]) -> bool | None:
         """Steps 0a to 4 for a POST whose header names are all lowercase and appear once
         (``index``, see :func:`~toolkeeper.protocol.raw_headers.asgi_index`), judged on the raw
         values: whether SSE is acceptable when every step passes, else None, and the general
-        path answers the refusal. A plain decimal Content-Length is checked here; the other
-        four values get one memoized verdict per combination."""
+        path answers the refusal. Content-Length is judged by the general path's own rule;
+        the other four values get one memoized verdict per combination."""
         length = index.get(b"content-length")
-        if length is not None and not (length.isdigit() and len(length) <= _LENGTH_DIGITS
-                                       and int(length) <= self._config.max_body_bytes):
-            return None
         try:
+            if length is not None and _length_refusal(
+                    [header_text(length)], self._config.max_body_bytes) is not None:
+                return None
             return self._express_verdict((index.get(b"content-type"), index.get(b"host"),
                                           index.get(b"origin"), index.get(b"accept")))
         except (TypeError, AttributeError):  # a value that is not bytes
@@ -224,10 +232,7 @@ class StreamableHTTPApp:
         if (not _is_json_type(content_type) or not self._host_allowed(host)
                 or not self._origin_allowed(origin)):
             return None
-        json_ok, sse_ok = _accepts(accept)
-        if not json_ok or not (sse_ok or self._config.json_response):
-            return None
-        return sse_ok
+        return self._sse_ok(accept)
 
     async def _post(self, scope: Scope, receive: Receive, send: Send,
                     raw: list[tuple[bytes, bytes]] | tuple[tuple[bytes, bytes], ...],
@@ -275,17 +280,13 @@ class StreamableHTTPApp:
         await _respond(send, 405, [(b"allow", b"POST")], b"")
 
 
-_LENGTH_DIGITS: Final = 18
-"""Longest Content-Length the express lane reads itself (the general path reads any)."""
-
-
 def _is_digits(value: str) -> bool:
     # ASCII only: str.isdigit() also accepts digits int() refuses, such as U+00B2 (Latin-1 0xB2).
     return value.isascii() and value.isdigit()
 
 
-def _check_post_headers(headers: HeaderView, limit: int) -> tuple[int, bytes] | None:
-    lengths = headers.get_all("content-length")
+def _length_refusal(lengths: list[str], limit: int) -> tuple[int, bytes] | None:
+    """Step 0a on the Content-Length values given (none: nothing to refuse)."""
     if lengths:
         digits = lengths[0].strip()
         if len(set(lengths)) != 1 or not _is_digits(digits):
@@ -293,6 +294,13 @@ def _check_post_headers(headers: HeaderView, limit: int) -> tuple[int, bytes] | 
         significant = digits.lstrip("0") or "0"  # int() refuses over 4,300 digits
         if len(significant) > len(str(limit)) or int(significant) > limit:
             return 413, b"Request body too large"
+    return None
+
+
+def _check_post_headers(headers: HeaderView, limit: int) -> tuple[int, bytes] | None:
+    refusal = _length_refusal(headers.get_all("content-length"), limit)
+    if refusal is not None:
+        return refusal
     if not _is_json_type(headers.get("content-type")):
         return 400, b"Invalid Content-Type header"
     return None
