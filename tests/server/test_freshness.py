@@ -56,6 +56,13 @@ def request(method: str, params: dict[str, Any], name: str | None = None
     return body, pairs
 
 
+def lookup_pinned_to_v1() -> tuple[bytes, list[tuple[bytes, bytes]]]:
+    """The demo's ``payments.lookup`` called with ``schemaVersion`` 1.0.0."""
+    return request("tools/call", {
+        "name": "payments.lookup", "arguments": {"reference": "PMT-771"},
+        "_meta": {"schemaVersion": "1.0.0"}}, "payments.lookup")
+
+
 def answer(outcome: Outcome) -> dict[str, Any]:
     if isinstance(outcome, Pending):
         async def emit(message: dict[str, Any]) -> None:
@@ -68,6 +75,15 @@ def answer(outcome: Outcome) -> dict[str, Any]:
     assert isinstance(outcome, Reply)
     message: dict[str, Any] = decode_message(outcome.body)
     return message
+
+
+def _next_major(registry: Registry) -> ToolSpec:
+    current = registry.resolve("payments.lookup", V1)
+    assert current is not None
+    data = spec_to_mapping(current, lifecycle=False)
+    data["version"] = "2.0.0"
+    data["inputSchema"] = {**data["inputSchema"], "required": ["reference", "include_legs"]}
+    return spec_from_mapping(data)
 
 
 def pragma_count(registry: Registry) -> list[str]:
@@ -97,9 +113,7 @@ def test_a_call_arriving_after_another_process_retired_its_version_is_refused(
         twins: tuple[Registry, Registry]) -> None:
     here, there = twins
     gateway = build_gateway(here, demo_handlers())
-    body, pairs = request("tools/call", {
-        "name": "payments.lookup", "arguments": {"reference": "PMT-771"},
-        "_meta": {"schemaVersion": "1.0.0"}}, "payments.lookup")
+    body, pairs = lookup_pinned_to_v1()
     served = answer(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
     assert served["result"]["isError"] is False
     there.publish(_next_major(there))
@@ -127,15 +141,6 @@ def test_one_store_check_serves_a_whole_tools_call_and_a_whole_tools_list(
         assert statements == ["PRAGMA data_version"] * 2
 
 
-def _next_major(registry: Registry) -> ToolSpec:
-    current = registry.resolve("payments.lookup", V1)
-    assert current is not None
-    data = spec_to_mapping(current, lifecycle=False)
-    data["version"] = "2.0.0"
-    data["inputSchema"] = {**data["inputSchema"], "required": ["reference", "include_legs"]}
-    return spec_from_mapping(data)
-
-
 def test_a_failed_catch_up_is_owed_and_the_next_call_sees_the_retire(
         twins: tuple[Registry, Registry]) -> None:
     # SQLite reports another connection's commit once (PRAGMA data_version moved); a catch-up
@@ -143,9 +148,7 @@ def test_a_failed_catch_up_is_owed_and_the_next_call_sees_the_retire(
     # authorizer: one denied read of the audit table (the change feed).
     here, there = twins
     gateway = build_gateway(here, demo_handlers())
-    body, pairs = request("tools/call", {
-        "name": "payments.lookup", "arguments": {"reference": "PMT-771"},
-        "_meta": {"schemaVersion": "1.0.0"}}, "payments.lookup")
+    body, pairs = lookup_pinned_to_v1()
     assert answer(gateway.kernel.handle_asgi(body, pairs))["result"]["isError"] is False
     denied: list[str] = []
 
