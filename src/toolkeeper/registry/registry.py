@@ -213,8 +213,7 @@ class Registry:
         reconnecting, so reads then catch up by themselves.)"""
         if since_ns and self._checked_ns >= since_ns and not self._behind:
             return self._generation
-        self._refresh()
-        return self._generation
+        return self.generation
 
     def required_scopes(self) -> frozenset[str]:
         """Every scope any stored contract requires (retired versions included): one check for
