@@ -44,17 +44,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gateway_floor import CountingCallLog, Floor, bench_floor
+
 from toolkeeper.demo import demo_handlers, install_demo
 from toolkeeper.protocol import (
     CLIENT_CAPABILITIES_KEY,
     PROTOCOL_VERSION_KEY,
     Pending,
     Reply,
+    TransportFacts,
     decode_message,
     encode_message,
 )
 from toolkeeper.registry import Registry
-from toolkeeper.server import InMemoryCallLog, build_app
+from toolkeeper.server import build_app
 
 HERE = Path(__file__).resolve().parent
 VERSION = "2026-07-28"
@@ -96,8 +99,9 @@ def check_result(reply: Reply) -> None:
         raise AssertionError(f"unexpected reply {reply.status}: {reply.body[:300]!r}")
 
 
-async def _dispatch_loop(kernel: Any, calls: int) -> tuple[float, float, int]:
-    """(wall seconds, CPU seconds, non-200 replies) for ``calls`` dispatches."""
+async def _dispatch_loop(kernel: Any, calls: int) -> tuple[float, float, int, Reply]:
+    """(wall seconds, CPU seconds, non-200 replies, the last reply) for ``calls``
+    dispatches."""
     body, pairs = BODY, asgi_pairs()
 
     async def emit(message: dict[str, Any]) -> None:
@@ -105,9 +109,10 @@ async def _dispatch_loop(kernel: Any, calls: int) -> tuple[float, float, int]:
 
     bad = 0
     last: Reply | None = None
+    perf_counter_ns = time.perf_counter_ns
     wall, cpu = time.perf_counter(), time.process_time()
     for _ in range(calls):
-        outcome = kernel.handle_asgi(body, pairs)
+        outcome = kernel.handle_asgi(body, pairs, None, None, None, perf_counter_ns())
         if isinstance(outcome, Pending):
             outcome = await outcome.complete(emit)
         assert isinstance(outcome, Reply)
@@ -118,44 +123,41 @@ async def _dispatch_loop(kernel: Any, calls: int) -> tuple[float, float, int]:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     assert last is not None
     check_result(last)
-    return wall, cpu, bad
-
-
-class CountingCallLog(InMemoryCallLog):
-    """The default in-memory call log, also counting calls completed ``ok`` (a check that
-    every measured call went through the log and the handler; it slightly slows the loop)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ok = 0
-
-    def completed(self, handle: int, outcome: str, latency_ms: float) -> None:
-        super().completed(handle, outcome, latency_ms)
-        self.ok += outcome == "ok"
+    return wall, cpu, bad, last
 
 
 def bench_dispatch(calls: int, repeats: int) -> dict[str, float]:
-    """Part (a): calls/s per repeat (wall and CPU time), median reported."""
+    """Part (a): calls/s per repeat (wall and CPU time), median reported; each repeat is
+    followed by a run of the floor (``bench/gateway_floor.py``) over the same registry and
+    handlers, whose reply must be toolkeeper's byte for byte."""
     registry = Registry.open("memory:")
     install_demo(registry)
     log = CountingCallLog()
-    _, gateway = build_app(registry, demo_handlers(), call_log=log)
+    handlers = demo_handlers()
+    _, gateway = build_app(registry, handlers, call_log=log)
     first = asyncio.run(_dispatch_loop(gateway.kernel, 1))  # warm caches, check the reply
     assert first[2] == 0
+    expected = first[3].body
+    floor = Floor(registry, handlers, gateway.resolve_principal(TransportFacts("http", None)),
+                  CountingCallLog())
     walls: list[float] = []
     cpus: list[float] = []
+    floors: list[float] = []
     for i in range(repeats):
         before = log.ok
-        wall, cpu, bad = asyncio.run(_dispatch_loop(gateway.kernel, calls))
+        wall, cpu, bad, _ = asyncio.run(_dispatch_loop(gateway.kernel, calls))
         if bad or log.ok - before != calls:
             raise AssertionError(f"run {i}: {bad} failed replies, {log.ok - before} calls "
                                  f"logged ok of {calls}")
         walls.append(calls / wall)
         cpus.append(calls / cpu if cpu > 0 else float("inf"))
+        floors.append(bench_floor(floor, BODY, asgi_pairs(), expected, calls))
         print(f"  run {i + 1}: {calls / wall:>10,.0f} calls/s wall   "
-              f"{calls / cpu if cpu else float('inf'):>10,.0f} calls/s CPU", flush=True)
+              f"{cpus[-1]:>10,.0f} calls/s CPU   floor {floors[-1]:>10,.0f} calls/s CPU "
+              f"({floors[-1] / cpus[-1]:.2f}x)", flush=True)
     return {"median": statistics.median(walls), "min": min(walls), "max": max(walls),
-            "cpu_median": statistics.median(cpus)}
+            "cpu_median": statistics.median(cpus), "floor_median": statistics.median(floors),
+            "floor_ratio": statistics.median(f / c for f, c in zip(floors, cpus, strict=True))}
 
 
 # --- (b) over HTTP ---------------------------------------------------------------------------
@@ -346,6 +348,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"(a) median {a['median']:,.0f} calls/s (min {a['min']:,.0f}, max {a['max']:,.0f}; "
               f"CPU-time median {a['cpu_median']:,.0f}); target 100,000: "
               f"{'met' if a['median'] >= 100_000 else 'NOT met'}", flush=True)
+        print(f"(a) floor of the work (bench/gateway_floor.py) median {a['floor_median']:,.0f} "
+              f"calls/s CPU; floor/toolkeeper {a['floor_ratio']:.2f}x (median of per-run "
+              f"ratios)", flush=True)
         verdicts.append(f"(a) {a['median']:,.0f} calls/s")
     if args.part in ("b", "all"):
         print(f"(b) HTTP tools/call, modern era, {CLIENTS} concurrent clients", flush=True)
