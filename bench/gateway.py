@@ -16,9 +16,11 @@ estate's ``payments.lookup``, measured two ways.
     here as a subprocess under uvicorn with identical settings (``bench/gateway_servers.py``) on
     127.0.0.1. The load generator is ``wrk`` (Debian package ``wrk``; checked before use) with
     one thread and 16 connections, a Lua script that posts the same request and counts every
-    response that is not 200 with the expected JSON. Rounds are interleaved (echo, toolkeeper,
-    SDK per round) so background load spreads over all three; medians are reported. Targets:
-    toolkeeper >= 10x the SDK, and the echo within 1.5x of toolkeeper.
+    response that is not 200 with the expected JSON. A fourth server, the floor
+    (``bench/gateway_floor.py`` behind a bare ASGI app like the echo), shows what the least
+    Python work that gives the same answer costs on the same stack. Rounds are interleaved (echo,
+    floor, toolkeeper, SDK per round) so background load spreads over all four; medians are
+    reported. Targets: toolkeeper >= 10x the SDK, and the echo within 1.5x of toolkeeper.
 
 Run: ``python bench/gateway.py`` (``--quick`` for a short smoke run, ``--part a`` or
 ``--part b`` for one half).
@@ -199,6 +201,7 @@ def wrk_script(expected: tuple[str, ...]) -> str:
 EXPECTED: dict[str, tuple[str, ...]] = {
     "echo": ('"ok":true',),
     "toolkeeper": (EXPECTED_TEXT, '"isError":false', '"status":"HELD"'),
+    "floor": (EXPECTED_TEXT, '"isError":false', '"status":"HELD"'),
     "sdk": (EXPECTED_TEXT, '"isError":false', '"status":"HELD"'),
 }
 
@@ -273,6 +276,11 @@ def find_wrk() -> str:
     return wrk
 
 
+RATIOS = (("toolkeeper", "sdk"), ("echo", "toolkeeper"), ("floor", "sdk"), ("echo", "floor"),
+          ("floor", "toolkeeper"))
+"""The per-round ratios part (b) reports (the first two are the targets)."""
+
+
 def bench_http(seconds: float, warmup: float, rounds: int) -> dict[str, dict[str, float]]:
     """Part (b): median requests/s per server over interleaved rounds, and the medians of the
     per-round ratios (each round's three runs are close in time, so the ratio of one round is
@@ -280,7 +288,7 @@ def bench_http(seconds: float, warmup: float, rounds: int) -> dict[str, dict[str
     wrk = find_wrk()
     print(f"  load generator: {wrk} (installed), 1 thread, {CLIENTS} connections, "
           f"{seconds:g}s per run after a {warmup:g}s warm-up", flush=True)
-    kinds = ("echo", "toolkeeper", "sdk")
+    kinds = ("echo", "floor", "toolkeeper", "sdk")
     rates: dict[str, list[float]] = {k: [] for k in kinds}
     cpu_us: dict[str, list[float]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
@@ -310,12 +318,8 @@ def bench_http(seconds: float, warmup: float, rounds: int) -> dict[str, dict[str
                       f"  ({result['requests']} requests, 0 failed){cpu}", flush=True)
     out = {k: {"median": statistics.median(v), "min": min(v), "max": max(v)}
            for k, v in rates.items()}
-    out["rounds"] = {
-        "toolkeeper/sdk": statistics.median(t / s for t, s in zip(rates["toolkeeper"],
-                                                                   rates["sdk"], strict=True)),
-        "echo/toolkeeper": statistics.median(e / t for e, t in zip(rates["echo"],
-                                                                   rates["toolkeeper"],
-                                                                   strict=True))}
+    out["rounds"] = {f"{a}/{b}": statistics.median(
+        x / y for x, y in zip(rates[a], rates[b], strict=True)) for a, b in RATIOS}
     if all(len(cpu_us[k]) == rounds for k in kinds):
         out["cpu_us"] = {k: statistics.median(v) for k, v in cpu_us.items()}
     return out
@@ -356,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"(b) HTTP tools/call, modern era, {CLIENTS} concurrent clients", flush=True)
         b = bench_http(seconds, 1.0 if quick else 2.0, rounds)
         tk, sdk, echo = (b[k]["median"] for k in ("toolkeeper", "sdk", "echo"))
-        for kind in ("echo", "toolkeeper", "sdk"):
+        for kind in ("echo", "floor", "toolkeeper", "sdk"):
             row = b[kind]
             print(f"(b) {kind:<10} median {row['median']:>9,.0f} req/s "
                   f"(min {row['min']:,.0f}, max {row['max']:,.0f})")
@@ -367,12 +371,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"(b) echo/toolkeeper = {echo / tk:.2f}x (median of per-round ratios "
               f"{per_round['echo/toolkeeper']:.2f}x); target <= 1.5x: "
               f"{'met' if echo / tk <= 1.5 else 'NOT met'}", flush=True)
+        floor = b["floor"]["median"]
+        print(f"(b) the floor of the work on the same stack: floor/SDK = {floor / sdk:.2f}x, "
+              f"echo/floor = {echo / floor:.2f}x, floor/toolkeeper = {floor / tk:.2f}x "
+              f"(medians of per-round ratios {per_round['floor/sdk']:.2f}x, "
+              f"{per_round['echo/floor']:.2f}x, {per_round['floor/toolkeeper']:.2f}x)",
+              flush=True)
         if "cpu_us" in b:
             cpu = b["cpu_us"]
-            print(f"(b) server CPU per request, medians: echo {cpu['echo']:.1f} us, toolkeeper "
-                  f"{cpu['toolkeeper']:.1f} us, SDK {cpu['sdk']:.1f} us (SDK/toolkeeper "
-                  f"{cpu['sdk'] / cpu['toolkeeper']:.2f}x, toolkeeper/echo "
-                  f"{cpu['toolkeeper'] / cpu['echo']:.2f}x)", flush=True)
+            print(f"(b) server CPU per request, medians: echo {cpu['echo']:.1f} us, floor "
+                  f"{cpu['floor']:.1f} us, toolkeeper {cpu['toolkeeper']:.1f} us, SDK "
+                  f"{cpu['sdk']:.1f} us (SDK/toolkeeper {cpu['sdk'] / cpu['toolkeeper']:.2f}x, "
+                  f"toolkeeper/echo {cpu['toolkeeper'] / cpu['echo']:.2f}x, floor/echo "
+                  f"{cpu['floor'] / cpu['echo']:.2f}x)", flush=True)
         verdicts.append(f"(b) {tk / sdk:.2f}x SDK, echo/toolkeeper {echo / tk:.2f}x")
     print(f"load average {os.getloadavg()[0]:.2f} at end; " + "; ".join(verdicts))
     return 0

@@ -8,7 +8,10 @@ ephemeral port, prints ``PORT <n>`` on stdout, then serves until SIGTERM/SIGINT.
   result (one text block and the same structured content), served by
   ``streamable_http_app(stateless_http=True, json_response=True)``;
 * ``echo``: a bare ASGI app that reads the body and answers a fixed small JSON (the ceiling of
-  the server stack).
+  the server stack);
+* ``floor``: a bare ASGI app like the echo that answers with the floor of the work
+  (``bench/gateway_floor.py``: toolkeeper's reply from one flat function, no checks beyond
+  what the answer needs), the least any Python gateway on this stack can cost.
 """
 
 from __future__ import annotations
@@ -38,26 +41,42 @@ UVICORN_SETTINGS: dict[str, Any] = {
 ECHO_BODY = b'{"jsonrpc":"2.0","id":1,"result":{"ok":true}}'
 
 
-async def echo_app(scope: Scope, receive: Receive, send: Send) -> None:
-    """Read the whole body, answer :data:`ECHO_BODY` (and run the lifespan protocol)."""
-    if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def _read(receive: Receive) -> bytes | None:
+    """The whole request body (None if the client left)."""
+    chunks: list[bytes] = []
     more = True
     while more:
         message = await receive()
         if message["type"] == "http.disconnect":
-            return
+            return None
+        chunks.append(message.get("body", b""))
         more = message.get("more_body", False)
-    await send({"type": "http.response.start", "status": 200, "headers": [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(ECHO_BODY)).encode())]})
-    await send({"type": "http.response.body", "body": ECHO_BODY, "more_body": False})
+    return b"".join(chunks)
+
+
+async def _answer(send: Send, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def echo_app(scope: Scope, receive: Receive, send: Send) -> None:
+    """Read the whole body, answer :data:`ECHO_BODY` (and run the lifespan protocol)."""
+    if scope["type"] == "lifespan":
+        await _lifespan(receive, send)
+        return
+    if await _read(receive) is not None:
+        await _answer(send, 200, ECHO_BODY)
 
 
 def _toolkeeper_app() -> Any:
@@ -69,6 +88,35 @@ def _toolkeeper_app() -> Any:
     registry = Registry.open("memory:")
     install_demo(registry)
     app, _ = build_app(registry, demo_handlers(), http=HttpConfig(json_response=True))
+    return app
+
+
+def _floor_app() -> Any:
+    from gateway_floor import Floor
+
+    from toolkeeper.demo import demo_handlers, install_demo
+    from toolkeeper.protocol import TransportFacts
+    from toolkeeper.registry import Registry
+    from toolkeeper.server import InMemoryCallLog
+    from toolkeeper.server.principal import LocalPrincipal
+
+    registry = Registry.open("memory:")
+    install_demo(registry)
+    floor = Floor(registry, demo_handlers(), LocalPrincipal(registry)(TransportFacts("http", None)),
+                  InMemoryCallLog())
+
+    async def emit(message: dict[str, Any]) -> None:
+        return None
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        body = await _read(receive)
+        if body is not None:
+            reply = await floor.dispatch(body, scope["headers"], emit)
+            await _answer(send, 400, b"{}") if reply is None else await _answer(send, 200, reply)
+
     return app
 
 
@@ -102,6 +150,7 @@ KINDS: dict[str, Callable[[], Any]] = {
     "toolkeeper": _toolkeeper_app,
     "sdk": _sdk_app,
     "echo": lambda: echo_app,
+    "floor": _floor_app,
 }
 
 
