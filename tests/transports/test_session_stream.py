@@ -1,7 +1,8 @@
 """The legacy standalone GET stream over real HTTP: a registry change reaches the session as
 ``notifications/tools/list_changed``; one stream per session; DELETE and shutdown end it; the
-refusals of the table in :mod:`toolkeeper.transports.session_stream`. Every wait is bounded by
-the client's read timeout."""
+refusals of the table in :mod:`toolkeeper.transports.session_stream`; a session the table evicts
+or lets expire loses its stream. Every wait is bounded by the client's read timeout (or a
+deadline while keepalives flow)."""
 
 from __future__ import annotations
 
@@ -17,14 +18,17 @@ import httpx
 import pytest
 
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
+from toolkeeper.protocol import SessionTable
 from toolkeeper.registry import Registry
 from toolkeeper.server import build_app
 from toolkeeper.server.changes import ChangeHub, ChangeStream
-from toolkeeper.transports import ServerThread
+from toolkeeper.transports import HttpConfig, ServerThread
 from toolkeeper.transports.runner import GRACEFUL_SHUTDOWN_S
 
 ACCEPT = "application/json, text/event-stream"
 LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+FAST_KEEPALIVE = HttpConfig(keepalive_s=0.05)
 
 
 def tool(name: str) -> ToolSpec:
@@ -186,3 +190,48 @@ def test_without_a_session_id_get_stays_405_and_a_full_hub_is_503(
         assert (bare.status_code, bare.headers["allow"]) == (405, "POST")
         full = client.get(url, headers=stream_headers(initialize(client, url)))
     assert (full.status_code, full.json()["error"]["code"]) == (503, -32603)
+
+
+def ends_within(chunks: Iterator[bytes], seconds: float) -> bool:
+    """Whether the body ``chunks`` end within ``seconds`` (keepalives arrive meanwhile, so the
+    deadline is checked; a silent server runs into the client's read timeout)."""
+    deadline = time.monotonic() + seconds
+    return all(time.monotonic() <= deadline for _ in chunks)
+
+
+def test_a_session_evicted_by_a_new_initialize_loses_its_stream_and_then_answers_404(
+        registry: Registry, client: httpx.Client) -> None:
+    with served(registry, sessions=SessionTable(max_sessions=2), http=FAST_KEEPALIVE) as (url, _):
+        evicted = initialize(client, url)
+        with client.stream("GET", url, headers=stream_headers(evicted)) as response:
+            assert response.status_code == 200
+            kept = initialize(client, url)  # used after `evicted`
+            initialize(client, url)  # the table is full: its least recently used session goes
+            assert ends_within(response.iter_bytes(), 2.0)
+        gone = post(client, url, PING, evicted)
+        assert (gone.status_code, gone.json()["error"]["code"]) == (404, -32600)
+        assert post(client, url, PING, kept).json()["result"] == {}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_session_that_idles_out_loses_its_stream(registry: Registry,
+                                                   client: httpx.Client) -> None:
+    clock = Clock()
+    sessions = SessionTable(idle_timeout_s=60, clock=clock)
+    with served(registry, sessions=sessions, http=FAST_KEEPALIVE) as (url, _):
+        session_id = initialize(client, url)
+        with client.stream("GET", url, headers=stream_headers(session_id)) as response:
+            assert response.status_code == 200
+            chunks = response.iter_bytes()
+            assert not ends_within(chunks, 0.3)  # keepalives alone do not end it
+            clock.now = 61  # no request for longer than the idle timeout
+            assert ends_within(chunks, 2.0)
+        gone = client.get(url, headers=stream_headers(session_id))
+        assert (gone.status_code, gone.json()["error"]["code"]) == (404, -32600)

@@ -23,13 +23,11 @@ from typing import Any
 import msgspec
 
 from toolkeeper.errors import JsonRpcError
-from toolkeeper.protocol.codes import INTERNAL_ERROR
 from toolkeeper.protocol.dispatch import ServerIdentity, error_reply
 from toolkeeper.protocol.envelope import (
     InboundRequest,
     classify_inbound,
     decode_message,
-    error_message,
     safe_id,
 )
 from toolkeeper.protocol.faults import invalid_request, unsupported_version
@@ -175,9 +173,7 @@ class ServerKernel:
         outcome = self._legacy.after_envelope(request, session, facts)
         if not isinstance(outcome, Reply) or outcome.is_error:
             return outcome
-        if not self.sessions.admit(session):
-            return Reply(error_message(request.id, {
-                "code": INTERNAL_ERROR, "message": "Server busy: too many sessions"}), 503)
+        self.sessions.admit(session)  # never refused: a full table evicts its idlest session
         assert session.id is not None
         return msgspec.structs.replace(outcome, headers=((MCP_SESSION_ID, session.id),))
 

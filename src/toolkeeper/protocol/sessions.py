@@ -1,7 +1,8 @@
 """Legacy-era sessions: the ``initialize`` lifecycle of one client (SPEC 3.1 gate 4).
 
-On HTTP each session has an ``Mcp-Session-Id``; on a stream transport the connection is the
-session. Pure state: the clock and the id source are injected.
+On HTTP each session has an ``Mcp-Session-Id`` and lives in a :class:`SessionTable` (least
+recently used sessions are evicted, never new ones refused); on a stream transport the
+connection is the session. Pure state: the clock and the id source are injected.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import enum
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,12 +41,31 @@ class LegacySession:
 
 
 class SessionTable:
-    """Live HTTP sessions, bounded in number and idle time."""
+    """Live HTTP sessions, least recently used first, bounded in number and idle time.
+
+    The policy:
+
+    * every :meth:`get` of a live session moves it to the back of the order, so the front is
+      always the session that has gone longest without a request;
+    * a session unused for longer than ``idle_timeout_s`` is gone (its id answers 404);
+    * :meth:`admit` first drops the expired sessions at the front, stopping at the first live
+      one, then, if ``max_sessions`` are still live, evicts the least recently used session.
+      A new ``initialize`` is therefore never refused: a flood of anonymous ``initialize``
+      requests can only push out idle sessions, not lock clients out. MCP allows this (the
+      server may end a session at any time; the evicted client's next request gets 404
+      ``-32600`` and it must initialize again).
+
+    Every operation is amortized O(1): each session is dropped at most once, and the order is
+    an :class:`~collections.OrderedDict` (a plain dict popped at the front rescans the holes
+    it leaves there). Pure state: the clock and the id source are injected.
+    """
 
     def __init__(self, *, max_sessions: int = 10_000, idle_timeout_s: float = 1800.0,
                  clock: Callable[[], float] = time.monotonic,
                  new_id: Callable[[], str] = lambda: uuid.uuid4().hex) -> None:
-        self._sessions: dict[str, LegacySession] = {}
+        if max_sessions < 1:
+            raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
+        self._sessions: OrderedDict[str, LegacySession] = OrderedDict()
         self._max = max_sessions
         self._idle = idle_timeout_s
         self._clock = clock
@@ -53,23 +74,29 @@ class SessionTable:
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def _reap(self) -> None:
-        cutoff = self._clock() - self._idle
-        for sid in [s for s, v in self._sessions.items() if v.last_seen < cutoff]:
-            del self._sessions[sid]
+    def _reap(self, now: float) -> None:
+        cutoff = now - self._idle
+        sessions = self._sessions
+        while sessions:
+            first = next(iter(sessions.values()))
+            if first.last_seen >= cutoff:
+                return  # everything behind it was used later still
+            sessions.popitem(last=False)
 
-    def admit(self, session: LegacySession) -> bool:
-        """Give an initialized session an id and keep it; False when the table is full."""
-        self._reap()
+    def admit(self, session: LegacySession) -> None:
+        """Give an initialized session an id and keep it at the back, evicting the least
+        recently used session when ``max_sessions`` are live."""
+        now = self._clock()
+        self._reap(now)
         if len(self._sessions) >= self._max:
-            return False
+            self._sessions.popitem(last=False)
         session.id = self._new_id()
-        session.last_seen = self._clock()
+        session.last_seen = now
         self._sessions[session.id] = session
-        return True
 
     def get(self, session_id: str) -> LegacySession | None:
-        """The live session with that id (touching it), or None when unknown or expired."""
+        """The live session with that id (touching it: it moves to the back), or None when
+        unknown, expired or evicted."""
         session = self._sessions.get(session_id)
         if session is None:
             return None
@@ -78,7 +105,15 @@ class SessionTable:
             del self._sessions[session_id]
             return None
         session.last_seen = now
+        self._sessions.move_to_end(session_id)
         return session
 
+    def alive(self, session_id: str) -> bool:
+        """Whether :meth:`get` would find the session, without touching it (for a standalone
+        stream, which ends once its session is gone)."""
+        session = self._sessions.get(session_id)
+        return session is not None and session.last_seen >= self._clock() - self._idle
+
     def remove(self, session_id: str) -> bool:
+        """End a session (HTTP DELETE); False when it was unknown, expired or evicted."""
         return self._sessions.pop(session_id, None) is not None

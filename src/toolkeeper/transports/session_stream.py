@@ -15,9 +15,12 @@ the change feed is full or closing                      503 ``-32603``
 otherwise                                               200 SSE, ``mcp-session-id`` echoed
 ======================================================  ======================================
 
-The stream ends when the client leaves, when its session is deleted, or at server shutdown
-(the feed closes every stream); it carries no event ids (no resumption) and is pinged after
-``keepalive_s`` of silence.
+The stream ends when the client leaves, when its session is deleted (at once), when the
+session table evicts it or it idles out (:class:`~toolkeeper.protocol.SessionTable`: noticed
+at the stream's next wake-up, so within ``keepalive_s``, and nothing is sent to a session that
+is gone), or at server shutdown (the feed closes every stream). It carries no event ids (no
+resumption) and is pinged after ``keepalive_s`` of silence; it does not count as use of its
+session (only requests do).
 """
 
 from __future__ import annotations
@@ -119,13 +122,14 @@ class SessionStreams:
         try:
             await send({"type": "http.response.start", "status": 200, "headers": [
                 *SSE_HEADERS, (MCP_SESSION_ID.encode(), target.encode("latin-1"))]})
-            await self._pump(stream, receive, send)
+            await self._pump(target, stream, receive, send)
         finally:
             if self._open.get(target) is stream:
                 del self._open[target]
             stream.close()
 
-    async def _pump(self, stream: ChangeSubscription, receive: Receive, send: Send) -> None:
+    async def _pump(self, session_id: str, stream: ChangeSubscription, receive: Receive,
+                    send: Send) -> None:
         watcher: asyncio.Future[Any] = asyncio.ensure_future(_until_disconnect(receive))
         upcoming: asyncio.Future[Any] = asyncio.ensure_future(stream.next())
         try:
@@ -134,6 +138,9 @@ class SessionStreams:
                                              return_when=asyncio.FIRST_COMPLETED)
                 if watcher in done:
                     return  # the client left: nothing more to send
+                if not self._kernel.sessions.alive(session_id):  # evicted or expired
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    return
                 if upcoming not in done:
                     await send({"type": "http.response.body", "body": KEEPALIVE,
                                 "more_body": True})
