@@ -108,12 +108,6 @@ class SessionTable:
         self._sessions.move_to_end(session_id)
         return session
 
-    def alive(self, session_id: str) -> bool:
-        """Whether :meth:`get` would find the session, without touching it (for a standalone
-        stream, which ends once its session is gone)."""
-        session = self._sessions.get(session_id)
-        return session is not None and session.last_seen >= self._clock() - self._idle
-
     def remove(self, session_id: str) -> bool:
         """End a session (HTTP DELETE); False when it was unknown, expired or evicted."""
         return self._sessions.pop(session_id, None) is not None

@@ -17,10 +17,10 @@ otherwise                                               200 SSE, ``mcp-session-i
 
 The stream ends when the client leaves, when its session is deleted (at once), when the
 session table evicts it or it idles out (:class:`~toolkeeper.protocol.SessionTable`: noticed
-at the stream's next wake-up, so within ``keepalive_s``, and nothing is sent to a session that
-is gone), or at server shutdown (the feed closes every stream). It carries no event ids (no
-resumption) and is pinged after ``keepalive_s`` of silence; it does not count as use of its
-session (only requests do).
+at the stream's next wake-up, a notification or a keepalive, and nothing is sent to a session
+that is gone), or at server shutdown (the feed closes every stream). Each wake-up counts as use
+of the session, as in the official SDK, so a client that only listens keeps its session. The
+stream carries no event ids (no resumption) and is pinged after ``keepalive_s`` of silence.
 """
 
 from __future__ import annotations
@@ -138,7 +138,9 @@ class SessionStreams:
                                              return_when=asyncio.FIRST_COMPLETED)
                 if watcher in done:
                     return  # the client left: nothing more to send
-                if not self._kernel.sessions.alive(session_id):  # evicted or expired
+                # An open stream is use of its session (as in the official SDK): a client that
+                # only listens keeps it. One evicted or expired meanwhile ends the stream.
+                if self._kernel.sessions.get(session_id) is None:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                     return
                 if upcoming not in done:
