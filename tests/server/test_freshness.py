@@ -6,6 +6,7 @@ connection, and SQLite's ``PRAGMA data_version`` is how one notices the other's 
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from toolkeeper.protocol import (
 )
 from toolkeeper.registry import Registry
 from toolkeeper.server import build_gateway
+from toolkeeper.transports import StdioServer
 
 VERSION = "2026-07-28"
 V1 = Version.parse("1.0.0")
@@ -139,6 +141,46 @@ def test_one_store_check_serves_a_whole_tools_call_and_a_whole_tools_list(
         statements = pragma_count(here)
         answer(gateway.kernel.handle_asgi(body, pairs))  # no arrival time: ask every time
         assert statements == ["PRAGMA data_version"] * 2
+
+
+def test_over_stdio_one_store_check_serves_each_tools_call_and_sees_a_later_retire(
+        twins: tuple[Registry, Registry]) -> None:
+    # The stdio transport stamps each line's arrival as HTTP does: one check per call, and a
+    # call read after another process retired its version is refused.
+    here, there = twins
+    gateway = build_gateway(here, demo_handlers())
+    body, _ = lookup_pinned_to_v1()
+    answers: list[dict[str, Any]] = []
+    checks: list[str] = []
+
+    async def scenario() -> None:
+        lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+        replied = asyncio.Event()
+
+        async def write(data: bytes) -> None:
+            answers.append(decode_message(data))
+            replied.set()
+
+        async def call() -> None:
+            replied.clear()
+            await lines.put(body)
+            await asyncio.wait_for(replied.wait(), 5)
+
+        server = asyncio.ensure_future(StdioServer(gateway.kernel, lines.get, write).run())
+        await call()  # warms the caches
+        statements = pragma_count(here)
+        await call()
+        checks.extend(statements)
+        there.publish(_next_major(there))
+        there.retire("payments.lookup", V1)
+        await call()
+        await lines.put(None)
+        await asyncio.wait_for(server, 5)
+
+    asyncio.run(scenario())
+    assert [a["result"]["isError"] for a in answers[:2]] == [False, False]
+    assert checks == ["PRAGMA data_version"]
+    assert answers[2]["error"]["data"]["reason"] == "schema_version_retired"
 
 
 def test_a_failed_catch_up_is_owed_and_the_next_call_sees_the_retire(

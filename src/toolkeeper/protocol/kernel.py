@@ -204,15 +204,20 @@ class ServerKernel:
     def open_stream(self, facts: TransportFacts | None = None) -> StreamConnection:
         return StreamConnection(facts if facts is not None else TransportFacts("stdio"))
 
-    def handle_stream(self, conn: StreamConnection, raw: bytes | str) -> Outcome:
-        """One line of a newline-delimited stream."""
+    def handle_stream(self, conn: StreamConnection, raw: bytes | str, received_ns: int = 0
+                      ) -> Outcome:
+        """One line of a newline-delimited stream (``received_ns``: see
+        :attr:`TransportFacts.received_ns`)."""
         try:
             message = decode_message(raw)
         except JsonRpcError as exc:
             return error_reply(None, exc)
-        return self.handle_stream_message(conn, message)
+        return self.handle_stream_message(conn, message, received_ns)
 
-    def handle_stream_message(self, conn: StreamConnection, message: Any) -> Outcome:
+    def handle_stream_message(self, conn: StreamConnection, message: Any, received_ns: int = 0
+                              ) -> Outcome:
+        facts = (conn.facts if not received_ns
+                 else msgspec.structs.replace(conn.facts, received_ns=received_ns))
         if conn.era is None:
             conn.era = _stream_era(message)
         if conn.era is Era.MODERN:
@@ -224,5 +229,5 @@ class ServerKernel:
                     requested if isinstance(requested, str) else "",
                     list(reversed(MODERN_VERSIONS)),
                     "this connection serves the modern protocol era; initialize is not accepted"))
-            return self._modern.handle(message, conn.facts, http=False)
-        return self._legacy.handle(message, conn.session, conn.facts)
+            return self._modern.handle(message, facts, http=False)
+        return self._legacy.handle(message, conn.session, facts)

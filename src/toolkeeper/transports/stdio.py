@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
 
@@ -67,7 +68,7 @@ class StdioServer:
                 continue
             if not line.strip():
                 continue
-            outcome = self._kernel.handle_stream(conn, line)
+            outcome = self._kernel.handle_stream(conn, line, time.perf_counter_ns())
             if isinstance(outcome, Reply):
                 await self._write(outcome.body)
             elif isinstance(outcome, Accepted):
