@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from toolkeeper.contracts.semver import Version
+from toolkeeper.contracts.semver import MAX_NUMBER_DIGITS, Version
 from toolkeeper.errors import SemverError
 
 # semver.org section 11 example, in ascending precedence.
@@ -53,3 +53,23 @@ def test_bumps() -> None:
     assert (str(v.bump_major()), str(v.bump_minor()), str(v.bump_patch())) == \
         ("2.0.0", "1.3.0", "1.2.4")
     assert str(Version.parse("1.2.3-rc.1").bump_patch()) == "1.2.3"
+
+
+@pytest.mark.parametrize("part", ["major", "minor", "patch", "prerelease"])
+def test_a_numeric_identifier_beyond_the_digit_bound_is_refused_and_one_at_it_parses(
+        part: str) -> None:
+    def version(digits: str) -> str:
+        triple = {"major": f"{digits}.0.0", "minor": f"1.{digits}.0", "patch": f"1.0.{digits}",
+                  "prerelease": f"1.0.0-rc.{digits}"}
+        return triple[part]
+
+    at_bound = "9" * MAX_NUMBER_DIGITS
+    assert str(Version.parse(version(at_bound))) == version(at_bound)
+    with pytest.raises(SemverError) as info:
+        Version.parse(version(at_bound + "9"))
+    assert info.value.code == "semver.invalid"
+
+
+def test_a_long_alphanumeric_prerelease_identifier_is_not_bounded() -> None:
+    text = "1.0.0-" + "9" * MAX_NUMBER_DIGITS + "x"
+    assert str(Version.parse(text)) == text

@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import total_ordering
+from typing import Final
 
 from toolkeeper.errors import SemverError
 
-__all__ = ["Version"]
+__all__ = ["MAX_NUMBER_DIGITS", "Version"]
 
 # semver.org's recommended regular expression, anchored, without leading "v".
 _SEMVER = re.compile(
@@ -25,6 +26,11 @@ _SEMVER = re.compile(
     r"(?:\+(?P<build>[0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$",
     re.ASCII,
 )
+
+
+MAX_NUMBER_DIGITS: Final = 4300
+"""The longest numeric identifier a version may have: Python's own bound for turning digits
+into an integer (so every version stored before the bound existed still parses)."""
 
 
 def _pre_key(pre: tuple[str, ...]) -> tuple[tuple[int, int, str], ...]:
@@ -61,6 +67,11 @@ class Version:
             raise SemverError(f"{text!r} is not a semver 2.0.0 version (MAJOR.MINOR.PATCH)")
         pre = m.group("pre")
         build = m.group("build")
+        if max(len(m.group("major")), len(m.group("minor")), len(m.group("patch")),
+               *(len(p) for p in (pre.split(".") if pre else ()) if p.isdigit())
+               ) > MAX_NUMBER_DIGITS:
+            raise SemverError(f"a numeric identifier of a version has more than "
+                              f"{MAX_NUMBER_DIGITS:,} digits")
         return cls(
             int(m.group("major")),
             int(m.group("minor")),

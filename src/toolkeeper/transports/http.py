@@ -29,6 +29,7 @@ text, never a traceback.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
@@ -86,13 +87,17 @@ class _Disconnected(Exception):
     pass
 
 
+# RFC 9110 12.4.2: qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ); zero refuses.
+_ZERO_Q: Final = re.compile(r"q\s*=\s*0(?:\.0{0,3})?")
+
+
 @lru_cache(maxsize=512)  # a pure function of one header value; clients send a few values
 def _accepts(accept: str | None) -> tuple[bool, bool]:
     """(JSON acceptable, SSE acceptable), with ``*/*``, ``application/*``, ``text/*``."""
     types: set[str] = set()
     for item in (accept or "").split(","):
         media, *params = (p.strip().lower() for p in item.split(";"))
-        if any(p.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params):
+        if any(_ZERO_Q.fullmatch(p) for p in params):
             continue
         types.add(media)
     json = bool(types & {"application/json", "application/*", "*/*"})

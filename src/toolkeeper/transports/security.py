@@ -27,7 +27,8 @@ def _matches(value: str, pattern: str) -> bool:
         if value == base:
             return True
         head, sep, port = value.rpartition(":")
-        return bool(sep) and head == base and port.isdigit()
+        # ASCII digits only: str.isdigit() also takes "²" and other digits no port is made of.
+        return bool(sep) and head == base and port.isascii() and port.isdigit()
     return value == pattern
 
 
