@@ -7,8 +7,14 @@ from typing import Any
 import pytest
 
 from toolkeeper.errors import JsonRpcError
-from toolkeeper.protocol import MAX_DEPTH, check_response, classify_inbound, decode_message
-from toolkeeper.protocol.codes import INVALID_REQUEST, PARSE_ERROR
+from toolkeeper.protocol import (
+    MAX_DEPTH,
+    Reply,
+    check_response,
+    classify_inbound,
+    decode_message,
+)
+from toolkeeper.protocol.codes import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from toolkeeper.protocol.envelope import (
     InboundNotification,
     InboundRequest,
@@ -111,3 +117,16 @@ def test_the_client_side_check_accepts_a_matching_response() -> None:
 def test_the_client_side_check_names_each_broken_rule(response: dict[str, Any], problem: str
                                                      ) -> None:
     assert any(p.startswith(problem) for p in check_response(response, 1))
+
+
+@pytest.mark.parametrize("value", ["caf\udce9", object(), {1: "one"}],
+                         ids=["lone-surrogate", "object", "integer-keys"])
+def test_a_reply_that_cannot_be_encoded_is_sent_as_the_generic_internal_error_to_its_id(
+        value: Any, caplog: pytest.LogCaptureFixture) -> None:
+    reply = Reply({"jsonrpc": "2.0", "id": 7, "result": {"content": value}})
+    with caplog.at_level("ERROR", logger="toolkeeper.protocol"):
+        body = reply.body
+    answer = decode_message(body)
+    assert (answer["id"], answer["error"]["code"]) == (7, INTERNAL_ERROR)
+    assert b"content" not in body and "result" not in answer
+    assert [r.name for r in caplog.records] == ["toolkeeper.protocol"]

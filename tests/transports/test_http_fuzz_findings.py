@@ -1,9 +1,9 @@
 """Bad input on the Streamable HTTP path: what a fuzzing pass found, and the property it ran.
 
 Each finding is reduced to its smallest request and written as the behaviour the wire rules
-document (SPEC 3.2 / 3.4, mcp-wire 4.4 and 4.5). A finding the code does not honour yet is
-``xfail(strict=True)``: it turns into a failure the day the code is fixed, so the marker gets
-removed. Requests are driven in-process (a constructed ASGI scope, ``receive``/``send``
+document (SPEC 3.2 / 3.4, mcp-wire 4.4 and 4.5); each failed before its fix (a schemaVersion of
+thousands of digits, a handler result that is not JSON, non-ASCII port digits, ``q=0.``).
+Requests are driven in-process (a constructed ASGI scope, ``receive``/``send``
 callables), over the demo estate, on an app with the express lane and one without
 (``app.express = False``): the answer must be the same on both.
 
@@ -205,11 +205,6 @@ def output_registry(kind: str) -> tuple[Registry, ToolHandlers]:
     return registry, handlers
 
 
-@pytest.mark.xfail(strict=True, reason="the result is only encoded by the transport "
-                   "(Reply.body in transports/http.py _reply); nothing between the handler and "
-                   "the wire (server/calls.py _settle/_wire, protocol/dispatch.py) checks it is "
-                   "JSON, so the encoder's exception becomes the transport's 500 (or, for a "
-                   "ToolResult whose content is not blocks, -32603 from _wire)")
 @pytest.mark.parametrize("express", [True, False], ids=["express", "ladder"])
 @pytest.mark.parametrize("label", sorted(OUTPUTS))
 def test_a_handler_result_that_is_not_json_is_an_is_error_result_not_a_500(
@@ -223,10 +218,6 @@ def test_a_handler_result_that_is_not_json_is_an_is_error_result_not_a_500(
     assert json.loads(body_of(sent))["result"]["isError"] is True
 
 
-@pytest.mark.xfail(strict=True, reason="once a progress notification committed the response "
-                   "to SSE, the final frame's encoding (transports/pending.py write_final -> "
-                   "Reply.body) raises; the app logs a transport fault and returns without a "
-                   "final event or a closing body message: the request is lost")
 @pytest.mark.parametrize("label", ["text-with-lone-surrogate", "structured-non-json-object"])
 def test_a_streamed_handler_result_that_is_not_json_still_ends_the_stream_with_an_answer(
         label: str) -> None:
@@ -256,9 +247,6 @@ class _Lines:
         self.out.append(data)
 
 
-@pytest.mark.xfail(strict=True, reason="transports/stdio.py StdioServer.run writes "
-                   "outcome.body for an immediate Reply outside any handler: the encoder's "
-                   "UnicodeEncodeError escapes run() and the stdio server stops")
 def test_stdio_answers_an_inline_handler_result_that_is_not_json_and_keeps_serving() -> None:
     registry, handlers = output_registry("inline")
     _, gateway = build_app(registry, handlers)

@@ -8,7 +8,8 @@ from typing import Any
 
 import msgspec
 
-from toolkeeper.protocol.envelope import RequestId, encode_message
+from toolkeeper.protocol.envelope import RequestId, encode_message, error_message, safe_id
+from toolkeeper.protocol.faults import wire_error
 from toolkeeper.protocol.methods import Emit
 
 __all__ = ["Accepted", "Finish", "Outcome", "Pending", "Reply"]
@@ -25,7 +26,13 @@ class Reply(msgspec.Struct, frozen=True):
 
     @property
     def body(self) -> bytes:
-        return encode_message(self.message)
+        """The encoded message. One that cannot be encoded (a server bug: tool results are
+        encoded when the tool returns) becomes the generic -32603 error to the same id, logged,
+        so a transport always has an answer to send."""
+        try:
+            return encode_message(self.message)
+        except Exception as exc:
+            return encode_message(error_message(safe_id(self.message), wire_error(exc)))
 
     @property
     def is_error(self) -> bool:

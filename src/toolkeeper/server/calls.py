@@ -18,6 +18,8 @@ from functools import partial
 from types import CoroutineType
 from typing import Any
 
+from msgspec import Raw
+
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.contracts.validate import CompiledSchema, Issue
 from toolkeeper.errors import CapabilityRequiredError, JsonRpcError
@@ -31,6 +33,7 @@ from toolkeeper.protocol import (
     Outcome,
     Pending,
     Reply,
+    encode_message,
     error_reply,
     missing_capabilities,
 )
@@ -191,10 +194,8 @@ class ToolCalls:
                     not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
                 value = await value
         except BaseException as exc:
-            result = self._failed(route, handle, started, exc)
-        else:
-            result = self._settle(route, handle, started, value)
-        return self._wire(call, route, result)
+            return self._wire(call, route, self._failed(route, handle, started, exc))
+        return self._settle(call, route, handle, started, value)
 
     def _run_inline(self, call: Call, route: Route, binding: HandlerBinding,
                     arguments: dict[str, Any]) -> MethodResult:
@@ -210,29 +211,30 @@ class ToolCalls:
         if type(value) is CoroutineType or (
                 not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
             return Deferred(partial(self._await_rest, call, route, handle, started, value))
-        return self._wire(call, route, self._settle(route, handle, started, value))
+        return self._settle(call, route, handle, started, value)
 
     async def _await_rest(self, call: Call, route: Route, handle: int, started: float,
                           awaitable: Awaitable[Any], emit: Emit) -> dict[str, Any]:
         try:
             value = await awaitable
         except BaseException as exc:
-            result = self._failed(route, handle, started, exc)
-        else:
-            result = self._settle(route, handle, started, value)
-        return self._wire(call, route, result)
+            return self._wire(call, route, self._failed(route, handle, started, exc))
+        return self._settle(call, route, handle, started, value)
 
-    def _settle(self, route: Route, handle: int, started: float, value: Any) -> ToolResult:
-        """A handler's value as a checked ToolResult; the call log completed."""
+    def _settle(self, call: Call, route: Route, handle: int, started: float, value: Any
+                ) -> dict[str, Any]:
+        """A handler's value as the checked wire result, its content encoded once here: a value
+        that is not JSON is the handler's failure, like an exception. The call log completed."""
         try:
             result = value if type(value) is ToolResult else to_tool_result(value)
             if route.output_validator is not None:
                 result = self._checked(route.plan.spec, route.output_validator, result)
+            wire = self._wire(call, route, result)
         except Exception as exc:
-            return self._failed(route, handle, started, exc)
+            return self._wire(call, route, self._failed(route, handle, started, exc))
         self._log.completed(handle, "error" if result.is_error else "ok",
                             (time.perf_counter() - started) * 1000.0)
-        return result
+        return wire
 
     def _failed(self, route: Route, handle: int, started: float, exc: BaseException
                 ) -> ToolResult:
@@ -270,10 +272,16 @@ class ToolCalls:
         return result
 
     def _wire(self, call: Call, route: Route, result: ToolResult) -> dict[str, Any]:
+        """The result as sent: its content and structured content encoded to JSON here (as
+        ``msgspec.Raw``, spliced into the reply verbatim), so one that cannot be raises now, in
+        the tool's call, not later in the transport."""
         out = result.to_wire()
-        if call.era is Era.LEGACY and "structuredContent" in out and (
-                call.protocol_version in _NO_STRUCTURED_VERSIONS
-                or not isinstance(out["structuredContent"], Mapping)):
-            del out["structuredContent"]
+        if "structuredContent" in out:
+            if call.era is Era.LEGACY and (call.protocol_version in _NO_STRUCTURED_VERSIONS
+                                           or not isinstance(out["structuredContent"], Mapping)):
+                del out["structuredContent"]
+            else:
+                out["structuredContent"] = Raw(encode_message(out["structuredContent"]))
+        out["content"] = Raw(encode_message(out["content"]))
         out["_meta"] = route.meta.copy()  # the proxied dict's copy: dict(proxy) is 5x slower
         return out
