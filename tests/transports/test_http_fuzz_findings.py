@@ -210,12 +210,14 @@ def output_registry(kind: str) -> tuple[Registry, ToolHandlers]:
 def test_a_handler_result_that_is_not_json_is_an_is_error_result_not_a_500(
         label: str, express: bool) -> None:
     registry, handlers = output_registry("inline")
-    app, _ = build_app(registry, handlers, http=HttpConfig(keepalive_s=30))
+    app, gateway = build_app(registry, handlers, http=HttpConfig(keepalive_s=30))
     app.express = express
     sent = exchange(app, modern_pairs("tools/call", f"out.{label}"),
                     tool_call(f"out.{label}", {}))
     assert status(sent) == 200 and content_type(sent) == b"application/json"
     assert json.loads(body_of(sent))["result"]["isError"] is True
+    records = gateway.call_log.records  # type: ignore[attr-defined]
+    assert [(r.tool, r.outcome) for r in records] == [(f"out.{label}", "exception")]
 
 
 @pytest.mark.parametrize("label", ["text-with-lone-surrogate", "structured-non-json-object"])
