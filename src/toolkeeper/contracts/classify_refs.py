@@ -2,8 +2,9 @@
 
 A :class:`SchemaDocument` wraps one schema document (the before or the after side) and resolves
 local references: JSON pointers (``#/$defs/x``, ``#/definitions/x``, ``#/properties/a``), the
-root (``#``) and plain-name anchors (``#name`` via ``$anchor``). Anything else (a remote or
-relative URI) is :class:`Unresolvable`, and the classifier fails closed on it.
+root (``#``) and plain-name anchors (``#name`` via ``$anchor``), also when spelled as a URI that
+resolves against the root ``$id`` to the document itself. Anything else (a remote or relative
+URI) is :class:`Unresolvable`, and the classifier fails closed on it.
 
 Resolution is cached per reference node, so every node the classifier walks is either an object
 of the document or one cached derivative of it: object identities are stable for the whole run,
@@ -19,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urljoin, urlsplit
 
 from toolkeeper.contracts.canonical import canonical_json
 from toolkeeper.contracts.validate import format_path
@@ -137,9 +138,12 @@ class SchemaDocument:
         if self._embedded:
             return Unresolvable(f"$ref {ref!r} is in a document that embeds resources ($id below "
                                 "the root), whose reference resolution is not analysed")
-        if not ref.startswith("#"):
+        fragment = self._local_fragment(ref)
+        if fragment is None:
             return Unresolvable(f"$ref {ref!r} is not local to the document", comparable=True)
-        target = self._lookup(ref[1:])
+        if isinstance(fragment, Unresolvable):
+            return fragment
+        target = self._lookup(fragment)
         if target is _MISSING:
             return Unresolvable(f"$ref {ref!r} does not resolve in the document")
         target = self.resolve(target)
@@ -162,6 +166,25 @@ class SchemaDocument:
             merged.update(rest)
             return merged
         return {"allOf": [target, rest]}
+
+    def _local_fragment(self, ref: str) -> str | Unresolvable | None:
+        """The fragment of a reference into this document; None for another document; an
+        :class:`Unresolvable` when that cannot be told. The validator resolves a reference
+        against the root ``$id`` (``json-schema:///`` without one) and normalizes URIs, so
+        ``https://example.com/s#/$defs/x`` and ``s#/$defs/x`` under that ``$id`` are local."""
+        if ref.startswith("#"):
+            return ref[1:]
+        base = self.root.get("$id") if isinstance(self.root, dict) else None
+        base = base if isinstance(base, str) else _DEFAULT_BASE
+        uri, _, fragment = urljoin(base, ref).partition("#")
+        here, there = _normal(base.partition("#")[0]), _normal(uri)
+        if here == there:
+            return fragment
+        if here[:2] == there[:2]:
+            # Same scheme and authority: a spelling the normalization here misses may still
+            # name this document; two equal ones are not trusted to mean the same schema.
+            return Unresolvable(f"$ref {ref!r} may or may not name the document itself")
+        return None
 
     def _lookup(self, fragment: str) -> Any:
         if fragment == "":
@@ -197,6 +220,22 @@ class SchemaDocument:
 
 
 _MISSING: Any = object()
+#: The base URI the validator gives a document without a root ``$id``.
+_DEFAULT_BASE = "json-schema:///"
+
+
+def _normal(uri: str) -> tuple[str, str, str, str]:
+    """A URI without fragment as (scheme, authority, path, query), compared loosely: scheme and
+    host are case-insensitive, dot segments are removed, an empty path is ``/``."""
+    parts = urlsplit(uri)
+    segments: list[str] = []
+    for segment in parts.path.split("/"):
+        if segment == "..":
+            if len(segments) > 1:
+                segments.pop()
+        elif segment != ".":
+            segments.append(segment)
+    return (parts.scheme.lower(), parts.netloc.lower(), "/".join(segments) or "/", parts.query)
 
 
 def _embeds_resources(root: Any) -> bool:

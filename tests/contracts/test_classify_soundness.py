@@ -1,0 +1,67 @@
+"""Soundness of the change classifier (SPEC 1.4) on the shapes a fuzzing pass found: references
+through the root ``$id``, ``$dynamicRef``, format assertion switched under non-monotone keywords,
+properties an open object already names, and a ``oneOf`` reached through a recursive reference.
+The validator is the oracle: an argument valid before and invalid after makes the verdict MAJOR.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolkeeper.contracts.changes import Bump
+from toolkeeper.contracts.classify import classify_schemas
+from toolkeeper.contracts.validate import compile_schema
+
+Schema = dict[str, Any]
+
+
+def _breaks(before: Schema, after: Schema, argument: Any) -> bool:
+    return compile_schema(before).is_valid(argument) and not compile_schema(after).is_valid(argument)
+
+
+def _rules(before: Schema, after: Schema, **options: bool) -> list[tuple[str, str]]:
+    return [(c.path, c.rule) for c in classify_schemas(before, after, **options).changes]
+
+
+# ---------------------------------------------------------------- references through the root $id
+
+_NARROWED_AND_WIDENED = [("$.properties.a.type", "input.type.narrowed"),
+                         ("$.properties.a.type", "input.type.widened")]
+
+
+def _with_id(ref: str, target_type: str, root_id: str = "https://example.com/s") -> Schema:
+    return {"$id": root_id, "type": "object", "$defs": {"x": {"type": target_type}},
+            "properties": {"a": {"$ref": ref}}}
+
+
+@pytest.mark.parametrize("ref", [
+    "HTTPS://EXAMPLE.COM/./s#/$defs/x", "https://example.com/a/../s#/$defs/x", "./s#/$defs/x",
+])
+def test_a_reference_spelled_as_another_form_of_the_root_id_is_followed(ref: str) -> None:
+    before, after = _with_id(ref, "integer"), _with_id(ref, "string")
+    assert _breaks(before, after, {"a": 1})
+    assert _rules(before, after) == _NARROWED_AND_WIDENED
+
+
+def test_a_reference_through_the_default_base_uri_is_followed() -> None:
+    def schema(target_type: str) -> Schema:
+        return {"type": "object", "$defs": {"x": {"type": target_type}},
+                "properties": {"a": {"$ref": "json-schema:///#/$defs/x"}}}
+
+    before, after = schema("integer"), schema("string")
+    assert _breaks(before, after, {"a": 1})
+    assert _rules(before, after) == _NARROWED_AND_WIDENED
+
+
+def test_a_reference_to_another_path_of_the_root_authority_fails_closed() -> None:
+    ref = "https://example.com/other#/$defs/x"
+    before, after = _with_id(ref, "integer"), _with_id(ref, "string")
+    assert _rules(before, after) == [("$.properties.a[\"$ref\"]", "input.unanalysable")]
+
+
+def test_a_reference_to_another_host_is_remote_and_equal_ones_are_unchanged() -> None:
+    ref = "https://elsewhere.example/s#/$defs/x"
+    before, after = _with_id(ref, "integer"), _with_id(ref, "string")
+    assert classify_schemas(before, after).bump is Bump.PATCH
