@@ -12,9 +12,9 @@ orders and bad GET/DELETE headers. Everything runs in-process over the demo esta
 
 Each finding below is reduced to its smallest sequence and written as the behaviour the
 transport documents (``transports/stdio.py``, ``transports/pending.py``, ``server/listen.py``,
-``protocol/outcome.py``, SPEC 3.4.5); each is a strict xfail until its cause is fixed. The
-closing property test is the stdio fuzzer kept as a regression net over what passes today,
-and the last test keeps the HTTP chunked-body and mid-body-disconnect cases that passed.
+``protocol/outcome.py``, SPEC 3.4.5); each failed before its fix. The closing property test is
+the stdio fuzzer kept as a regression net, and the last test keeps the HTTP chunked-body and
+mid-body-disconnect cases.
 """
 
 from __future__ import annotations
@@ -181,11 +181,6 @@ async def bounded(task: asyncio.Future[Any], seconds: float = BOUND_S) -> bool:
 
 # --- finding 1: two in-flight stdio requests with the same id --------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "StdioServer._start (transports/stdio.py) keys in-flight tasks by request id: a second "
-    "request with an in-flight id replaces the first in self._tasks, so at end of input run() "
-    "gathers only the second and returns while the first handler still runs (its answer is "
-    "lost when the loop closes; a cancel for the id reaches only the second)"))
 def test_stdio_end_of_input_waits_for_every_in_flight_request_even_with_a_reused_id() -> None:
     async def scenario() -> None:
         release = asyncio.Event()
@@ -210,20 +205,15 @@ def test_stdio_end_of_input_waits_for_every_in_flight_request_even_with_a_reused
         release.set()
         await asyncio.wait_for(run, BOUND_S)
         texts = [a["result"]["content"][0]["text"] for a in lines.answers(1) if "result" in a]
+        refusals = [a["error"]["code"] for a in lines.answers(1) if "error" in a]
         assert not returned_early  # the first request was still running
-        assert "first" in texts
+        assert (texts, refusals, len(started)) == (["first"], [-32600], 1)
 
     asyncio.run(scenario())
 
 
 # --- finding 2: a cancel read before the task of an inline handler's awaitable starts -------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ToolCalls._run_inline (server/calls.py) logs the call and calls a plain handler inside "
-    "dispatch; the awaitable it returns is awaited only in the Deferred's coroutine. A "
-    "notifications/cancelled read before that task first runs (StdioServer.run cancels it) "
-    "means the coroutine is never created: the awaitable is never awaited (RuntimeWarning) "
-    "and the call log record keeps outcome None"))
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 def test_a_cancel_before_an_inline_handlers_awaitable_runs_logs_the_call_as_cancelled(
         era: str) -> None:
@@ -265,12 +255,6 @@ async def _cancelled_elsewhere(arguments: dict[str, Any]) -> str:
     return await future
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ToolCalls._failed (server/calls.py) takes every BaseException for the client's "
-    "cancellation and re-raises it, and StdioServer.complete (transports/stdio.py) swallows "
-    "CancelledError as 'cancelled by the client': a handler whose own await raised "
-    "CancelledError leaves its request unanswered and is logged 'cancelled' though nobody "
-    "cancelled it (asyncio.current_task().cancelling() tells the two apart)"))
 def test_stdio_answers_a_handler_whose_own_await_was_cancelled_as_a_handler_failure() -> None:
     async def scenario() -> tuple[Gateway, Lines]:
         gateway = demo_gateway({"t.elsewhere": _cancelled_elsewhere})
@@ -285,12 +269,6 @@ def test_stdio_answers_a_handler_whose_own_await_was_cancelled_as_a_handler_fail
     assert outcomes(gateway) == [("t.elsewhere", "exception")]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "answer_pending (transports/pending.py) re-raises a CancelledError when the client did "
-    "not disconnect, and StreamableHTTPApp.__call__ catches only Exception: a handler whose "
-    "own await raised CancelledError sends the CancelledError out of the ASGI app (uvicorn "
-    "logs 'Exception in ASGI application' and answers 500) instead of an isError result; "
-    "cause shared with ToolCalls._failed (server/calls.py)"))
 def test_http_answers_a_handler_whose_own_await_was_cancelled_as_a_handler_failure() -> None:
     async def scenario() -> tuple[Gateway, Client, BaseException | None]:
         gateway = demo_gateway({"t.elsewhere": _cancelled_elsewhere})
@@ -312,11 +290,6 @@ def test_http_answers_a_handler_whose_own_await_was_cancelled_as_a_handler_failu
 
 # --- finding 4: the too-long sentinel is in-band ----------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "serve_stdio's reader marks an oversized line with the in-band value _TOO_LONG = "
-    "b'\\x00too-long' (transports/stdio.py), and StdioServer.run compares each line with it: "
-    "a final unterminated line of exactly those bytes is answered as oversized (-32600) "
-    "instead of as the junk it is (-32700)"))
 def test_a_last_line_that_spells_the_too_long_marker_is_a_parse_error() -> None:
     stdout = io.BytesIO()
     stdin = io.BytesIO(b"\x00too-long")  # the last line, no newline after it
@@ -328,12 +301,6 @@ def test_a_last_line_that_spells_the_too_long_marker_is_a_parse_error() -> None:
 
 # --- finding 5: responses sent to a modern stdio connection are answered ----------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ModernPipeline.handle (protocol/modern.py) refuses an InboundResponse with -32600 on "
-    "every transport; on stdio that answers a response with an error line, while a legacy "
-    "connection (LegacyPipeline.after_envelope), the kernel's own Accepted contract ('a "
-    "response sent to us': no JSON-RPC response, protocol/outcome.py) and the SDK's stdio "
-    "dispatcher (_resolve_pending drops it) send nothing"))
 def test_a_modern_stdio_connection_never_answers_a_response_sent_to_it() -> None:
     async def scenario() -> Lines:
         lines = Lines()
@@ -349,16 +316,10 @@ def test_a_modern_stdio_connection_never_answers_a_response_sent_to_it() -> None
 
 # --- finding 6: a listen stream's cancellation lost when a change arrives with it -------------
 
-_LOST_CANCEL: Final = (
-    "ChangeStream.next (server/changes.py) waits with asyncio.wait_for, which on Python 3.11 "
-    "swallows a cancellation that lands while the awaited event has just been set (a change "
-    "posted in the same loop turn): the listen handler (server/listen.py) then goes on "
-    "waiting for the next change, so the cancelled stream never ends until the hub closes "
-    "(then it answers the request the client gave up on); asyncio.timeout() instead of "
-    "wait_for keeps the cancellation")
+# (ChangeStream.next waited with asyncio.wait_for, which on Python 3.11 swallows a
+# cancellation that lands in the turn its event is set: the stream never ended.)
 
 
-@pytest.mark.xfail(strict=True, reason=_LOST_CANCEL)
 def test_stdio_a_listen_cancelled_as_a_change_arrives_ends_without_an_answer() -> None:
     async def scenario(turns: int) -> tuple[bool, Lines]:
         gateway = demo_gateway()
@@ -381,7 +342,6 @@ def test_stdio_a_listen_cancelled_as_a_change_arrives_ends_without_an_answer() -
         assert lines.answers(1) == []
 
 
-@pytest.mark.xfail(strict=True, reason=_LOST_CANCEL)
 def test_http_a_listen_whose_client_leaves_as_a_change_arrives_ends_and_leaves_the_hub(
         ) -> None:
     async def scenario(turns: int) -> tuple[bool, int, Client]:
@@ -410,12 +370,6 @@ def test_http_a_listen_whose_client_leaves_as_a_change_arrives_ends_and_leaves_t
 
 # --- finding 7: a keepalive whose send fails ---------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "_Exchange.watch (transports/pending.py) lets an exception from ping() end the watcher "
-    "task, which answer_pending never awaits: when the server's send raises OSError on a "
-    "closed connection (ASGI 2.4: 'send() on a closed connection should raise a subclass of "
-    "OSError') the handler is not cancelled and runs on for a client that is gone (logged "
-    "'ok' when it ends, not 'cancelled'), and the watcher's OSError is never retrieved"))
 def test_a_keepalive_that_finds_the_connection_closed_cancels_the_handler() -> None:
     async def hang(arguments: dict[str, Any]) -> str:
         await asyncio.Event().wait()

@@ -7,6 +7,7 @@ rung  check                                                                 fail
 n     an id-less object is a notification: valid shape; on HTTP the          -32600 / -32020 /
       version header is a served modern version                              -32022, id null
 7     a single valid request (``jsonrpc`` "2.0", int/str id, object params)  -32600, id null
+      (a response sent to the server: HTTP -32600; stream transports drop it)
 9     HTTP: no routing header appears twice                                  -32020
 10    ``params._meta`` present, envelope keys present and well typed         -32602
 11    HTTP: ``MCP-Protocol-Version`` == envelope version                     -32020
@@ -33,6 +34,7 @@ from toolkeeper.protocol.dispatch import ServerIdentity, error_reply, finisher, 
 from toolkeeper.protocol.envelope import (
     InboundNotification,
     InboundRequest,
+    InboundResponse,
     classify_inbound,
     is_request_id,
 )
@@ -78,6 +80,8 @@ class ModernPipeline:
             return self._notification(message, facts, http=http)
         try:
             inbound = classify_inbound(message)
+            if not http and isinstance(inbound, InboundResponse):
+                return Accepted()  # a stream peer's response to us: nothing to answer (HTTP: 400)
             if not isinstance(inbound, InboundRequest):
                 raise invalid_request("Body must be a single JSON-RPC request or notification "
                                       "object")

@@ -10,6 +10,7 @@ exception is logged server-side, never sent.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
@@ -64,6 +65,15 @@ def invalid_arguments_result(issues: list[Issue]) -> ToolResult:
     return ToolResult((text(f"Invalid arguments ({len(issues)} error"
                             f"{'s' if len(issues) != 1 else ''}):\n{lines}"),),
                       {"errors": errors}, is_error=True)
+
+
+def _cancel_requested() -> bool:
+    """Whether the running task is being cancelled (False outside a task)."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return False
+    return task is not None and task.cancelling() > 0
 
 
 def _failure(name: str) -> ToolResult:
@@ -240,13 +250,16 @@ class ToolCalls:
                 ) -> ToolResult:
         """Complete the call log for a handler that raised (called while ``exc`` is being
         handled). A CapabilityRequiredError (the one protocol error a handler may raise,
-        through its context) and a BaseException (cancellation) propagate; any other
-        exception, JsonRpcError included, is the generic failure result (SPEC 3.4.5)."""
+        through its context) and a BaseException (cancellation of the running task)
+        propagate; any other exception, JsonRpcError included, and a CancelledError raised
+        while the task was not being cancelled (an await of something cancelled elsewhere), is
+        the generic failure result (SPEC 3.4.5)."""
         spec = route.plan.spec
         if isinstance(exc, CapabilityRequiredError):
             outcome = "protocol_error"
-        elif isinstance(exc, Exception):
-            outcome = "exception"
+        elif isinstance(exc, Exception) or (isinstance(exc, asyncio.CancelledError)
+                                            and not _cancel_requested()):
+            outcome = "exception"  # (a CancelledError nobody asked for: the handler's own)
             _log.exception("tool %s %s raised", spec.name, spec.version)
         else:
             outcome = "cancelled"

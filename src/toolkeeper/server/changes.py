@@ -87,7 +87,10 @@ class ChangeStream:
                 return None
             self._wake.clear()
             try:
-                await asyncio.wait_for(self._wake.wait(), self._hub.refresh_s)
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancellation
+                # that lands in the turn the event is set, and the stream would never end.
+                async with asyncio.timeout(self._hub.refresh_s):
+                    await self._wake.wait()
             except TimeoutError:
                 self._hub.refresh()
         batch = tuple(sorted(self._pending))

@@ -114,12 +114,15 @@ class _Exchange:
         try:
             while True:
                 done, _ = await asyncio.wait({receiving}, timeout=keepalive_s)
+                if not done and not self.json_only:
+                    try:
+                        await self.ping()
+                    except OSError:  # ASGI 2.4: a send on a closed connection may raise
+                        done = {receiving}
                 if done:
                     self.disconnected = True
                     request.cancel()
                     return
-                if not self.json_only:
-                    await self.ping()
         finally:
             if not receiving.done():
                 receiving.cancel()

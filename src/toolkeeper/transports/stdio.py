@@ -2,7 +2,8 @@
 logs on stderr only.
 
 Requests run concurrently, so a long handler does not block ``ping`` and
-``notifications/cancelled`` can stop it (a cancelled request gets no response). Notifications
+``notifications/cancelled`` can stop it (a cancelled request gets no response). A request that
+reuses the id of one still running is refused -32600 (ids name requests in flight). Notifications
 a handler emits (progress, log) are written as their own lines before its response. A line
 longer than ``max_line_bytes`` is discarded and answered -32600 with ``"id": null``. At end of
 input the server cancels open streams (``subscriptions/listen``: they would never end) and
@@ -17,7 +18,7 @@ import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Final
 
 from toolkeeper.protocol import (
     Accepted,
@@ -36,9 +37,13 @@ __all__ = ["StdioServer", "run_stdio"]
 
 _log = logging.getLogger("toolkeeper.transports.stdio")
 
-ReadLine = Callable[[], Awaitable[bytes | None]]
+class _Oversized:
+    """What the line reader gives for a line over the size limit (discarded)."""
+
+
+_TOO_LONG: Final = _Oversized()
+ReadLine = Callable[[], Awaitable[bytes | _Oversized | None]]
 Write = Callable[[bytes], Awaitable[None]]
-_TOO_LONG = b"\x00too-long"
 
 
 class StdioServer:
@@ -62,7 +67,7 @@ class StdioServer:
             line = await self._read_line()
             if line is None:
                 break
-            if line == _TOO_LONG:
+            if isinstance(line, _Oversized):
                 await self._write(encode_message(error_message(None, {
                     "code": INVALID_REQUEST, "message": "message exceeds the size limit"})))
                 continue
@@ -74,7 +79,13 @@ class StdioServer:
             elif isinstance(outcome, Accepted):
                 task = self._tasks.get(outcome.cancel) if outcome.cancel is not None else None
                 if task is not None:
-                    task.cancel()
+                    # After the task's first step, which is queued already: a request cancelled
+                    # before it ran still starts, so its call is logged as cancelled and an
+                    # awaitable its handler returned is awaited (closed), not left behind.
+                    asyncio.get_running_loop().call_soon(task.cancel)
+            elif outcome.request_id in self._tasks:
+                await self._write(encode_message(error_message(outcome.request_id, {
+                    "code": INVALID_REQUEST, "message": "request id already in use"})))
             else:
                 self._start(outcome)
         for task in self._streams:
@@ -106,8 +117,8 @@ class StdioServer:
         task.add_done_callback(forget)
 
 
-def _reader(stream: BinaryIO, limit: int) -> Callable[[], bytes | None]:
-    def read() -> bytes | None:
+def _reader(stream: BinaryIO, limit: int) -> Callable[[], bytes | _Oversized | None]:
+    def read() -> bytes | _Oversized | None:
         line = stream.readline(limit + 1)
         if not line:
             return None
@@ -130,7 +141,7 @@ async def serve_stdio(kernel: ServerKernel, *, stdin: BinaryIO | None = None,
     loop = asyncio.get_running_loop()
     read = _reader(source, max_line_bytes)
 
-    async def read_line() -> bytes | None:
+    async def read_line() -> bytes | _Oversized | None:
         return await loop.run_in_executor(None, read)
 
     async def write(data: bytes) -> None:
