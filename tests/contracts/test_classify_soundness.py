@@ -6,6 +6,7 @@ The validator is the oracle: an argument valid before and invalid after makes th
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -65,3 +66,35 @@ def test_a_reference_to_another_host_is_remote_and_equal_ones_are_unchanged() ->
     ref = "https://elsewhere.example/s#/$defs/x"
     before, after = _with_id(ref, "integer"), _with_id(ref, "string")
     assert classify_schemas(before, after).bump is Bump.PATCH
+
+
+# ---------------------------------------------------------------- $dynamicRef
+
+
+def _dynamic(ref: dict[str, Any], target_type: str, *, twice: bool = False) -> Schema:
+    defs: Schema = {"m": {"$dynamicAnchor": "m", "type": target_type}}
+    if twice:
+        defs["n"] = {"$dynamicAnchor": "m", "type": "integer"}
+    return {"type": "object", "$defs": defs, "properties": {"a": ref}}
+
+
+@pytest.mark.parametrize("ref", [{"$dynamicRef": "#m"}, {"$dynamicRef": "#/$defs/m"},
+                                 {"$ref": "#m"}, {"$dynamicRef": "#m", "minimum": 0}])
+def test_a_dynamic_reference_or_a_reference_to_a_dynamic_anchor_follows_its_target(
+        ref: dict[str, Any]) -> None:
+    before, after = _dynamic(ref, "integer"), _dynamic(ref, "string")
+    assert _breaks(before, after, {"a": 1})
+    assert _rules(before, after) == _NARROWED_AND_WIDENED
+
+
+def test_a_dynamic_reference_whose_target_only_widens_is_minor() -> None:
+    before = _dynamic({"$dynamicRef": "#m"}, "integer")
+    after = copy.deepcopy(before)
+    after["$defs"]["m"]["type"] = ["integer", "string"]
+    assert _rules(before, after) == [("$.properties.a.type", "input.type.widened")]
+
+
+def test_an_anchor_named_twice_fails_closed_when_anything_changed() -> None:
+    before = _dynamic({"$dynamicRef": "#m"}, "integer", twice=True)
+    after = _dynamic({"$dynamicRef": "#m"}, "string", twice=True)
+    assert _rules(before, after) == [("$.properties.a[\"$dynamicRef\"]", "input.unanalysable")]

@@ -1,4 +1,5 @@
-"""Local ``$ref`` resolution and reference-aware equality for the change classifier (SPEC 1.4).
+"""Local ``$ref`` (and ``$dynamicRef``) resolution and reference-aware equality for the change
+classifier (SPEC 1.4).
 
 A :class:`SchemaDocument` wraps one schema document (the before or the after side) and resolves
 local references: JSON pointers (``#/$defs/x``, ``#/definitions/x``, ``#/properties/a``), the
@@ -28,18 +29,24 @@ from toolkeeper.contracts.validate import format_path
 __all__ = [
     "DATA_KEYWORDS",
     "DEFINITION_KEYWORDS",
+    "REF_KEYWORDS",
     "SchemaDocument",
     "Unresolvable",
     "child_path",
     "is_ref",
+    "ref_keyword",
     "same_schema",
     "value_key",
 ]
 
+#: The reference keywords. In a document without embedded resources (anything else fails
+#: closed) ``$dynamicRef`` means ``$ref``: the outermost dynamic scope is the root resource,
+#: which holds the very anchor the reference first resolves to (2020-12 section 8.2.3.2).
+REF_KEYWORDS = ("$ref", "$dynamicRef")
 #: Keywords whose values are JSON data, not schemas: a ``$ref`` inside them is just a string.
 DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
 #: Keywords that only hold definitions reached through references; never compared directly.
-DEFINITION_KEYWORDS = frozenset({"$defs", "definitions", "$anchor"})
+DEFINITION_KEYWORDS = frozenset({"$defs", "definitions", "$anchor", "$dynamicAnchor"})
 # Annotation keywords: a reference sibling with only these is an overlay, not a constraint.
 _ANNOTATIONS = frozenset({"title", "description", "examples", "$comment", "deprecated",
                           "readOnly", "writeOnly", "default"})
@@ -64,8 +71,22 @@ class Unresolvable:
     comparable: bool = False
 
 
+def ref_keyword(node: Any) -> str | None:
+    """The reference keyword of a schema node (``$ref`` or ``$dynamicRef``), if any."""
+    if isinstance(node, dict):
+        for keyword in REF_KEYWORDS:
+            if keyword in node:
+                return keyword
+    return None
+
+
 def is_ref(node: Any) -> bool:
-    return isinstance(node, dict) and isinstance(node.get("$ref"), str)
+    return ref_keyword(node) is not None
+
+
+def show_ref(ref: Any) -> str:
+    """A reference value for a reason."""
+    return repr(ref) if isinstance(ref, str) else canonical_json(ref).decode("utf-8")
 
 
 def child_path(path: str, *parts: str | int) -> str:
@@ -102,15 +123,16 @@ class SchemaDocument:
         self._embedded = _embeds_resources(root)
 
     def resolve(self, node: Any) -> Any:
-        """The schema a node stands for: the node itself unless it is a ``$ref``; else the
+        """The schema a node stands for: the node itself unless it is a reference; else the
         target (chains followed, siblings applied) or an :class:`Unresolvable`."""
-        if not is_ref(node):
+        keyword = ref_keyword(node)
+        if keyword is None:
             return node
         key = id(node)
         if key in self._resolved:
             return self._resolved[key]
-        self._resolved[key] = Unresolvable(f"$ref {node['$ref']!r} is a cycle of references",
-                                           comparable=True)
+        self._resolved[key] = Unresolvable(
+            f"{keyword} {show_ref(node[keyword])} is a cycle of references", comparable=True)
         result = self._resolve_uncached(node)
         self._resolved[key] = result
         self._keep.append(result)
@@ -134,31 +156,34 @@ class SchemaDocument:
         return False
 
     def _resolve_uncached(self, node: dict[str, Any]) -> Any:
-        ref: str = node["$ref"]
+        keyword = ref_keyword(node) or "$ref"
+        ref = node[keyword]
+        if not isinstance(ref, str) or all(k in node for k in REF_KEYWORDS):
+            return Unresolvable(f"{keyword} {show_ref(ref)} is not a lone reference string")
         if self._embedded:
-            return Unresolvable(f"$ref {ref!r} is in a document that embeds resources ($id below "
+            return Unresolvable(f"{keyword} {ref!r} is in a document that embeds resources ($id below "
                                 "the root), whose reference resolution is not analysed")
         fragment = self._local_fragment(ref)
         if fragment is None:
-            return Unresolvable(f"$ref {ref!r} is not local to the document", comparable=True)
+            return Unresolvable(f"{keyword} {ref!r} is not local to the document", comparable=True)
         if isinstance(fragment, Unresolvable):
             return fragment
         target = self._lookup(fragment)
         if target is _MISSING:
-            return Unresolvable(f"$ref {ref!r} does not resolve in the document")
+            return Unresolvable(f"{keyword} {ref!r} does not resolve in the document")
         target = self.resolve(target)
-        rest = {k: v for k, v in node.items() if k != "$ref" and k not in DEFINITION_KEYWORDS}
+        rest = {k: v for k, v in node.items() if k != keyword and k not in DEFINITION_KEYWORDS}
         if not rest or isinstance(target, Unresolvable) or target is False:
             return target
         if target is True:
             return rest
         if not isinstance(target, dict):
-            return Unresolvable(f"$ref {ref!r} does not point at a schema")
+            return Unresolvable(f"{keyword} {ref!r} does not point at a schema")
         if rest.keys() & _UNEVALUATED:
             # unevaluated* beside a $ref sees what the target evaluated: both stay in one
             # schema object ($ref and allOf are both in-place applicators there).
             if "allOf" in rest:
-                return Unresolvable(f"$ref {ref!r} sits beside unevaluated* and allOf: not "
+                return Unresolvable(f"{keyword} {ref!r} sits beside unevaluated* and allOf: not "
                                     "analysed")
             return {**rest, "allOf": [target]}
         if _can_merge(target, rest):
@@ -183,7 +208,7 @@ class SchemaDocument:
         if here[:2] == there[:2]:
             # Same scheme and authority: a spelling the normalization here misses may still
             # name this document; two equal ones are not trusted to mean the same schema.
-            return Unresolvable(f"$ref {ref!r} may or may not name the document itself")
+            return Unresolvable(f"reference {ref!r} may or may not name the document itself")
         return None
 
     def _lookup(self, fragment: str) -> Any:
@@ -209,9 +234,12 @@ class SchemaDocument:
             while stack:
                 node = stack.pop()
                 if isinstance(node, dict):
-                    anchor = node.get("$anchor")
-                    if isinstance(anchor, str):
-                        found.setdefault(anchor, node)
+                    for keyword in ("$anchor", "$dynamicAnchor"):
+                        anchor = node.get(keyword)
+                        if isinstance(anchor, str):
+                            # A name given to two schemas: which one wins is not analysed.
+                            kept = found.setdefault(anchor, node)
+                            found[anchor] = kept if kept is node else _MISSING
                     stack.extend(v for k, v in node.items() if k not in DATA_KEYWORDS)
                 elif isinstance(node, list):
                     stack.extend(node)
@@ -276,8 +304,9 @@ def _same(before: SchemaDocument, b: Any, after: SchemaDocument, a: Any,
         keys = set(b) - DEFINITION_KEYWORDS
         if keys != set(a) - DEFINITION_KEYWORDS:
             return False
-        if is_ref(b) or is_ref(a):
-            if not (is_ref(b) and is_ref(a)) or b["$ref"] != a["$ref"]:
+        kb, ka = ref_keyword(b), ref_keyword(a)
+        if kb is not None or ka is not None:
+            if kb != ka or value_key(b[kb]) != value_key(a[ka]):
                 return False
             pair = (id(b), id(a))
             if pair in memo:

@@ -27,9 +27,11 @@ from toolkeeper.contracts.classify_location import Location, location_of
 from toolkeeper.contracts.classify_members import MEMBER_HANDLERS
 from toolkeeper.contracts.classify_refs import (
     DEFINITION_KEYWORDS,
+    REF_KEYWORDS,
     SchemaDocument,
     Unresolvable,
     child_path,
+    ref_keyword,
     same_schema,
     value_key,
 )
@@ -44,7 +46,7 @@ HANDLERS: tuple[tuple[frozenset[str], Handler], ...] = (
     + COMBINATOR_HANDLERS)
 #: Keywords the classifier understands; any other keyword that changed fails closed.
 KNOWN_KEYWORDS: frozenset[str] = frozenset().union(
-    *(keywords for keywords, _ in HANDLERS), DEFINITION_KEYWORDS, {"$ref"})
+    *(keywords for keywords, _ in HANDLERS), DEFINITION_KEYWORDS, REF_KEYWORDS)
 
 _FLIP = {"input": "output", "output": "input"}
 
@@ -87,7 +89,8 @@ class Ctx:
         bad = rb if isinstance(rb, Unresolvable) else ra
         if isinstance(bad, Unresolvable):
             if rb != ra or not self.same(b, a):
-                self.emit(child_path(path, "$ref"), "unanalysable",
+                keyword = ref_keyword(b if rb is bad else a) or "$ref"
+                self.emit(child_path(path, keyword), "unanalysable",
                           f"{bad.reason}: cannot be analysed, fails closed")
             return
         root = self.location_root if in_place else rb
