@@ -13,6 +13,7 @@ import pytest
 
 from toolkeeper.contracts.changes import Bump
 from toolkeeper.contracts.classify import classify_schemas
+from toolkeeper.contracts.classify_walk import compare_documents
 from toolkeeper.contracts.validate import compile_schema
 
 Schema = dict[str, Any]
@@ -98,3 +99,41 @@ def test_an_anchor_named_twice_fails_closed_when_anything_changed() -> None:
     before = _dynamic({"$dynamicRef": "#m"}, "integer", twice=True)
     after = _dynamic({"$dynamicRef": "#m"}, "string", twice=True)
     assert _rules(before, after) == [("$.properties.a[\"$dynamicRef\"]", "input.unanalysable")]
+
+
+# ---------------------------------------------------------------- format assertion switched
+
+_FORMAT_SWITCHED: dict[str, tuple[Schema, list[tuple[str, str]], list[tuple[str, str]]]] = {
+    # schema, changes when assertion is turned on, changes when it is turned off
+    "dependentSchemas": (
+        {"type": "object", "dependentSchemas": {"a": {"properties": {"b": {"format": "email"}}}}},
+        [("$.dependentSchemas.a.properties.b.format", "input.format.added")],
+        [("$.dependentSchemas.a.properties.b.format", "input.format.removed")]),
+    "if condition": (
+        {"if": {"format": "email"}, "then": {"type": "string"}},
+        [("$.if", "input.unanalysable")], [("$.if", "input.unanalysable")]),
+    "contains under maxContains": (
+        {"type": "array", "contains": {"format": "email"}, "maxContains": 2},
+        [("$.contains", "input.unanalysable")], [("$.contains", "input.unanalysable")]),
+    "tuple items": (
+        {"type": "array", "items": [{"format": "email"}]},
+        [("$.items", "input.unanalysable")], [("$.items", "input.unanalysable")]),
+    "a remote reference": (
+        {"type": "object", "properties": {"a": {"$ref": "https://elsewhere.example/f.json"}}},
+        [("$.properties.a[\"$ref\"]", "input.unanalysable")],
+        [("$.properties.a[\"$ref\"]", "input.unanalysable")]),
+}
+
+
+@pytest.mark.parametrize("place", sorted(_FORMAT_SWITCHED))
+def test_switching_format_assertion_reports_formats_under_non_monotone_keywords(
+        place: str) -> None:
+    schema, turned_on, turned_off = _FORMAT_SWITCHED[place]
+    on = classify_schemas(schema, copy.deepcopy(schema), assert_formats=True)
+    assert on.bump is Bump.PATCH  # the flag alone, not switched, changes nothing
+    def changes(flags: tuple[bool, bool]) -> list[tuple[str, str]]:
+        return [(c.path, c.rule) for c in sorted(compare_documents(
+            schema, copy.deepcopy(schema), direction="input", path="$", assert_formats=flags))]
+
+    assert changes((False, True)) == turned_on
+    assert changes((True, False)) == turned_off

@@ -185,9 +185,10 @@ def _conditional(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> N
         return  # then/else without if are ignored by validators
     if not _presence(ctx, "if", vb, va, path):
         return
-    if not ctx.same(vb, va):
+    if not ctx.unchanged(vb, va):
         ctx.emit(child_path(path, "if"), "unanalysable",
-                 "the if condition changed: the branches it selects cannot be related, fails closed")
+                 "the if condition changed (or a format in it started or stopped asserting): the "
+                 "branches it selects cannot be related, fails closed")
         return
     for keyword in ("then", "else"):
         tb, ta = b.get(keyword, _ABSENT), a.get(keyword, _ABSENT)

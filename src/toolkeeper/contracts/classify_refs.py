@@ -139,12 +139,15 @@ class SchemaDocument:
         return result
 
     def mentions(self, keyword: str, node: Any) -> bool:
-        """Whether ``keyword`` occurs in the schema ``node`` or anything it references."""
+        """Whether ``keyword`` occurs in the schema ``node`` or anything it references (or may
+        occur: a reference that cannot be followed may hold it)."""
         seen: set[int] = set()
         stack = [node]
         while stack:
             current = self.resolve(stack.pop())
-            if id(current) in seen or isinstance(current, Unresolvable):
+            if isinstance(current, Unresolvable):
+                return True
+            if id(current) in seen:
                 continue
             seen.add(id(current))
             if isinstance(current, dict):

@@ -53,12 +53,17 @@ def _dependent(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> Non
             ctx.emit(where, f"{rule}.removed", f"{keyword} dropped")
         elif not ctx.same(vb, va):
             ctx.emit(where, f"{rule}.changed", f"{keyword} changed: {show(vb)} -> {show(va)}")
+        elif isinstance(vb, dict) and isinstance(va, dict) and not ctx.unchanged(vb, va):
+            # Equal, but a format in them starts or stops asserting: each subschema applies in
+            # place when its property is present (monotone), so compare them one by one.
+            for name in sorted(vb):
+                ctx.compare(vb[name], va[name], child_path(where, name), in_place=True)
 
 
 def _items(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
     bi, ai = b.get("items", True), a.get("items", True)
     if isinstance(bi, list) or isinstance(ai, list):  # draft-07 tuple form: not 2020-12
-        if not ctx.same(bi, ai):
+        if not ctx.unchanged(bi, ai):
             ctx.emit(child_path(path, "items"), "unanalysable",
                      "items is an array (pre-2020-12 tuple form): cannot be analysed, fails closed")
         return
@@ -82,9 +87,9 @@ def _contains(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None
         ctx.emit(where, "contains.removed", "contains dropped")
     elif "maxContains" in b or "maxContains" in a:
         # With an upper count, a narrower contains loosens the array: not monotone.
-        if not ctx.same(bc, ac):
-            ctx.emit(where, "unanalysable",
-                     "contains changed under maxContains: cannot be analysed, fails closed")
+        if not ctx.unchanged(bc, ac):
+            ctx.emit(where, "unanalysable", "contains changed under maxContains (or a format in "
+                     "it started or stopped asserting): cannot be analysed, fails closed")
     else:
         ctx.compare(bc, ac, where)
 

@@ -81,6 +81,13 @@ class Ctx:
             self._same[key] = same_schema(self.before, b, self.after, a)
         return self._same[key]
 
+    def unchanged(self, b: Any, a: Any) -> bool:
+        """Whether ``b`` and ``a`` accept the same values: equal (:meth:`same`), and no format
+        in them starts or stops asserting. Handlers that cannot compare a subschema (it is not
+        monotone) decide with this, never with :meth:`same` alone."""
+        return self.same(b, a) and (self.assert_formats[0] == self.assert_formats[1]
+                                    or not self.before.mentions("format", b))
+
     def compare(self, b: Any, a: Any, path: str, *, in_place: bool = False) -> None:
         """Compare the schemas ``b`` (before) and ``a`` (after) found at ``path``; ``in_place``
         when they apply to the same instance location as the schema being compared (a
@@ -88,10 +95,13 @@ class Ctx:
         rb, ra = self.before.resolve(b), self.after.resolve(a)
         bad = rb if isinstance(rb, Unresolvable) else ra
         if isinstance(bad, Unresolvable):
-            if rb != ra or not self.same(b, a):
+            # Format assertion switched: what it cannot see may hold a format.
+            flipped = self.assert_formats[0] != self.assert_formats[1]
+            if rb != ra or not self.same(b, a) or flipped:
                 keyword = ref_keyword(b if rb is bad else a) or "$ref"
                 self.emit(child_path(path, keyword), "unanalysable",
-                          f"{bad.reason}: cannot be analysed, fails closed")
+                          f"{bad.reason}{' (format assertion switched)' if flipped else ''}: "
+                          "cannot be analysed, fails closed")
             return
         root = self.location_root if in_place else rb
         # Compare a pair of schemas once per location: a recursive schema terminates, and a
@@ -101,8 +111,7 @@ class Ctx:
         if pair in self.visited:
             return
         self.visited.add(pair)
-        if self.same(rb, ra) and (self.assert_formats[0] == self.assert_formats[1]
-                                  or not self.before.mentions("format", rb)):
+        if self.unchanged(rb, ra):
             return  # equal schemas, unless format assertion flipped and a format is reachable
         # A scratch context (oneOf, not, the member probes) that reaches a pair already being
         # compared further out in the same direction is inside a recursive schema: the outer
@@ -160,7 +169,7 @@ def _compare_resolved(ctx: Ctx, b: Any, a: Any, path: str) -> None:
 
 def _unknown(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
     for name in sorted((set(b) | set(a)) - KNOWN_KEYWORDS):
-        if name in b and name in a and ctx.same(b[name], a[name]):
+        if name in b and name in a and ctx.unchanged(b[name], a[name]):
             continue
         ctx.emit(child_path(path, name), "unanalysable",
                  f"{name} changed and the classifier cannot analyse it: fails closed")
