@@ -8,15 +8,8 @@ from typing import Any
 
 import click
 
-from toolkeeper.cli.documents import load_contract_or_schema
-from toolkeeper.cli.output import (
-    EXIT_OK,
-    EXIT_REFUSED,
-    echo_json,
-    fail,
-    read_document,
-)
-from toolkeeper.contracts.canonical import loads_json
+from toolkeeper.cli.documents import load_contract_or_schema, parse_json, read_document
+from toolkeeper.cli.output import EXIT_OK, EXIT_REFUSED, echo_json, fail
 from toolkeeper.contracts.repair import repair
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.contracts.validate import compile_schema
@@ -33,16 +26,33 @@ def load_schema_document(path: str) -> tuple[dict[str, Any], bool]:
     return loaded, False
 
 
+# Text starting like a JSON object, array or string is inline JSON first (a file only if it is
+# not valid JSON); anything else is a file first. Inline JSON can be longer than a file name may.
+_INLINE_OPENERS = ("{", "[", '"')
+
+
+def _is_file(source: str) -> bool:
+    try:
+        return Path(source).is_file()
+    except OSError:  # ENAMETOOLONG and the like: not the name of a file we can read
+        return False
+
+
 def _read_arguments(source: str) -> Any:
     """A file, ``-`` for stdin, or inline JSON (any JSON value: ``'"abc"'``, ``5``, ``{...}``)."""
     if source == "-":
-        return loads_json(sys.stdin.buffer.read())
-    if Path(source).is_file():
+        return parse_json(sys.stdin.buffer.read())
+    looks_inline = source.lstrip().startswith(_INLINE_OPENERS)
+    if not looks_inline and _is_file(source):
         return read_document(source)
     try:
-        return loads_json(source)
-    except ToolkeeperError:
-        if source.lstrip()[:1] in ("{", "[", '"'):
+        return parse_json(source)
+    except ToolkeeperError as exc:
+        if exc.code != "json.invalid":
+            raise  # JSON text, but not JSON data (too deep, duplicate key, ...)
+        if looks_inline and _is_file(source):
+            return read_document(source)  # a file whose name starts like JSON
+        if looks_inline:
             raise  # meant as inline JSON: report the JSON error
         raise ToolkeeperError(f"{source}: no such file, and not inline JSON",
                               code="file.unreadable") from None

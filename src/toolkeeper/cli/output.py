@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any, NoReturn
 
 import click
-import yaml
 
-from toolkeeper.contracts.canonical import canonical_json, loads_json
-from toolkeeper.errors import ContractError, ToolkeeperError
+from toolkeeper.cli.documents import read_document  # re-exported: serve_cmd reads it here
+from toolkeeper.contracts.canonical import canonical_json
+from toolkeeper.errors import ToolkeeperError
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_REFUSED", "echo_json", "fail", "read_document"]
 
@@ -24,27 +23,23 @@ def echo_json(value: Any) -> None:
     click.echo(canonical_json(value).decode("utf-8"))
 
 
+def _printable(text: str) -> str:
+    """``text`` with lone surrogates (an undecodable file name in argv) as ``\\udcff`` escapes:
+    an error message must print whatever the input was."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def fail(error: ToolkeeperError | str, *, as_json: bool = False, code: int = EXIT_BAD_INPUT
          ) -> NoReturn:
     """Report a bad-input error (JSON on stdout with --json, else a line on stderr) and exit."""
     if isinstance(error, str):
         error = ToolkeeperError(error, code="cli.bad_input")
+    rendered = error.to_dict()
+    rendered["message"] = _printable(error.message)
+    if error.path is not None:
+        rendered["path"] = _printable(error.path)
     if as_json:
-        echo_json({"error": error.to_dict()})
+        echo_json({"error": rendered})
     else:
-        click.echo(f"error: {error.message} [{error.code}]", err=True)
+        click.echo(f"error: {rendered['message']} [{error.code}]", err=True)
     sys.exit(code)
-
-
-def read_document(path: str) -> Any:
-    """Read a JSON or YAML file (``-`` is stdin). JSON keeps big integers exact."""
-    try:
-        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    except OSError as exc:
-        raise ContractError(f"cannot read {path}: {exc.strerror}", code="file.unreadable") from None
-    if path.endswith((".yaml", ".yml")):
-        try:
-            return yaml.safe_load(raw)
-        except yaml.YAMLError as exc:
-            raise ContractError(f"{path}: invalid YAML: {exc}", code="yaml.invalid") from None
-    return loads_json(raw)

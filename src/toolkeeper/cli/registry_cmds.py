@@ -16,7 +16,8 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, echo_json, fail, read_document
+from toolkeeper.cli.documents import read_document
+from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, echo_json, fail
 from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping, spec_to_mapping
 from toolkeeper.errors import (
