@@ -137,3 +137,39 @@ def test_switching_format_assertion_reports_formats_under_non_monotone_keywords(
 
     assert changes((False, True)) == turned_on
     assert changes((True, False)) == turned_off
+
+
+# ---------------------------------------------------------------- names an open object already uses
+
+_NAMING: dict[str, tuple[Schema, Any]] = {
+    "required in an allOf conjunct": (
+        {"type": "object", "allOf": [{"required": ["b"]}]}, {"b": "s"}),
+    "required in an if condition": (
+        {"type": "object", "if": {"required": ["b"]}, "then": {"minProperties": 1}}, {"b": "s"}),
+    "the target side of dependentRequired": (
+        {"type": "object", "dependentRequired": {"a": ["b"]}}, {"a": 1, "b": "s"}),
+    "a propertyNames const": ({"type": "object", "propertyNames": {"const": "b"}}, {"b": "s"}),
+    "a propertyNames enum behind a reference": (
+        {"type": "object", "$defs": {"n": {"enum": ["a", "b"]}},
+         "propertyNames": {"$ref": "#/$defs/n"}}, {"b": "s"}),
+}
+
+
+@pytest.mark.parametrize("place", sorted(_NAMING))
+def test_typing_a_property_an_open_object_names_is_a_redeclaration(place: str) -> None:
+    before, argument = _NAMING[place]
+    after = {**copy.deepcopy(before), "properties": {"b": {"type": "integer"}}}
+    assert _breaks(before, after, argument)
+    assert _rules(before, after) == [("$.properties.b", "input.property.redeclared")]
+
+
+def test_declaring_a_named_property_that_accepts_anything_is_minor() -> None:
+    before: Schema = {"type": "object", "required": ["b"]}
+    after = {**before, "properties": {"b": {"description": "the b"}}}
+    assert _rules(before, after) == [("$.properties.b", "input.property.added")]
+
+
+def test_typing_a_property_nothing_names_stays_an_optional_property_added() -> None:
+    before: Schema = {"type": "object", "required": ["a"], "propertyNames": {"maxLength": 3}}
+    after = {**before, "properties": {"b": {"type": "integer"}}}
+    assert _rules(before, after) == [("$.properties.b", "input.property.added")]

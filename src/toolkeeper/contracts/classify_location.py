@@ -1,7 +1,8 @@
 """What the before schema declares at one instance location, across its in-place subschemas.
 
 SPEC 1.4 makes "optional property added" MINOR on an open object: callers do not send a name
-the schema never declared. But a schema object is not alone at its instance location: its
+the schema never declared (nor named: a name in ``required``, ``dependentRequired``,
+``dependentSchemas`` or a ``propertyNames`` enum is one callers send). But a schema object is not alone at its instance location: its
 ``allOf``/``anyOf``/``oneOf``/``not``/``if``/``then``/``else``/``dependentSchemas`` subschemas
 (and ``$ref`` targets) apply to the same value, and a name one of them declares *is* sent by
 callers: declared in ``properties``, matched by a ``patternProperties`` regex, or admitted by an
@@ -45,6 +46,7 @@ class _Members:
     admits: bool  # undeclared names are admitted by an additionalProperties schema or by
     # unevaluatedProperties (which names it sees depends on the rest: no use as a conjunct)
     conjunctive: bool
+    named: frozenset[str]  # names the subschema mentions without declaring them
 
     def governing(self, name: str) -> list[Any] | None:
         """The schemas this subschema applies to member ``name`` (None: a regex is unknown)."""
@@ -70,11 +72,13 @@ class Location:
 
     def declares(self, name: str, *, excluding: Any = None) -> bool | None:
         """Whether some subschema (other than ``excluding``) declares ``name``, matches it with
-        a regex, or admits it through an additionalProperties or unevaluatedProperties schema
-        (None: unknown)."""
+        a regex, or admits it through an additionalProperties or unevaluatedProperties schema,
+        or whether any subschema (``excluding`` too) names it (None: unknown)."""
         if not self.known:
             return None
         for member in self.members:
+            if name in member.named:
+                return True
             if member.node is excluding:
                 continue
             hits = [pattern_matches(pattern, name) for pattern in member.patterns]
@@ -91,6 +95,29 @@ class Location:
             if member.conjunctive:
                 found.extend(member.governing(name) or [])
         return found
+
+
+def _strings(value: Any) -> list[str]:
+    return [x for x in value if isinstance(x, str)] if isinstance(value, list) else []
+
+
+def _named(document: SchemaDocument, node: dict[str, Any]) -> frozenset[str]:
+    """Member names a schema mentions outside properties/patternProperties: callers send those
+    (``required``, both sides of ``dependentRequired``, ``dependentSchemas`` triggers, the
+    names a ``propertyNames`` enum or const allows)."""
+    names = set(_strings(node.get("required")))
+    for key in ("dependentRequired", "dependentSchemas"):
+        value = node.get(key)
+        if isinstance(value, dict):
+            names.update(value)
+            if key == "dependentRequired":
+                names.update(x for sub in value.values() for x in _strings(sub))
+    allowed = document.resolve(node.get("propertyNames"))
+    if isinstance(allowed, dict):
+        names.update(_strings(allowed.get("enum")))
+        if isinstance(allowed.get("const"), str):
+            names.add(allowed["const"])
+    return frozenset(names)
 
 
 def location_of(document: SchemaDocument, node: Any) -> Location:
@@ -113,7 +140,7 @@ def location_of(document: SchemaDocument, node: Any) -> Location:
         members.append(_Members(current, props if isinstance(props, dict) else {},
                                 patterns if isinstance(patterns, dict) else {}, additional, kind,
                                 kind == "schema" or (kind == "open" and unevaluated == "schema"),
-                                conjunctive))
+                                conjunctive, _named(document, current)))
         for keyword, many, conjunct in _IN_PLACE:
             value = current.get(keyword)
             for sub in (value if isinstance(value, list) else []) if many else (

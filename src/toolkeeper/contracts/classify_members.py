@@ -185,8 +185,8 @@ def _unevaluated_kind(ctx: Ctx, node: dict[str, Any]) -> str:
 def _property_added_to_open(ctx: Ctx, b: dict[str, Any], schema: Any, name: str, where: str,
                             *, added: bool) -> None:
     # SPEC 1.4: MINOR, callers do not send undeclared names. Unless another subschema at the
-    # same location declares, matches or admits it: then callers send it, and the new schema
-    # must accept its values.
+    # same location declares, matches or admits it, or any names it (required, dependent*,
+    # propertyNames): then callers send it, and the new schema must accept its values.
     location = ctx.location()
     declared = location.declares(name, excluding=b)
     if declared is None:
@@ -195,8 +195,9 @@ def _property_added_to_open(ctx: Ctx, b: dict[str, Any], schema: Any, name: str,
     elif declared and not any(_holds(ctx, "input", g, schema, where)
                               for g in [True, *location.conjunctive(name)]):
         ctx.emit(where, "property.redeclared",
-                 f"property {name!r} declared on an open subschema while another subschema at the "
-                 "same place declares it: its schema does not provably accept every value sent")
+                 f"property {name!r} declared on an open subschema while the schemas at the same "
+                 "place already declare or name it: its schema does not provably accept every "
+                 "value sent")
     elif added:
         ctx.emit(where, "property.added", f"optional property {name!r} declared")
 

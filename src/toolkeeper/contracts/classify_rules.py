@@ -56,7 +56,8 @@ _SCHEMA_ROWS: tuple[tuple[str, Bump, Bump, bool, str], ...] = (
     ("property.redeclared", _MAJOR, _MINOR, False,
      "an optional property was declared on an open subschema while another subschema at the same "
      "place (allOf/anyOf/oneOf/if/then/else/not/dependentSchemas or the enclosing object) "
-     "declares the name, and it does not provably accept every value callers send"),
+     "declares the name, or one names it (required, dependentRequired, dependentSchemas, a "
+     "propertyNames enum or const), and it does not provably accept every value callers send"),
     ("property.removed", _MAJOR, _MAJOR, False, "a declared property was removed"),
     ("pattern_property.added", _MINOR, _MINOR, False, "a patternProperties entry was added"),
     ("pattern_property.added_to_closed", _MINOR, _MAJOR, False,
