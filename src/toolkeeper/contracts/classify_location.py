@@ -1,13 +1,13 @@
 """What the before schema declares at one instance location, across its in-place subschemas.
 
 SPEC 1.4 makes "optional property added" MINOR on an open object: callers do not send a name
-the schema never declared (nor named: a name in ``required``, ``dependentRequired``,
-``dependentSchemas`` or a ``propertyNames`` enum is one callers send). But a schema object is not alone at its instance location: its
+the schema never declared. But a schema object is not alone at its instance location: its
 ``allOf``/``anyOf``/``oneOf``/``not``/``if``/``then``/``else``/``dependentSchemas`` subschemas
 (and ``$ref`` targets) apply to the same value, and a name one of them declares *is* sent by
 callers: declared in ``properties``, matched by a ``patternProperties`` regex, or admitted by an
-``additionalProperties`` schema. Declaring it on another, open, subschema constrains values
-callers already send.
+``additionalProperties`` schema. So is a name any of them (the object itself too) *names*: in
+``required``, ``dependentRequired``, ``dependentSchemas`` or a ``propertyNames`` enum/const.
+Declaring it on another, open, subschema constrains values callers already send.
 
 :func:`location_of` walks the before side from the schema at a location (the root of a document,
 a property value, an item, ...) through its in-place subschemas and keeps every object schema
