@@ -173,3 +173,38 @@ def test_typing_a_property_nothing_names_stays_an_optional_property_added() -> N
     before: Schema = {"type": "object", "required": ["a"], "propertyNames": {"maxLength": 3}}
     after = {**before, "properties": {"b": {"type": "integer"}}}
     assert _rules(before, after) == [("$.properties.b", "input.property.added")]
+
+
+# ---------------------------------------------------------------- a oneOf inside a recursive schema
+
+
+def _recursive_one_of(k_type: Any, *, nested: bool = False, disjoint: bool = False) -> Schema:
+    one_of: list[Any] = [{"properties": {"n": {"$ref": "#"}}, "required": ["n"]},
+                         {"required": ["m"]}]
+    if disjoint:  # a required discriminator tells the branches apart
+        for tag, branch in enumerate(one_of):
+            branch["properties"] = {**branch.get("properties", {}), "t": {"const": tag}}
+            branch["required"] = [*branch["required"], "t"]
+    if nested:
+        one_of = [{"oneOf": one_of}, {"required": ["z"]}]
+    return {"type": "object", "properties": {"k": {"type": k_type}}, "oneOf": one_of}
+
+
+def test_a_widening_reached_through_a_recursive_reference_in_a_nested_one_of_is_major() -> None:
+    before = _recursive_one_of("integer", nested=True)
+    after = _recursive_one_of(["integer", "string"], nested=True)
+    assert _breaks(before, after, {"n": {"k": "s", "m": 1}, "m": 1})
+    assert _rules(before, after) == [
+        ("$.oneOf[0].oneOf", "input.branch.exclusivity_unproven"),
+        ("$.properties.k.type", "input.type.widened")]
+
+
+def test_a_widening_reached_through_a_recursive_reference_in_a_disjoint_one_of_is_minor() -> None:
+    before = _recursive_one_of("integer", disjoint=True)
+    after = _recursive_one_of(["integer", "string"], disjoint=True)
+    assert _rules(before, after) == [("$.properties.k.type", "input.type.widened")]
+
+
+def test_a_recursive_schema_with_a_one_of_and_no_change_is_patch() -> None:
+    before = _recursive_one_of("integer")
+    assert classify_schemas(before, copy.deepcopy(before)).bump is Bump.PATCH

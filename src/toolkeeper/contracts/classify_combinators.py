@@ -140,15 +140,20 @@ def _branches(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None
             inner.emit(child_path(path, keyword, j), added_rule, f"{keyword} branch {j} added")
         if inner is not ctx:
             ctx.changes.extend(inner.changes)
-            _exclusivity(ctx, bl, al, inner.changes, child_path(path, keyword))
+            ctx.assumed = ctx.assumed or inner.assumed
+            _exclusivity(ctx, bl, al, inner.changes, child_path(path, keyword),
+                         unseen=inner.assumed)
 
 
-def _exclusivity(ctx: Ctx, bl: list[Any], al: list[Any], inner: list[Any], where: str) -> None:
+def _exclusivity(ctx: Ctx, bl: list[Any], al: list[Any], inner: list[Any], where: str, *,
+                 unseen: bool) -> None:
     """A non-breaking change inside a oneOf is only safe when exactly-one equals at-least-one:
-    the branches a valid value must now match (input: after; output: before) are disjoint."""
-    if not inner or any(c.bump is Bump.MAJOR for c in inner):
+    the branches a valid value must now match (input: after; output: before) are disjoint.
+    ``unseen``: the branches reach a pair an outer comparison is still comparing (a recursive
+    schema), whose changes are not in ``inner``: assume there is one."""
+    if any(c.bump is Bump.MAJOR for c in inner):
         return
-    if all(RULES[c.rule].review for c in inner):
+    if not unseen and all(RULES[c.rule].review for c in inner):
         return
     branches, resolve = (al, ctx.resolve_after) if ctx.direction == "input" \
         else (bl, ctx.resolve_before)
@@ -165,6 +170,7 @@ def _not(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
     where = child_path(path, "not")
     scratch = ctx.scratch(flip=True)
     scratch.compare(vb, va, where, in_place=True)
+    ctx.assumed = ctx.assumed or scratch.assumed
     for change in scratch.changes:
         if RULES[change.rule].review:
             ctx.emit(change.path, change.rule.split(".", 1)[1], change.reason)

@@ -57,6 +57,8 @@ class Ctx:
     whether each side asserts formats, the changes found, the reference-pair memo, the
     questions (pair, location, direction) in progress (shared with every scratch context made
     from it), and the before schema at the root of the instance location being compared."""
+    # A scratch context that assumes a question in progress does not see that pair's changes:
+    # what it concludes from an absence of changes (a oneOf's exclusivity) must not rely on it.
 
     direction: str
     before: SchemaDocument
@@ -68,6 +70,9 @@ class Ctx:
     active: set[tuple[int, int, int, str]] = field(default_factory=set)
     location_root: Any = None
     locations: dict[int, Location] = field(default_factory=dict)
+    #: Whether this context assumed a pair an outer comparison is still comparing (a pair
+    #: that differs: its changes are reported out there, not seen here).
+    assumed: bool = False
 
     def emit(self, path: str, suffix: str, reason: str) -> None:
         row = RULES[f"{self.direction}.{suffix}"]
@@ -118,6 +123,7 @@ class Ctx:
         # comparison reports that pair (assuming it on revisit is what makes recursion finite).
         question = (*pair, self.direction)
         if question in self.active:
+            self.assumed = True
             return
         self.active.add(question)
         outer, self.location_root = self.location_root, root
