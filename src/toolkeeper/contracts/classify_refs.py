@@ -84,7 +84,7 @@ def is_ref(node: Any) -> bool:
     return ref_keyword(node) is not None
 
 
-def show_ref(ref: Any) -> str:
+def _show_ref(ref: Any) -> str:
     """A reference value for a reason."""
     return repr(ref) if isinstance(ref, str) else canonical_json(ref).decode("utf-8")
 
@@ -132,7 +132,7 @@ class SchemaDocument:
         if key in self._resolved:
             return self._resolved[key]
         self._resolved[key] = Unresolvable(
-            f"{keyword} {show_ref(node[keyword])} is a cycle of references", comparable=True)
+            f"{keyword} {_show_ref(node[keyword])} is a cycle of references", comparable=True)
         result = self._resolve_uncached(node)
         self._resolved[key] = result
         self._keep.append(result)
@@ -162,7 +162,7 @@ class SchemaDocument:
         keyword = ref_keyword(node) or "$ref"
         ref = node[keyword]
         if not isinstance(ref, str) or all(k in node for k in REF_KEYWORDS):
-            return Unresolvable(f"{keyword} {show_ref(ref)} is not a lone reference string")
+            return Unresolvable(f"{keyword} {_show_ref(ref)} is not a lone reference string")
         if self._embedded:
             return Unresolvable(f"{keyword} {ref!r} is in a document that embeds resources ($id below "
                                 "the root), whose reference resolution is not analysed")
