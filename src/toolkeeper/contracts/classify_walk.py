@@ -11,7 +11,9 @@ Some handlers ask the classifier a question in a scratch context (``not`` in the
 direction, ``oneOf`` to see every change inside it, the member probes "does this schema accept
 every value of that one"). Scratch contexts share the set of questions in progress, so one that
 reaches a pair its ancestors are still comparing (a recursive schema) assumes it instead of
-recursing forever: the ancestor reports that pair's changes.
+recursing forever: the ancestor reports that pair's changes. It also marks itself ``assumed``:
+a ``oneOf``, whose verdict depends on whether anything inside changed at all, then fails closed
+unless its branches are provably disjoint.
 """
 
 from __future__ import annotations
