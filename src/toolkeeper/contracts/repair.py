@@ -11,26 +11,56 @@ Rules, each a row in :data:`RULES` (never a guess: no pattern, enum or format is
 * ``fill.default``: missing properties that declare a ``default`` (the filled value is repaired
   too, so a second pass finds nothing to do).
 
-Each rule is idempotent on its own and they touch disjoint keys, so the composition is:
-``repair(repair(x).arguments) == repair(x).arguments`` (asserted by property tests).
-Repair is for clients and explicit tools; the gateway never coerces silently (SPEC 3.4).
+References: a local ``$ref`` is followed when it names exactly one schema of the document: a JSON
+pointer (``#/$defs/leg``), a plain-name fragment (``#leg``, an ``$anchor`` or ``$dynamicAnchor``)
+and ``$dynamicRef`` (``#leg``) as long as the document is one schema resource (no nested
+``$id``, so the dynamic scope holds only the root and the reference lands where the static one
+does). Anything else (a remote or relative URI, a nested resource, a pointer or anchor that names
+nothing or two schemas, a cycle of references) is not resolved exactly, and nothing at or below
+that value is repaired: repair never guesses a schema.
+
+Filling defaults must not break arguments: a default can trip keywords that count or combine
+properties (``oneOf``, ``maxProperties``, ``not: {required: ...}``, ``dependentRequired`` ...).
+So the coercions and drops are applied first, then each missing default (with its own nested
+fills, one unit) is tried in path order against the compiled validator and kept only when it
+adds no error to those the arguments already have (on valid arguments: when they stay valid);
+rejected fills are tried again after each accepted one, until a round accepts none.
+
+Idempotence, ``repair(repair(x).arguments) == repair(x).arguments`` (SPEC invariant 9, asserted
+by property tests): each rule is idempotent on its own and they touch disjoint keys; the second
+pass finds every coercion and drop done and every kept fill present, and the fills it tries
+again are exactly those the first pass's last round rejected against the same arguments, so it
+rejects them again. Repair is for clients and explicit tools; the gateway never coerces
+silently (SPEC 3.4).
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
-from toolkeeper.contracts.validate import Issue, compile_schema, format_path
+from toolkeeper.contracts.validate import CompiledSchema, Issue, compile_schema, format_path
 
 __all__ = ["RULES", "Repair", "RepairResult", "repair", "repair_arguments"]
 
 _INTEGER = re.compile(r"^-?(?:0|[1-9][0-9]*)$")
 _NUMBER = re.compile(r"^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$")
 _MAX_REF_HOPS = 64
+_INDEX = re.compile(r"^(?:0|[1-9][0-9]*)$")
+_ANCHORS = ("$anchor", "$dynamicAnchor")
+_REFS = ("$ref", "$dynamicRef")
+# Keywords of a schema object whose value is a schema or a list of schemas, and those whose value
+# maps names to schemas: where anchors and nested resources ($id) are looked for.
+_SUBSCHEMAS = frozenset({
+    "additionalItems", "additionalProperties", "allOf", "anyOf", "contains", "contentSchema",
+    "else", "if", "items", "not", "oneOf", "prefixItems", "propertyNames", "then",
+    "unevaluatedItems", "unevaluatedProperties"})
+_SCHEMA_MAPS = frozenset({"$defs", "definitions", "dependentSchemas", "patternProperties",
+                          "properties"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,28 +157,97 @@ def _allows(types: list[str], value: Any) -> bool:
     return "object" in types
 
 
+def _subschemas(schema: dict[str, Any]) -> Iterator[Any]:
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            yield from value.values()
+        elif key in _SUBSCHEMAS:
+            yield from value if isinstance(value, list) else (value,)
+
+
+@dataclass(slots=True)
+class _Index:
+    """What reference resolution needs to know of a document, gathered in one walk."""
+
+    single_resource: bool = True
+    anchors: dict[str, list[Any]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, root: Any) -> _Index:
+        index = cls()
+        seen: set[int] = set()
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if not isinstance(node, dict) or id(node) in seen:
+                continue
+            seen.add(id(node))
+            if node is not root and "$id" in node:
+                index.single_resource = False  # its anchors and pointers are its own
+                continue
+            for keyword in _ANCHORS:
+                name = node.get(keyword)
+                targets = index.anchors.setdefault(name, []) if isinstance(name, str) else None
+                if targets is not None and not any(t is node for t in targets):
+                    targets.append(node)
+            stack.extend(_subschemas(node))
+        return index
+
+
+@dataclass(slots=True)
+class _Fill:
+    """A missing property's default, repaired, with the repairs it records: applied or not whole."""
+
+    path: str
+    container: dict[str, Any]
+    key: str
+    value: Any
+    repairs: list[Repair]
+
+
+_OPAQUE = object()  # a schema repair cannot know exactly: the value under it is left alone
+
+
 class _Repairer:
     def __init__(self, root: Any) -> None:
         self.root = root
         self.repairs: list[Repair] = []
+        self.fills: list[_Fill] = []
+        self.filling = 0
+        self._index: _Index | None = None
 
     def resolve(self, schema: Any) -> Any:
-        """Follow local ``$ref``s (``#/...`` JSON pointers); anything else is left alone."""
+        """Follow ``$ref``/``$dynamicRef`` to the one schema they name, or :data:`_OPAQUE`."""
         for _ in range(_MAX_REF_HOPS):
             if not isinstance(schema, dict):
                 return schema
-            ref = schema.get("$ref")
-            if not isinstance(ref, str) or not ref.startswith("#"):
+            refs = [schema[keyword] for keyword in _REFS if keyword in schema]
+            if not refs:
                 return schema
-            target: Any = self.root
-            for token in ref[1:].split("/")[1:]:
-                token = token.replace("~1", "/").replace("~0", "~")
-                if isinstance(target, dict) and token in target:
-                    target = target[token]
-                else:
-                    return schema
-            schema = target
-        return schema
+            if len(refs) > 1 or not isinstance(refs[0], str):
+                return _OPAQUE
+            schema = self.lookup(refs[0])
+        return _OPAQUE  # a cycle of references
+
+    def lookup(self, ref: str) -> Any:
+        if self._index is None:
+            self._index = _Index.of(self.root)
+        if not ref.startswith("#") or not self._index.single_resource:
+            return _OPAQUE
+        fragment = unquote(ref[1:])
+        if fragment and not fragment.startswith("/"):
+            targets = self._index.anchors.get(fragment, [])
+            return targets[0] if len(targets) == 1 else _OPAQUE
+        target: Any = self.root
+        for token in fragment.split("/")[1:]:
+            token = token.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, dict) and token in target:
+                target = target[token]
+            elif isinstance(target, list) and _INDEX.fullmatch(token) and int(token) < len(target):
+                target = target[int(token)]
+            else:
+                return _OPAQUE
+        return target
 
     def record(self, loc: tuple[str | int, ...], rule: str, before: Any, after: Any) -> None:
         self.repairs.append(Repair(format_path(loc), rule, before, after))
@@ -196,10 +295,24 @@ class _Repairer:
                 continue
             sub = self.resolve(props[key])
             if isinstance(sub, dict) and "default" in sub:
-                filled = copy.deepcopy(sub["default"])
-                self.record((*loc, key), "fill.default", None, filled)
-                out[key] = self.value(filled, sub, (*loc, key))
+                self.fill(out, key, sub, (*loc, key))
         return out
+
+    def fill(self, container: dict[str, Any], key: str, schema: dict[str, Any],
+             loc: tuple[str | int, ...]) -> None:
+        """Repair a default into a unit; a top-level unit waits for :func:`_apply_fills`, one
+        inside another unit's value goes with it."""
+        outer, self.repairs = self.repairs, []
+        self.filling += 1
+        self.record(loc, "fill.default", None, copy.deepcopy(schema["default"]))
+        value = self.value(copy.deepcopy(schema["default"]), schema, loc)
+        self.filling -= 1
+        unit, self.repairs = self.repairs, outer
+        if self.filling:
+            container[key] = value
+            self.repairs.extend(unit)
+        else:
+            self.fills.append(_Fill(format_path(loc), container, key, value, unit))
 
     def forbidden(self, key: str, schema: dict[str, Any]) -> bool:
         if schema.get("additionalProperties") is not False:
@@ -228,9 +341,31 @@ def repair(arguments: Any, schema: dict[str, Any], *, assert_formats: bool = Fal
     """Repair ``arguments`` against ``schema``; the input is not mutated."""
     worker = _Repairer(schema)
     repaired = worker.value(copy.deepcopy(arguments), schema, ())
-    errors = compile_schema(schema, assert_formats=assert_formats).errors(repaired)
+    compiled = compile_schema(schema, assert_formats=assert_formats)
+    errors = _apply_fills(compiled, repaired, worker.fills, worker.repairs)
     repairs = tuple(sorted(worker.repairs, key=lambda r: (r.path, r.rule)))
     return RepairResult(repaired, repairs, tuple(errors))
+
+
+def _apply_fills(compiled: CompiledSchema, arguments: Any, fills: list[_Fill],
+                 repairs: list[Repair]) -> list[Issue]:
+    """Put each fill in (path order) and keep it when it adds no error, in rounds until one
+    keeps none; returns the errors that remain."""
+    errors = set(compiled.errors(arguments))
+    pending = sorted(fills, key=lambda f: f.path)
+    kept = True
+    while kept:
+        kept = False
+        for fill in list(pending):
+            fill.container[fill.key] = fill.value
+            trial = set(compiled.errors(arguments))
+            if trial <= errors:
+                errors, kept = trial, True
+                pending.remove(fill)
+                repairs.extend(fill.repairs)
+            else:
+                del fill.container[fill.key]
+    return sorted(errors)
 
 
 def repair_arguments(arguments: Any, schema: dict[str, Any]) -> tuple[Any, list[Issue]]:

@@ -12,10 +12,23 @@ the keyword and a message, and are post-processed by a fixed policy:
   offending property's own path (``$.urgent``), one error per property.
 * A path that has a ``type`` error reports nothing else (no follow-on ``minimum`` noise).
 * Errors are sorted by (path, message) and deduplicated: byte-identical output every run.
+* A non-finite float (``inf``, ``nan``: YAML and the Python API can hold one, JSON cannot) is not a
+  JSON number: jsonschema-rs gives it no JSON type, so it fails every ``type``, ``const`` and
+  ``enum``, and :func:`_strictify` puts an every-type ``type`` beside numeric bounds that declare no
+  type so that it fails those too (``type`` error, fixed message). A value no keyword looks at is
+  not checked (loaders must refuse non-JSON values; the wire cannot carry them).
+* An invalid instance nested past jsonschema-rs's limit (it cannot build an error for a value
+  more than 255 containers deep) still gets its errors listed: those that an instance cut at
+  :data:`_CUT_DEPTH` gives exactly, plus one ``depth`` error at the first cut no listed ``type``
+  error covers (see :func:`_deep_issues`).
+
+A schema that is not JSON (a lone surrogate, a non-string key, an unsupported value), is nested
+too deeply, or does not compile raises :class:`~toolkeeper.errors.SchemaError` (``schema.invalid``).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -23,16 +36,36 @@ from functools import lru_cache
 from typing import Any
 
 import jsonschema_rs
+import msgspec
 
-from toolkeeper.contracts.canonical import canonical_json, json_type_name
-from toolkeeper.errors import SchemaError
+from toolkeeper.contracts.canonical import canonical_json, json_type_name, loads_json
+from toolkeeper.errors import ContractError, SchemaError
 
 __all__ = ["CompiledSchema", "Issue", "compile_schema", "format_path", "validate"]
 
 _STRICT_INT = "x-toolkeeper-strict-integer"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# Keywords whose values are data, not subschemas: never rewrite inside them.
-_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+# Keywords of a schema object whose values are data or names, never schemas: copied as they are.
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples", "dependentRequired"})
+# Keywords of a schema object whose values map names to schemas: the names are not keywords
+# (a property may be called ``enum``), the values are schemas.
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions",
+                          "dependentSchemas"})
+# Numeric bounds: a non-finite float is no JSON number, but jsonschema-rs lets it pass these.
+_NUMERIC_KEYWORDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                               "multipleOf"})
+_EVERY_TYPE = ("array", "boolean", "integer", "null", "number", "object", "string")
+# Containers (objects and arrays) a schema may nest; jsonschema-rs refuses past 255 anyway, and
+# the bound keeps the Python walk far from the interpreter's recursion limit.
+_MAX_SCHEMA_DEPTH = 256
+_NOT_JSON_NUMBER = "expected a JSON value, got a non-finite number"
+
+# Why a schema could not be encoded as JSON (canonical_json raised), by exception type.
+_NOT_JSON: dict[type[BaseException], str] = {
+    UnicodeEncodeError: "a string is not valid Unicode (a lone surrogate)",
+    RecursionError: "it is nested too deeply",
+    TypeError: "it holds a value or key that JSON cannot carry",
+}
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -61,27 +94,50 @@ def format_path(parts: Iterable[str | int]) -> str:
 
 
 class _StrictInteger:
-    """Custom keyword: a float never satisfies a schema whose types include integer but not number."""
+    """Custom keyword: a float never satisfies a schema whose types include integer but not number.
+    (A non-finite float already fails the ``type`` itself, with its own message.)"""
 
     def __init__(self, parent_schema: Any, value: Any, schema_path: Any) -> None:
         self.message = f"expected type {value}, got number"
 
     def validate(self, instance: Any) -> None:
-        if type(instance) is float:
+        if type(instance) is float and math.isfinite(instance):
             raise ValueError(self.message)
 
 
-def _strictify(node: Any) -> Any:
-    """Copy of a schema with the strict-integer keyword beside every integer-only ``type``."""
+def _strictify(node: Any, depth: int = 0) -> Any:
+    """Copy of a schema with the strict-integer keyword beside every integer-only ``type``, and an
+    every-JSON-type ``type`` beside numeric bounds that declare no type (a non-finite float fails
+    it). Data keywords are copied untouched; names in ``properties`` and the other schema maps are
+    names, not keywords. Nesting past :data:`_MAX_SCHEMA_DEPTH` is a :class:`SchemaError`.
+    Plain loops, not comprehensions: one interpreter frame per level."""
+    if depth > _MAX_SCHEMA_DEPTH:
+        raise SchemaError(
+            f"not a valid JSON Schema 2020-12: nested deeper than {_MAX_SCHEMA_DEPTH} levels")
     if isinstance(node, list):
-        return [_strictify(x) for x in node]
+        items = []
+        for item in node:
+            items.append(_strictify(item, depth + 1))
+        return items
     if not isinstance(node, dict):
         return node
-    out = {k: (v if k in _DATA_KEYWORDS else _strictify(v)) for k, v in node.items()}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _DATA_KEYWORDS:
+            out[key] = value
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            members: dict[str, Any] = {}
+            for name, member in value.items():
+                members[name] = _strictify(member, depth + 2)
+            out[key] = members
+        else:
+            out[key] = _strictify(value, depth + 1)
     declared = node.get("type")
     types = [declared] if isinstance(declared, str) else declared
     if isinstance(types, list) and "integer" in types and "number" not in types:
         out[_STRICT_INT] = " or ".join(sorted(types))
+    elif declared is None and not _NUMERIC_KEYWORDS.isdisjoint(node):
+        out["type"] = list(_EVERY_TYPE)
     return out
 
 
@@ -174,36 +230,55 @@ class CompiledSchema:
         self.is_valid: Callable[[Any], bool] = self._validator.is_valid
 
     def errors(self, instance: Any) -> list[Issue]:
-        """Every error, policy applied, sorted; ``[]`` when valid."""
+        """Every error, policy applied, sorted; ``[]`` when valid (exactly when ``is_valid``)."""
         if self.is_valid(instance):
             return []
-        raw: list[tuple[tuple[str | int, ...], str, str]] = []
-        for error in self._validator.iter_errors(instance):
-            kind = error.kind
-            loc = tuple(error.instance_path)
-            name = kind.name
-            if name in ("additionalProperties", "unevaluatedProperties"):
-                for prop in sorted(kind.value):
-                    raw.append(((*loc, prop), name, f"{_NICE[name]} is not allowed"))
-            elif name == "required":
-                raw.append(((*loc, kind.value), "required", "required property is missing"))
-            elif name == _STRICT_INT:
-                raw.append((loc, "type", str(error.message)))
-            elif name == "falseSchema" and tuple(error.schema_path)[-1:] == ("additionalProperties",):
-                # jsonschema-rs reports a bare ``additionalProperties: false`` (no ``properties``)
-                # as a false schema at the object's path; name each extra property instead.
-                for prop in _extra_properties(self.schema, tuple(error.schema_path), instance, loc):
-                    raw.append(((*loc, prop), "additionalProperties",
-                                "additional property is not allowed"))
-            else:
-                raw.append((loc, name, _message(kind, error)))
-        typed = {loc for loc, keyword, _ in raw if keyword == "type"}
-        issues = {
-            Issue(format_path(loc), message, keyword)
-            for loc, keyword, message in raw
-            if keyword == "type" or loc not in typed
-        }
-        return sorted(issues)
+        try:
+            found = list(self._validator.iter_errors(instance))
+        except UnicodeError:  # a lone surrogate: not JSON, and is_valid raises it too
+            raise
+        except ValueError:  # a failing value nested past the library's limit: see _deep_issues
+            return _deep_issues(self, instance)
+        return _issues(self.schema, found, instance)
+
+
+def _issues(schema: Any, found: Iterable[Any], instance: Any) -> list[Issue]:
+    """The policy: our paths, keywords and messages; one ``type`` error hides the rest at a path."""
+    raw: list[tuple[tuple[str | int, ...], str, str]] = []
+    for error in found:
+        raw.extend(_raw(schema, error, instance))
+    typed = {loc for loc, keyword, _ in raw if keyword == "type"}
+    issues = {
+        Issue(format_path(loc), message, keyword)
+        for loc, keyword, message in raw
+        if keyword == "type" or loc not in typed
+    }
+    return sorted(issues)
+
+
+def _raw(schema: Any, error: Any, instance: Any) -> list[tuple[tuple[str | int, ...], str, str]]:
+    """One library error as (location, keyword, message) rows."""
+    kind = error.kind
+    loc = tuple(error.instance_path)
+    name = kind.name
+    if name in _NICE:
+        return [((*loc, prop), name, f"{_NICE[name]} is not allowed") for prop in sorted(kind.value)]
+    if name == "required":
+        return [((*loc, kind.value), "required", "required property is missing")]
+    if name == _STRICT_INT:
+        return [(loc, "type", str(error.message))]
+    if name == "type" and error.instance is None and _non_finite(_walk(instance, loc)):
+        return [(loc, "type", _NOT_JSON_NUMBER)]  # the library hands over inf/nan as null
+    if name == "falseSchema" and tuple(error.schema_path)[-1:] == ("additionalProperties",):
+        # jsonschema-rs reports a bare ``additionalProperties: false`` (no ``properties``) as a
+        # false schema at the object's path; name each extra property instead.
+        return [((*loc, prop), "additionalProperties", "additional property is not allowed")
+                for prop in _extra_properties(schema, tuple(error.schema_path), instance, loc)]
+    return [(loc, name, _message(kind, error))]
+
+
+def _non_finite(value: Any) -> bool:
+    return type(value) is float and not math.isfinite(value)
 
 
 def _walk(node: Any, parts: Iterable[str | int]) -> Any:
@@ -237,7 +312,62 @@ def _extra_properties(schema: Any, schema_path: tuple[str | int, ...], instance:
     )
 
 
-_NICE = {
+# The errors of an instance nested too deeply for jsonschema-rs to build them: the instance is cut
+# at _CUT_DEPTH containers (deeper non-empty ones emptied, keeping their JSON type) and validated
+# again. Kept, being exact on the cut instance: errors of keywords that look at their value's own
+# shape (_SHAPE_KINDS; at a cut, its type only: _TYPE_KINDS) or compare a scalar (_SCALAR_KINDS),
+# reached through no keyword whose outcome hangs on deeper content (_CONTENT_GATED). The rest is
+# dropped, represented by one ``depth`` error at the first cut that no kept ``type`` error covers
+# (a value of the wrong type must change whatever it holds): an invalid instance lists something.
+_CUT_DEPTH = 128
+_TYPE_KINDS = frozenset({"type", "falseSchema"})
+_SHAPE_KINDS = _TYPE_KINDS | {
+    _STRICT_INT, "required", "additionalProperties", "propertyNames", "minProperties",
+    "maxProperties", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
+_SCALAR_KINDS = frozenset({"enum", "const"})
+_CONTENT_GATED = frozenset({"if", "then", "else", "not", "anyOf", "oneOf", "contains",
+                            "unevaluatedProperties", "unevaluatedItems"})
+_TOO_DEEP = "is nested too deeply for its errors to be listed"
+
+
+def _deep_issues(compiled: CompiledSchema, instance: Any) -> list[Issue]:
+    cuts: list[tuple[str | int, ...]] = []
+    shallow = _cut(instance, (), cuts)
+    found = list(compiled._validator.iter_errors(shallow))
+    cut_at = set(cuts)
+    kept = [error for error in found if _exact_despite_cuts(error, cut_at)]
+    issues = _issues(compiled.schema, kept, shallow)
+    typed = {tuple(e.instance_path) for e in kept if e.kind.name in ("type", _STRICT_INT)}
+    uncovered = [format_path(loc) for loc in cuts
+                 if not any(loc[:n] in typed for n in range(len(loc) + 1))]
+    if uncovered or not issues:
+        issues.append(Issue(min(uncovered, default="$"), _TOO_DEEP, "depth"))
+    return sorted(issues)
+
+
+def _exact_despite_cuts(error: Any, cut_at: set[tuple[str | int, ...]]) -> bool:
+    kinds = _TYPE_KINDS if tuple(error.instance_path) in cut_at else _SHAPE_KINDS
+    if not isinstance(error.instance, (dict, list)):
+        kinds = kinds | _SCALAR_KINDS  # a scalar is never cut: comparing it is exact
+    return error.kind.name in kinds and _CONTENT_GATED.isdisjoint(
+        part for part in error.schema_path if isinstance(part, str))
+
+
+def _cut(value: Any, loc: tuple[str | int, ...], cuts: list[tuple[str | int, ...]]) -> Any:
+    """A copy of ``value`` with each non-empty container :data:`_CUT_DEPTH` deep emptied (its
+    location appended to ``cuts``); recursion bounded by the cut depth."""
+    if not isinstance(value, (dict, list)) or not value:
+        return value
+    if len(loc) >= _CUT_DEPTH:
+        cuts.append(loc)
+        return {} if isinstance(value, dict) else []
+    if isinstance(value, dict):
+        return {key: _cut(item, (*loc, key), cuts) for key, item in value.items()}
+    return [_cut(item, (*loc, index), cuts) for index, item in enumerate(value)]
+
+
+_NICE: dict[str, str] = {
     "additionalProperties": "additional property",
     "unevaluatedProperties": "unevaluated property",
 }
@@ -245,15 +375,23 @@ _NICE = {
 
 @lru_cache(maxsize=4096)
 def _compile_cached(key: bytes, assert_formats: bool) -> CompiledSchema:
-    from toolkeeper.contracts.canonical import loads_json
-
-    return CompiledSchema(loads_json(key), assert_formats=assert_formats)
+    try:
+        schema = loads_json(key)
+    except ContractError:  # encodable but too deep to decode again
+        raise SchemaError("not a valid JSON Schema 2020-12: it is nested too deeply") from None
+    return CompiledSchema(schema, assert_formats=assert_formats)
 
 
 def compile_schema(schema: dict[str, Any] | bool, *, assert_formats: bool = False) -> CompiledSchema:
-    """Compile (or fetch from the cache) the validator for a schema. Invalid schemas raise
-    :class:`SchemaError` with the library's first line only."""
-    return _compile_cached(canonical_json(schema), assert_formats)
+    """Compile (or fetch from the cache) the validator for a schema. A schema that is not JSON or
+    not a valid schema raises :class:`SchemaError` (with the library's first line at most)."""
+    try:
+        key = canonical_json(schema)
+    except (msgspec.EncodeError, TypeError, ValueError, RecursionError) as exc:
+        why = next((text for kind, text in _NOT_JSON.items() if isinstance(exc, kind)),
+                   "it is not JSON")
+        raise SchemaError(f"not a valid JSON Schema 2020-12: {why}") from None
+    return _compile_cached(key, assert_formats)
 
 
 def validate(schema: dict[str, Any] | CompiledSchema, instance: Any) -> list[Issue]:
