@@ -391,7 +391,24 @@ def compile_schema(schema: dict[str, Any] | bool, *, assert_formats: bool = Fals
         why = next((text for kind, text in _NOT_JSON.items() if isinstance(exc, kind)),
                    "it is not JSON")
         raise SchemaError(f"not a valid JSON Schema 2020-12: {why}") from None
+    if b"null" in key and _has_non_finite(schema):  # the encoder writes NaN and infinities as null
+        raise SchemaError("not a valid JSON Schema 2020-12: NaN and infinities are not JSON "
+                          "numbers")
     return _compile_cached(key, assert_formats)
+
+
+def _has_non_finite(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if type(node) is float:
+            if not math.isfinite(node):
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+    return False
 
 
 def validate(schema: dict[str, Any] | CompiledSchema, instance: Any) -> list[Issue]:
