@@ -33,6 +33,15 @@ MAX_NUMBER_DIGITS: Final = 4300
 into an integer (so every version stored before the bound existed still parses)."""
 
 
+_BEYOND: Final = 10 ** MAX_NUMBER_DIGITS
+
+
+def _bumped(number: int) -> int:
+    if number + 1 >= _BEYOND:
+        raise SemverError(f"a version number past {MAX_NUMBER_DIGITS:,} digits cannot be made")
+    return number + 1
+
+
 def _pre_key(pre: tuple[str, ...]) -> tuple[tuple[int, int, str], ...]:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre)
 
@@ -98,16 +107,17 @@ class Version:
         return hash(self._order)
 
     def bump_major(self) -> Version:
-        return Version(self.major + 1, 0, 0)
+        """The next major version (a SemverError past :data:`MAX_NUMBER_DIGITS`, as each bump)."""
+        return Version(_bumped(self.major), 0, 0)
 
     def bump_minor(self) -> Version:
-        return Version(self.major, self.minor + 1, 0)
+        return Version(self.major, _bumped(self.minor), 0)
 
     def bump_patch(self) -> Version:
         # 1.2.3-rc.1 -> 1.2.3 (the release the pre-release was heading to), else 1.2.4.
         if self.prerelease:
             return Version(self.major, self.minor, self.patch)
-        return Version(self.major, self.minor, self.patch + 1)
+        return Version(self.major, self.minor, _bumped(self.patch))
 
     def __str__(self) -> str:
         out = f"{self.major}.{self.minor}.{self.patch}"

@@ -1,7 +1,7 @@
 """Strict, deterministic validation of arguments against a JSON Schema 2020-12 (SPEC 1.2).
 
-Built on jsonschema-rs (compiled once per schema, cached). The fast path is ``is_valid``; only a
-failing instance pays for error collection. Errors are values (:class:`Issue`) with a JSON path,
+Built on jsonschema-rs (compiled once per schema, cached). The fast path is ``is_valid_json``;
+only a failing instance pays for error collection. Errors are values (:class:`Issue`) with a JSON path,
 the keyword and a message, and are post-processed by a fixed policy:
 
 * ``integer`` rejects booleans **and floats**: JSON Schema says ``5.0`` is an integer, but a tool
@@ -12,11 +12,12 @@ the keyword and a message, and are post-processed by a fixed policy:
   offending property's own path (``$.urgent``), one error per property.
 * A path that has a ``type`` error reports nothing else (no follow-on ``minimum`` noise).
 * Errors are sorted by (path, message) and deduplicated: byte-identical output every run.
-* A non-finite float (``inf``, ``nan``: YAML and the Python API can hold one, JSON cannot) is not a
-  JSON number: jsonschema-rs gives it no JSON type, so it fails every ``type``, ``const`` and
-  ``enum``, and :func:`_strictify` puts an every-type ``type`` beside numeric bounds that declare no
-  type so that it fails those too (``type`` error, fixed message). A value no keyword looks at is
-  not checked (loaders must refuse non-JSON values; the wire cannot carry them).
+* A part of the instance that is not JSON data (a non-finite float, a string holding a lone
+  surrogate, a key that is not a string, any other Python value: lenient decoders and the Python
+  API can produce them, the wire cannot) is an error at its path, whatever the schema says
+  (keyword ``type``, a fixed message per reason: :mod:`~toolkeeper.contracts.json_values`).
+  ``is_valid`` checks for them first; ``is_valid_json`` is the fast path for instances a strict
+  JSON decoder produced, which cannot hold them.
 * An invalid instance nested past jsonschema-rs's limit (it cannot build an error for a value
   more than 255 containers deep) still gets its errors listed: those that an instance cut at
   :data:`_CUT_DEPTH` gives exactly, plus one ``depth`` error at the first cut no listed ``type``
@@ -39,6 +40,7 @@ import jsonschema_rs
 import msgspec
 
 from toolkeeper.contracts.canonical import canonical_json, json_type_name, loads_json
+from toolkeeper.contracts.json_values import NOT_JSON_MESSAGES, find_not_json, is_json_data
 from toolkeeper.errors import ContractError, SchemaError
 
 __all__ = ["CompiledSchema", "Issue", "compile_schema", "format_path", "validate"]
@@ -51,14 +53,10 @@ _DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples", "dependentRe
 # (a property may be called ``enum``), the values are schemas.
 _SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions",
                           "dependentSchemas"})
-# Numeric bounds: a non-finite float is no JSON number, but jsonschema-rs lets it pass these.
-_NUMERIC_KEYWORDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                               "multipleOf"})
-_EVERY_TYPE = ("array", "boolean", "integer", "null", "number", "object", "string")
 # Containers (objects and arrays) a schema may nest; jsonschema-rs refuses past 255 anyway, and
 # the bound keeps the Python walk far from the interpreter's recursion limit.
 _MAX_SCHEMA_DEPTH = 256
-_NOT_JSON_NUMBER = "expected a JSON value, got a non-finite number"
+_NOT_JSON_NUMBER = NOT_JSON_MESSAGES["not_finite"]
 
 # Why a schema could not be encoded as JSON (canonical_json raised), by exception type.
 _NOT_JSON: dict[type[BaseException], str] = {
@@ -106,9 +104,8 @@ class _StrictInteger:
 
 
 def _strictify(node: Any, depth: int = 0) -> Any:
-    """Copy of a schema with the strict-integer keyword beside every integer-only ``type``, and an
-    every-JSON-type ``type`` beside numeric bounds that declare no type (a non-finite float fails
-    it). Data keywords are copied untouched; names in ``properties`` and the other schema maps are
+    """Copy of a schema with the strict-integer keyword beside every integer-only ``type``. Data
+    keywords are copied untouched; names in ``properties`` and the other schema maps are
     names, not keywords. Nesting past :data:`_MAX_SCHEMA_DEPTH` is a :class:`SchemaError`.
     Plain loops, not comprehensions: one interpreter frame per level."""
     if depth > _MAX_SCHEMA_DEPTH:
@@ -136,8 +133,6 @@ def _strictify(node: Any, depth: int = 0) -> Any:
     types = [declared] if isinstance(declared, str) else declared
     if isinstance(types, list) and "integer" in types and "number" not in types:
         out[_STRICT_INT] = " or ".join(sorted(types))
-    elif declared is None and not _NUMERIC_KEYWORDS.isdisjoint(node):
-        out["type"] = list(_EVERY_TYPE)
     return out
 
 
@@ -213,7 +208,7 @@ _MESSAGES: dict[str, Any] = {
 class CompiledSchema:
     """A compiled validator for one schema. Build with :func:`compile_schema` (cached)."""
 
-    __slots__ = ("_validator", "is_valid", "schema")
+    __slots__ = ("_validator", "is_valid_json", "schema")
 
     def __init__(self, schema: dict[str, Any] | bool, *, assert_formats: bool = False) -> None:
         self.schema = schema
@@ -226,25 +221,39 @@ class CompiledSchema:
         except (jsonschema_rs.ValidationError, ValueError, TypeError) as exc:
             first = str(exc).split("\n", 1)[0]
             raise SchemaError(f"not a valid JSON Schema 2020-12: {first}") from None
-        #: ``is_valid(instance) -> bool``: the fast path, bound straight to the compiled validator.
-        self.is_valid: Callable[[Any], bool] = self._validator.is_valid
+        #: ``is_valid_json(instance) -> bool``: the fast path, bound straight to the compiled
+        #: validator, for an instance a strict JSON decoder produced (the gateway's arguments):
+        #: it cannot hold the values :meth:`is_valid` looks for first.
+        self.is_valid_json: Callable[[Any], bool] = self._validator.is_valid
+
+    def is_valid(self, instance: Any) -> bool:
+        """Whether ``instance`` is JSON data and valid (exactly when :meth:`errors` is empty).
+        Only an instance the schema accepts pays for the JSON-data walk."""
+        try:
+            if not self.is_valid_json(instance):
+                return False
+        except (ValueError, TypeError):  # the library refuses it: not JSON data
+            return False
+        return is_json_data(instance)
 
     def errors(self, instance: Any) -> list[Issue]:
-        """Every error, policy applied, sorted; ``[]`` when valid (exactly when ``is_valid``)."""
+        """Every error, policy applied, sorted; ``[]`` exactly when :meth:`is_valid`."""
         if self.is_valid(instance):
             return []
+        bad = [] if is_json_data(instance) else find_not_json(instance)
+        not_json = [(loc, "type", NOT_JSON_MESSAGES[reason]) for loc, reason in bad]
         try:
-            found = list(self._validator.iter_errors(instance))
-        except UnicodeError:  # a lone surrogate: not JSON, and is_valid raises it too
-            raise
+            found = list(self._validator.iter_errors(instance)) if not bad else []
         except ValueError:  # a failing value nested past the library's limit: see _deep_issues
             return _deep_issues(self, instance)
-        return _issues(self.schema, found, instance)
+        return _issues(self.schema, found, instance, not_json)
 
 
-def _issues(schema: Any, found: Iterable[Any], instance: Any) -> list[Issue]:
-    """The policy: our paths, keywords and messages; one ``type`` error hides the rest at a path."""
-    raw: list[tuple[tuple[str | int, ...], str, str]] = []
+def _issues(schema: Any, found: Iterable[Any], instance: Any,
+            extra: Iterable[tuple[tuple[str | int, ...], str, str]] = ()) -> list[Issue]:
+    """The policy: our paths, keywords and messages; one ``type`` error hides the rest at a path.
+    ``extra``: rows found without the library (parts that are not JSON data)."""
+    raw: list[tuple[tuple[str | int, ...], str, str]] = list(extra)
     for error in found:
         raw.extend(_raw(schema, error, instance))
     typed = {loc for loc, keyword, _ in raw if keyword == "type"}

@@ -16,7 +16,7 @@ Pending (await it on the transport's loop). Era selection:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ from toolkeeper.errors import JsonRpcError
 from toolkeeper.protocol.dispatch import ServerIdentity, error_reply
 from toolkeeper.protocol.envelope import (
     InboundRequest,
+    RequestId,
     classify_inbound,
     decode_message,
     safe_id,
@@ -204,14 +205,19 @@ class ServerKernel:
     def open_stream(self, facts: TransportFacts | None = None) -> StreamConnection:
         return StreamConnection(facts if facts is not None else TransportFacts("stdio"))
 
-    def handle_stream(self, conn: StreamConnection, raw: bytes | str, received_ns: int = 0
-                      ) -> Outcome:
+    def handle_stream(self, conn: StreamConnection, raw: bytes | str, received_ns: int = 0,
+                      in_flight: Container[RequestId] = ()) -> Outcome:
         """One line of a newline-delimited stream (``received_ns``: see
-        :attr:`TransportFacts.received_ns`)."""
+        :attr:`TransportFacts.received_ns`). A request whose id is ``in_flight`` (the ids of
+        the connection's requests still running) is refused -32600 before anything runs."""
         try:
             message = decode_message(raw)
         except JsonRpcError as exc:
             return error_reply(None, exc)
+        if in_flight and type(message) is dict and "method" in message:
+            request_id = safe_id(message)
+            if request_id is not None and request_id in in_flight:
+                return error_reply(request_id, invalid_request("request id already in use"))
         return self.handle_stream_message(conn, message, received_ns)
 
     def handle_stream_message(self, conn: StreamConnection, message: Any, received_ns: int = 0

@@ -36,7 +36,7 @@ from typing import Any
 from toolkeeper.contracts.changes import Bump, Verdict
 from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import Status, ToolSpec
-from toolkeeper.errors import PublishRefusedError
+from toolkeeper.errors import PublishRefusedError, SemverError
 
 __all__ = ["RULES", "Classifier", "GuardDecision", "check_publish"]
 
@@ -126,10 +126,22 @@ class _Context:
 
     def minimum_version(self) -> Version | None:
         seeds = [s.version for s in (self.previous, self.reference(self.spec.version)) if s]
-        candidates = {c for v in seeds for c in (v.bump_patch(), v.bump_minor(), v.bump_major())}
+        candidates = {c for v in seeds for c in _bumps(v)}
         passing = [c for c in candidates
                    if c not in self.versions and self.first_failure(c) is None]
         return min(passing) if passing else None
+
+
+def _bumps(version: Version) -> list[Version]:
+    """The patch, minor and major bumps of a version that can be made (none past the digit
+    bound of :data:`~toolkeeper.contracts.semver.MAX_NUMBER_DIGITS`)."""
+    out = []
+    for bump in (version.bump_patch, version.bump_minor, version.bump_major):
+        try:
+            out.append(bump())
+        except SemverError:
+            continue
+    return out
 
 
 def _refusal(ctx: _Context, rule: str, against: ToolSpec | None = None) -> PublishRefusedError:

@@ -169,7 +169,7 @@ class ToolCalls:
         if (binding is None or binding.inline or route.annotated
                 or (binding.requires and missing_capabilities(binding.requires,
                                                               call.client_capabilities))
-                or not route.validator.is_valid(arguments)):
+                or not route.validator.is_valid_json(arguments)):
             self._last = (call, (name, arguments, route))
             return None
         return Pending(call.request_id, partial(self._express_run, call, route, binding,

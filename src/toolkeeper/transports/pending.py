@@ -60,7 +60,9 @@ async def _wait_disconnect(receive: Receive) -> None:
 
 
 class _Exchange:
-    """One pending request's response: committed to SSE or not, and its write lock."""
+    """One pending request's response: committed to SSE or not, and its write lock. A send
+    that raises OSError (ASGI 2.4: the connection is closed) means the client left: nothing
+    more is written, and the watcher, once running, cancels the request."""
 
     def __init__(self, send: Send, extra: list[tuple[bytes, bytes]], json_only: bool) -> None:
         self.send = send
@@ -69,6 +71,7 @@ class _Exchange:
         self.committed = False
         self.disconnected = False
         self._lock: asyncio.Lock | None = None
+        self._gone: asyncio.Event | None = None
 
     @property
     def lock(self) -> asyncio.Lock:
@@ -77,6 +80,11 @@ class _Exchange:
             self._lock = asyncio.Lock()
         return self._lock
 
+    def _client_left(self) -> None:
+        self.disconnected = True
+        if self._gone is not None:
+            self._gone.set()
+
     async def _commit(self) -> None:
         if not self.committed:
             self.committed = True
@@ -84,50 +92,66 @@ class _Exchange:
                              "headers": [*SSE_HEADERS, *self.extra]})
 
     async def emit(self, message: dict[str, Any]) -> None:
-        if self.json_only:
+        if self.json_only or self.disconnected:
             return
         async with self.lock:
-            await self._commit()
-            await self.send({"type": "http.response.body",
-                             "body": sse_frame(encode_message(message)), "more_body": True})
+            try:
+                await self._commit()
+                await self.send({"type": "http.response.body",
+                                 "body": sse_frame(encode_message(message)), "more_body": True})
+            except OSError:
+                self._client_left()
 
     async def ping(self) -> None:
         async with self.lock:
-            await self._commit()
-            await self.send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+            try:
+                await self._commit()
+                await self.send({"type": "http.response.body", "body": KEEPALIVE,
+                                 "more_body": True})
+            except OSError:
+                self._client_left()
 
     async def finish(self, reply: Reply, send_reply: SendReply) -> None:
         async with self.lock:
             await self.write_final(reply, send_reply)
 
     async def write_final(self, reply: Reply, send_reply: SendReply) -> None:
-        if self.committed:
-            await self.send({"type": "http.response.body", "body": sse_frame(reply.body),
-                             "more_body": False})
-        else:
-            await send_reply(reply)
+        if self.disconnected:
+            return
+        try:
+            if self.committed:
+                await self.send({"type": "http.response.body", "body": sse_frame(reply.body),
+                                 "more_body": False})
+            else:
+                await send_reply(reply)
+        except OSError:
+            self._client_left()
 
     async def watch(self, receive: Receive, request: asyncio.Task[Any], keepalive_s: float
                     ) -> None:
-        """Until cancelled: keepalives (SSE mode) and, on disconnect, cancel ``request``."""
+        """Until cancelled: keepalives (SSE mode) and, when the client leaves (a disconnect,
+        or a send that found the connection closed), cancel ``request``."""
+        self._gone = gone = asyncio.Event()
+        if self.disconnected:
+            gone.set()
         receiving = asyncio.ensure_future(_wait_disconnect(receive))
+        leaving = asyncio.ensure_future(gone.wait())
         try:
             while True:
-                done, _ = await asyncio.wait({receiving}, timeout=keepalive_s)
-                if not done and not self.json_only:
-                    try:
-                        await self.ping()
-                    except OSError:  # ASGI 2.4: a send on a closed connection may raise
-                        done = {receiving}
+                done, _ = await asyncio.wait({receiving, leaving}, timeout=keepalive_s,
+                                             return_when=asyncio.FIRST_COMPLETED)
                 if done:
                     self.disconnected = True
                     request.cancel()
                     return
+                if not self.json_only:
+                    await self.ping()
         finally:
-            if not receiving.done():
-                receiving.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await receiving
+            for task in (receiving, leaving):
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
 
 
 async def answer_pending(pending: Pending, receive: Receive, send: Send, send_reply: SendReply,
@@ -140,10 +164,7 @@ async def answer_pending(pending: Pending, receive: Receive, send: Send, send_re
     try:
         suspended_on = run.send(None)
     except StopIteration as stop:  # done without suspending: no other writer exists
-        if exchange.committed:
-            await exchange.write_final(stop.value, send_reply)
-        else:
-            await send_reply(stop.value)
+        await exchange.write_final(stop.value, send_reply)
         return
     request = asyncio.current_task()
     assert request is not None

@@ -123,6 +123,8 @@ class SessionStreams:
             await send({"type": "http.response.start", "status": 200, "headers": [
                 *SSE_HEADERS, (MCP_SESSION_ID.encode(), target.encode("latin-1"))]})
             await self._pump(target, stream, receive, send)
+        except OSError:
+            return  # ASGI 2.4: a send on a closed connection may raise; the client left
         finally:
             if self._open.get(target) is stream:
                 del self._open[target]

@@ -73,7 +73,7 @@ class StdioServer:
                 continue
             if not line.strip():
                 continue
-            outcome = self._kernel.handle_stream(conn, line, time.perf_counter_ns())
+            outcome = self._kernel.handle_stream(conn, line, time.perf_counter_ns(), self._tasks)
             if isinstance(outcome, Reply):
                 await self._write(outcome.body)
             elif isinstance(outcome, Accepted):
@@ -83,9 +83,6 @@ class StdioServer:
                     # before it ran still starts, so its call is logged as cancelled and an
                     # awaitable its handler returned is awaited (closed), not left behind.
                     asyncio.get_running_loop().call_soon(task.cancel)
-            elif outcome.request_id in self._tasks:
-                await self._write(encode_message(error_message(outcome.request_id, {
-                    "code": INVALID_REQUEST, "message": "request id already in use"})))
             else:
                 self._start(outcome)
         for task in self._streams:
