@@ -125,10 +125,21 @@ class _Context:
         return _BUMP_RULES[self.verdict(ref).bump](ref.version, candidate)
 
     def minimum_version(self) -> Version | None:
+        """The smallest version that would pass. The bump rules constrain only the major and
+        minor numbers, so from each patch, minor and major bump of the versions compared with,
+        the patches that follow are tried in order (as many as the versions that can be in the
+        way) and each chain's first passing one kept."""
         seeds = [s.version for s in (self.previous, self.reference(self.spec.version)) if s]
-        candidates = {c for v in seeds for c in _bumps(v)}
-        passing = [c for c in candidates
-                   if c not in self.versions and self.first_failure(c) is None]
+        passing: list[Version] = []
+        for start in {c for v in seeds for c in _bumps(v)}:
+            candidate: Version | None = start
+            for _ in range(len(self.versions) + 2):
+                if candidate is None:
+                    break
+                if candidate not in self.versions and self.first_failure(candidate) is None:
+                    passing.append(candidate)
+                    break
+                candidate = _next_patch(candidate)
         return min(passing) if passing else None
 
 
@@ -142,6 +153,13 @@ def _bumps(version: Version) -> list[Version]:
         except SemverError:
             continue
     return out
+
+
+def _next_patch(version: Version) -> Version | None:
+    try:
+        return version.bump_patch()
+    except SemverError:
+        return None
 
 
 def _refusal(ctx: _Context, rule: str, against: ToolSpec | None = None) -> PublishRefusedError:

@@ -8,7 +8,9 @@ decide which contract version the call runs under, or refuse:
 * no version declared: the served version, validated strictly (unknown properties refused);
 * the served version: accepted;
 * another version that is still callable (active or deprecated) and visible: accepted under
-  exactly that version's schema, and the result names the successor;
+  exactly that version's schema, and the result names the successor: the one its deprecation
+  named while that is callable and visible to this caller, else the version served to it (a
+  successor the caller may not see, or one retired since, is never named);
 * a retired version: -32602 ``schema_version_retired`` (the call never executes);
 * anything else (never published, not semver, or not visible): -32602 ``schema_version_unknown``.
 
@@ -101,6 +103,10 @@ def plan_call(registry: Registry, views: ToolViews, principal: Principal, name: 
     if not is_visible(pinned, principal, include_deprecated=True):
         raise _gate_error(UNKNOWN, name, requested, current)
     successor = pinned.successor
+    if successor is not None:  # named only while this caller can migrate to it
+        target = registry.get(name, successor)
+        if target is None or not is_visible(target, principal, include_deprecated=True):
+            successor = None
     if successor is None and served is not None and served.version != pinned.version:
         successor = served.version
     return Plan(pinned, strict=False, successor=successor)
