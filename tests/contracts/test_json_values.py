@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import math
 from typing import Any
 
@@ -23,6 +24,22 @@ def test_each_part_that_is_not_json_is_found_at_its_path_with_its_reason() -> No
         (("n", "inf"), "not_finite"),
     ], key=repr)
     assert set(NOT_JSON_MESSAGES) >= {reason for _, reason in find_not_json(value)}
+    assert is_json_data(value) is False
+
+
+def test_subclasses_of_json_scalars_are_json_data() -> None:
+    class Colour(enum.StrEnum):
+        RED = "red"
+
+    class Size(enum.IntEnum):
+        BIG = 3
+
+    class Ratio(float):
+        pass
+
+    value = {"colour": Colour.RED, "size": Size.BIG, "ratio": Ratio(0.5), "bad": Ratio("nan")}
+    assert find_not_json(value) == [(("bad",), "not_finite")]
+    assert is_json_data({k: v for k, v in value.items() if k != "bad"}) is True
     assert is_json_data(value) is False
 
 

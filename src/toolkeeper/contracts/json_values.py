@@ -86,10 +86,10 @@ def find_not_json(value: Any) -> list[tuple[Location, str]]:
         assert isinstance(entry, tuple)
         link, node = entry
         kind = type(node)
-        if kind is str:
+        if kind is str or isinstance(node, str):  # str and float subclasses (enums) are data
             if _lone_surrogate(node):
                 found.append((link, "lone_surrogate"))
-        elif kind is float:
+        elif isinstance(node, float):
             if not math.isfinite(node):
                 found.append((link, "not_finite"))
         elif isinstance(node, _SCALARS):
