@@ -12,7 +12,9 @@ Declaring it on another, open, subschema constrains values callers already send.
 :func:`location_of` walks the before side from the schema at a location (the root of a document,
 a property value, an item, ...) through its in-place subschemas and keeps every object schema
 met, marking the *conjunctive* ones (reached only through ``allOf`` and references): every value
-of a member satisfies what each of those applies to its name.
+of a member satisfies what each of those applies to its name. A name a conjunctive ``not``
+forbids outright (``not: {required: [x]}``, or an ``anyOf`` of such) is in no valid value, so no
+subschema "declares" it, whatever names it under that ``not``.
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ class Location:
 
     known: bool = True
     members: tuple[_Members, ...] = ()
+    #: Names no valid value holds: a conjunctive subschema forbids each (``not: {required}``).
+    forbidden: frozenset[str] = frozenset()
 
     def declares(self, name: str, *, excluding: Any = None) -> bool | None:
         """Whether some subschema (other than ``excluding``) declares ``name``, matches it with
@@ -76,6 +80,8 @@ class Location:
         or whether any subschema (``excluding`` too) names it (None: unknown)."""
         if not self.known:
             return None
+        if name in self.forbidden:
+            return False  # no value holds it: declaring it cannot reject one
         for member in self.members:
             if name in member.named:
                 return True
@@ -120,9 +126,44 @@ def _named(document: SchemaDocument, node: dict[str, Any]) -> frozenset[str]:
     return frozenset(names)
 
 
+# Keywords that constrain nothing, for :func:`_forbidding`.
+_INERT = frozenset({"$comment", "deprecated", "description", "examples", "readOnly", "title",
+                    "writeOnly", "default", "$defs", "definitions", "$anchor", "$dynamicAnchor"})
+
+
+def _forbidding(document: SchemaDocument, node: Any, depth: int = 0) -> frozenset[str] | None:
+    """Names any object holding one of them satisfies ``node`` with (so ``not: node`` forbids
+    them); None: every object satisfies it. Exact only for ``required`` of one name, ``type``
+    object, ``anyOf`` and ``allOf`` of such; anything else forbids nothing."""
+    node = document.resolve(node)
+    if not isinstance(node, dict) or depth > 32:
+        return frozenset()
+    found: frozenset[str] | None = None
+    for key, value in node.items():
+        part: frozenset[str] | None
+        if key in _INERT:
+            continue
+        if key == "required" and isinstance(value, list) and len(value) <= 1:
+            part = frozenset(_strings(value)) if value else None
+        elif key == "type" and (value == "object" or (isinstance(value, list) and "object" in value)):
+            part = None
+        elif key in ("anyOf", "allOf") and isinstance(value, list) and value:
+            parts = [_forbidding(document, sub, depth + 1) for sub in value]
+            if key == "anyOf":
+                part = None if None in parts else frozenset().union(*(p or () for p in parts))
+            else:
+                known = [p for p in parts if p is not None]
+                part = frozenset.intersection(*known) if known else None
+        else:
+            return frozenset()
+        found = part if found is None else found if part is None else found & part
+    return found
+
+
 def location_of(document: SchemaDocument, node: Any) -> Location:
     """Every object subschema of ``node`` (of ``document``) at its instance location."""
     members: list[_Members] = []
+    forbidden: set[str] = set()
     seen: set[int] = set()
     stack: list[tuple[Any, bool]] = [(node, True)]
     while stack:
@@ -141,6 +182,8 @@ def location_of(document: SchemaDocument, node: Any) -> Location:
                                 patterns if isinstance(patterns, dict) else {}, additional, kind,
                                 kind == "schema" or (kind == "open" and unevaluated == "schema"),
                                 conjunctive, _named(document, current)))
+        if conjunctive and "not" in current:
+            forbidden.update(_forbidding(document, current["not"]) or ())
         for keyword, many, conjunct in _IN_PLACE:
             value = current.get(keyword)
             for sub in (value if isinstance(value, list) else []) if many else (
@@ -149,4 +192,4 @@ def location_of(document: SchemaDocument, node: Any) -> Location:
         dependent = current.get("dependentSchemas")
         if isinstance(dependent, dict):
             stack.extend((sub, False) for sub in dependent.values())
-    return Location(True, tuple(members))
+    return Location(True, tuple(members), frozenset(forbidden))
