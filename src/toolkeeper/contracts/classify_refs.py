@@ -58,6 +58,13 @@ _GROUPS = (
     frozenset({"if", "then", "else"}),
 )
 _UNEVALUATED = frozenset({"unevaluatedProperties", "unevaluatedItems"})
+#: Keywords whose values map names (never keywords) to schemas.
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions",
+                          "dependentSchemas"})
+#: Keywords whose value is a schema, or a list of schemas, at a schema position.
+_SCHEMA_VALUED = frozenset({"items", "additionalProperties", "propertyNames", "contains", "not",
+                            "if", "then", "else", "allOf", "anyOf", "oneOf", "prefixItems",
+                            *_UNEVALUATED})
 _NEVER_MERGE = _UNEVALUATED | {"$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$id", "$schema"}
 
 
@@ -153,7 +160,11 @@ class SchemaDocument:
             if isinstance(current, dict):
                 if keyword in current:
                     return True
-                stack.extend(v for k, v in current.items() if k not in DATA_KEYWORDS)
+                for k, v in current.items():
+                    if k in _SCHEMA_MAPS and isinstance(v, dict):
+                        stack.extend(v.values())  # its keys are names, not keywords
+                    elif k not in DATA_KEYWORDS:
+                        stack.append(v)
             elif isinstance(current, list):
                 stack.extend(current)
         return False
@@ -289,46 +300,58 @@ def _can_merge(target: dict[str, Any], rest: dict[str, Any]) -> bool:
     constraint keyword, and no sibling-dependent keyword group split across the two."""
     t_keys = set(target) - DEFINITION_KEYWORDS - _ANNOTATIONS
     r_keys = set(rest) - _ANNOTATIONS
+    if not r_keys:
+        return True  # annotations constrain nothing: an overlay on any target ($id, $schema...)
     if t_keys & r_keys or (t_keys | r_keys) & _NEVER_MERGE:
         return False
     return not any(group & t_keys and group & r_keys for group in _GROUPS)
 
 
-def same_schema(before: SchemaDocument, b: Any, after: SchemaDocument, a: Any) -> bool:
+def same_schema(before: SchemaDocument, b: Any, after: SchemaDocument, a: Any, *,
+                ignore: frozenset[str] = frozenset()) -> bool:
     """Reference-aware structural equality: equal JSON, where two equal ``$ref`` strings also need
     equal targets (each document resolves its own). Cycles are assumed equal on revisit, which
-    is exact for this (greatest fixed point) equality."""
-    return _same(before, b, after, a, set())
+    is exact for this (greatest fixed point) equality. ``ignore``: keywords (annotations) left
+    out wherever a schema certainly stands (the root, the values of ``properties`` and the other
+    name maps, applicator subschemas); anything else, unknown keywords' values too, is compared
+    in full."""
+    return _same(before, b, after, a, set(), ignore)
 
 
 def _same(before: SchemaDocument, b: Any, after: SchemaDocument, a: Any,
-          memo: set[tuple[int, int]]) -> bool:
+          memo: set[tuple[int, int, bool]], ignore: frozenset[str]) -> bool:
     if isinstance(b, dict) and isinstance(a, dict):
-        keys = set(b) - DEFINITION_KEYWORDS
-        if keys != set(a) - DEFINITION_KEYWORDS:
+        keys = set(b) - DEFINITION_KEYWORDS - ignore
+        if keys != set(a) - DEFINITION_KEYWORDS - ignore:
             return False
         kb, ka = ref_keyword(b), ref_keyword(a)
         if kb is not None or ka is not None:
             if kb != ka or value_key(b[kb]) != value_key(a[ka]):
                 return False
-            pair = (id(b), id(a))
+            pair = (id(b), id(a), bool(ignore))
             if pair in memo:
                 return True
             memo.add(pair)
             rb, ra = before.resolve(b), after.resolve(a)
             if isinstance(rb, Unresolvable) or isinstance(ra, Unresolvable):
                 return isinstance(rb, Unresolvable) and rb.comparable and rb == ra
-            return _same(before, rb, after, ra, memo)
+            return _same(before, rb, after, ra, memo, ignore)
         for key in sorted(keys):
+            vb, va = b[key], a[key]
             if key in DATA_KEYWORDS:
-                if value_key(b[key]) != value_key(a[key]):
+                if value_key(vb) != value_key(va):
                     return False
-            elif not _same(before, b[key], after, a[key], memo):
+            elif ignore and key in _SCHEMA_MAPS and isinstance(vb, dict) and isinstance(va, dict):
+                if set(vb) != set(va) or not all(
+                        _same(before, vb[n], after, va[n], memo, ignore) for n in sorted(vb)):
+                    return False
+            elif not _same(before, vb, after, va, memo,
+                           ignore if key in _SCHEMA_VALUED else frozenset()):
                 return False
         return True
     if isinstance(b, list) and isinstance(a, list):
         return len(b) == len(a) and all(
-            _same(before, x, after, y, memo) for x, y in zip(b, a, strict=True))
+            _same(before, x, after, y, memo, ignore) for x, y in zip(b, a, strict=True))
     if isinstance(b, (dict, list)) or isinstance(a, (dict, list)):
         return False
     return value_key(b) == value_key(a)

@@ -11,9 +11,10 @@ Some handlers ask the classifier a question in a scratch context (``not`` in the
 direction, ``oneOf`` to see every change inside it, the member probes "does this schema accept
 every value of that one"). Scratch contexts share the set of questions in progress, so one that
 reaches a pair its ancestors are still comparing (a recursive schema) assumes it instead of
-recursing forever: the ancestor reports that pair's changes. It also marks itself ``assumed``:
-a ``oneOf``, whose verdict depends on whether anything inside changed at all, then fails closed
-unless its branches are provably disjoint.
+recursing forever: the ancestor reports that pair's changes. Unless that pair is equal but for
+annotations (so it accepts the same values), it also marks itself ``assumed``: a ``oneOf``,
+whose verdict depends on whether anything inside changed at all, then fails closed unless its
+branches are provably disjoint.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 from toolkeeper.contracts.changes import Change
 from toolkeeper.contracts.classify_combinators import COMBINATOR_HANDLERS
 from toolkeeper.contracts.classify_evaluation import EVALUATION_HANDLERS
-from toolkeeper.contracts.classify_keywords import VALUE_HANDLERS, Handler, show
+from toolkeeper.contracts.classify_keywords import DOC_KEYWORDS, VALUE_HANDLERS, Handler, show
 from toolkeeper.contracts.classify_location import Location, location_of
 from toolkeeper.contracts.classify_members import MEMBER_HANDLERS
 from toolkeeper.contracts.classify_refs import (
@@ -51,6 +52,13 @@ KNOWN_KEYWORDS: frozenset[str] = frozenset().union(
     *(keywords for keywords, _ in HANDLERS), DEFINITION_KEYWORDS, REF_KEYWORDS)
 
 _FLIP = {"input": "output", "output": "input"}
+#: Keywords that constrain no value: a pair differing only in these accepts the same values.
+_ANNOTATIONS = frozenset(DOC_KEYWORDS) | {"default"}
+#: Keywords the classifier does not know that hold schemas in some JSON Schema draft: the
+#: validator may apply them (jsonschema-rs applies ``dependencies`` under 2020-12), so a format
+#: inside one may assert. Any other unknown keyword is ignored by the validator: its value is data.
+_SCHEMA_HOLDING_UNKNOWN = frozenset({"dependencies", "additionalItems", "contentSchema",
+                                     "extends", "disallow"})
 
 
 @dataclass
@@ -95,6 +103,13 @@ class Ctx:
         return self.same(b, a) and (self.assert_formats[0] == self.assert_formats[1]
                                     or not self.before.mentions("format", b))
 
+    def equivalent(self, b: Any, a: Any) -> bool:
+        """Whether ``b`` and ``a`` accept the same values for certain: equal but for annotations
+        (titles, descriptions, examples, ...), and no format in them starts or stops asserting."""
+        return same_schema(self.before, b, self.after, a, ignore=_ANNOTATIONS) and (
+            self.assert_formats[0] == self.assert_formats[1]
+            or not self.before.mentions("format", b))
+
     def compare(self, b: Any, a: Any, path: str, *, in_place: bool = False) -> None:
         """Compare the schemas ``b`` (before) and ``a`` (after) found at ``path``; ``in_place``
         when they apply to the same instance location as the schema being compared (a
@@ -125,7 +140,8 @@ class Ctx:
         # comparison reports that pair (assuming it on revisit is what makes recursion finite).
         question = (*pair, self.direction)
         if question in self.active:
-            self.assumed = True
+            # Only a pair that may accept other values can hide a change that matters here.
+            self.assumed = self.assumed or not self.equivalent(rb, ra)
             return
         self.active.add(question)
         outer, self.location_root = self.location_root, root
@@ -177,7 +193,9 @@ def _compare_resolved(ctx: Ctx, b: Any, a: Any, path: str) -> None:
 
 def _unknown(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
     for name in sorted((set(b) | set(a)) - KNOWN_KEYWORDS):
-        if name in b and name in a and ctx.unchanged(b[name], a[name]):
+        # The validator ignores most unknown keywords: a format in their value never asserts.
+        same = ctx.unchanged if name in _SCHEMA_HOLDING_UNKNOWN else ctx.same
+        if name in b and name in a and same(b[name], a[name]):
             continue
         ctx.emit(child_path(path, name), "unanalysable",
                  f"{name} changed and the classifier cannot analyse it: fails closed")
