@@ -4,9 +4,9 @@ blocks a legitimate publish, because the registry guard refuses a MINOR bump for
 The old classifier (fa46714) and the current one were run over the fixture corpus, the example
 and demo contracts with edited copies, and a generated family of ordinary edits. Where the
 verdict got stricter, the validator (compile_schema) is the oracle: a real break is an argument
-valid before and invalid after. The strict xfails below are the stricter verdicts without one
-(precision regressions), each with its cause; the passing tests pin the stricter verdicts that
-are justified (with their witness) and check that ordinary, provably non-breaking edits to
+valid before and invalid after. The stricter verdicts without one (precision regressions) are
+the first tests below; each failed before its fix. The other tests pin the stricter verdicts
+that are justified (with their witness) and check that ordinary, provably non-breaking edits to
 realistic tool schemas are never MAJOR.
 """
 
@@ -53,7 +53,7 @@ def _with(schema: Schema, edit: Callable[[Schema], None]) -> Schema:
     return out
 
 
-# ------------------------------------------------ precision regressions (strict xfails)
+# ------------------------------------------------ precision regressions (each failed before)
 
 # A recursive schema whose oneOf branches are not provably disjoint (both objects).
 _RECURSIVE_ONE_OF: Schema = {
@@ -90,11 +90,6 @@ def _describe_field(s: Schema) -> None:
     s["$defs"]["cond"]["properties"]["field"]["description"] = "column name"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "6ed9c69: a oneOf scratch context that assumes a pair in progress (Ctx.assumed, "
-    "classify_walk.Ctx.compare) sets unseen=True, and classify_combinators._exclusivity then "
-    "skips its review-only early return; the assumed pair differs only in annotations, which "
-    "change no value, yet the non-disjoint oneOf gets branch.exclusivity_unproven"))
 @pytest.mark.parametrize(("before", "edit"), [(_RECURSIVE_ONE_OF, _describe_label),
                                                (_FILTER, _describe_field)],
                          ids=["minimal", "filter-expression"])
@@ -117,11 +112,6 @@ def _describe_items(s: Schema) -> None:
     s["properties"]["children"]["items"]["description"] = "a child node"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "1cf002c follows $dynamicRef like $ref (it was compared as a string): a reference with an "
-    "annotation sibling whose target is a root holding $id or $schema is not merged "
-    "(classify_refs._can_merge: _NEVER_MERGE has $id/$schema) but becomes allOf [root, "
-    "{description}], compared against the plain root: combinator.added, property.removed"))
 @pytest.mark.parametrize("root_keyword", ["$schema", "$id"])
 def test_a_description_beside_a_dynamic_ref_to_the_root_is_patch(root_keyword: str) -> None:
     before = _dynamic_tree(root_keyword)
@@ -129,10 +119,6 @@ def test_a_description_beside_a_dynamic_ref_to_the_root_is_patch(root_keyword: s
     assert verdict.bump is Bump.PATCH, _majors(verdict)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "same cause as the $dynamicRef case, not new today (the old classifier also answered "
-    "MAJOR): classify_refs._can_merge refuses a root target with $id, so {$ref: '#', "
-    "description} is allOf [root, rest]"))
 def test_a_description_beside_a_ref_to_a_root_with_an_id_is_patch() -> None:
     before: Schema = {"$id": "https://example.com/tree", "type": "object",
                       "properties": {"name": {"type": "string"},
@@ -151,10 +137,6 @@ _FORBIDS: dict[str, Schema] = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "9dd3b1c: classify_location._named collects required names from every in-place subschema, "
-    "those under not too (location_of walks not), so a name the schema forbids counts as one "
-    "callers send; declaring it is property.redeclared though no valid argument holds it"))
 @pytest.mark.parametrize("name", sorted(_FORBIDS))
 def test_declaring_a_property_the_schema_forbids_under_not_is_minor(name: str) -> None:
     before = _FORBIDS[name]
@@ -187,12 +169,6 @@ _FORMAT_IN_VENDOR_KEYWORD: Schema = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "62fba0d: Ctx.unchanged (classify_walk) asks SchemaDocument.mentions('format', ...) "
-    "(classify_refs), which matches any key named format, so a property called format in an if "
-    "condition or a contains under maxContains reads as a format keyword; and for unknown "
-    "keywords (_unknown) the value is data the validator ignores, never an asserted format; "
-    "switching assertion off then fails closed with input.unanalysable"))
 @pytest.mark.parametrize("schema", [_FORMAT_NAMED_IN_IF, _FORMAT_NAMED_IN_CONTAINS,
                                     _FORMAT_IN_VENDOR_KEYWORD],
                          ids=["property-named-format-in-if", "property-named-format-in-contains",
