@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -164,3 +165,19 @@ def test_messages_never_echo_the_callers_value(schema: dict[str, Any], instance:
 def test_format_message_names_the_format_not_the_value() -> None:
     errors = compile_schema({"type": "string", "format": "date"}, assert_formats=True).errors(SECRET)
     assert [(e.keyword, e.message) for e in errors] == [("format", "is not a valid date")]
+
+
+# --- what is not JSON data (found in review: NaN passed under `not`, errors() raised) --------
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf], ids=["nan", "inf", "-inf"])
+def test_a_non_finite_float_never_satisfies_a_negated_numeric_bound(value: float) -> None:
+    compiled = compile_schema({"type": "object", "properties": {"n": {"not": {"minimum": 0}}}})
+    assert not compiled.is_valid({"n": value})
+    assert compiled.errors({"n": value}) != []
+
+
+def test_errors_of_arguments_holding_a_lone_surrogate_are_issues_not_an_exception() -> None:
+    compiled = compile_schema({"type": "object", "properties": {"a": {"type": "integer"}}})
+    arguments = json.loads('{"a": "\\ud800"}')
+    assert compiled.is_valid(arguments) is False
+    assert [(i.path, i.keyword) for i in compiled.errors(arguments)] == [("$.a", "type")]

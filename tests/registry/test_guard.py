@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from registry_kit import evolved, make_spec
 
 from toolkeeper.contracts.classify import classify
-from toolkeeper.contracts.spec import Status, ToolSpec
+from toolkeeper.contracts.spec import Status, ToolSpec, spec_from_mapping
 from toolkeeper.errors import PublishRefusedError
+from toolkeeper.registry import Registry
 from toolkeeper.registry.guard import RULES, check_publish
 
 NAME = "payments.lookup"
@@ -162,3 +165,23 @@ def test_each_candidate_minimum_is_judged_against_the_reference_it_would_have() 
 def test_every_rule_id_is_documented() -> None:
     assert set(RULES) == {"publish.immutable", "publish.not_monotonic",
                           "publish.bump_required", "publish.bump_unjustified"}
+
+
+# --- the 4,300-digit bound of version numbers (found in review) ------------------------------
+
+def _big_contract(version: str, required: bool) -> Any:
+    schema: dict[str, Any] = {"type": "object", "properties": {"a": {"type": "string"}}}
+    if required:
+        schema["required"] = ["a"]
+    return spec_from_mapping({
+        "name": "t.big", "version": version, "title": "t", "description": "big (review)",
+        "inputSchema": schema, "dataClassification": "public", "sideEffect": "read"})
+
+
+def test_a_refused_publish_after_a_version_at_the_digit_bound_is_a_publish_refusal() -> None:
+    nines = "9" * 4300
+    registry = Registry.open("memory:")
+    registry.publish(_big_contract(f"{nines}.0.0", required=False))
+    with pytest.raises(PublishRefusedError) as caught:
+        registry.publish(_big_contract(f"{nines}.1.0", required=True))  # MAJOR, needs a bump
+    assert caught.value.code.startswith("publish.")

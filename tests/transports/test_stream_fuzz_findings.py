@@ -24,160 +24,32 @@ import gc
 import inspect
 import io
 import json
-from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Final
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from stream_kit import (
+    BOUND_S,
+    INIT,
+    INITIALIZED,
+    Client,
+    Lines,
+    Message,
+    bounded,
+    cancel,
+    demo_gateway,
+    listen,
+    modern_post,
+    others,
+    outcomes,
+    tool_call,
+    tools_list,
+)
 
-from toolkeeper.contracts.spec import spec_from_mapping
-from toolkeeper.demo import demo_handlers, install_demo
-from toolkeeper.registry import Registry
-from toolkeeper.server import Gateway, ToolContext, build_gateway
-from toolkeeper.transports import HttpConfig, StdioServer, create_asgi_app, serve_stdio
-
-VERSION: Final = "2026-07-28"
-META: Final[dict[str, Any]] = {"io.modelcontextprotocol/protocolVersion": VERSION,
-                               "io.modelcontextprotocol/clientCapabilities": {}}
-INIT: Final[dict[str, Any]] = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {},
-    "clientInfo": {"name": "fuzz", "version": "1"}}}
-INITIALIZED: Final[dict[str, Any]] = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-BOUND_S: Final = 2.0
-"""The bound on every wait for something that should happen at once."""
-
-Message = MutableMapping[str, Any]
-
-
-# --- the kit -------------------------------------------------------------------------------
-
-
-def _contract(name: str) -> Any:
-    return spec_from_mapping({
-        "name": name, "version": "1.0.0", "title": name, "description": f"{name} (fuzz)",
-        "inputSchema": {"type": "object", "properties": {}}, "dataClassification": "public",
-        "sideEffect": "read"})
-
-
-def demo_gateway(extra: dict[str, Callable[..., Any]] | None = None) -> Gateway:
-    """The demo estate plus one public, argument-less tool per ``extra`` handler."""
-    registry = Registry.open("memory:")
-    install_demo(registry)
-    handlers = demo_handlers()
-    for name, function in (extra or {}).items():
-        registry.publish(_contract(name))
-        handlers.bind(name, function)
-    return build_gateway(registry, handlers)
-
-
-def tool_call(name: str, request_id: int, era: str = "modern", **meta: Any) -> dict[str, Any]:
-    params: dict[str, Any] = {"name": name, "arguments": {}}
-    if era == "modern":
-        params["_meta"] = {**META, **meta}
-    elif meta:
-        params["_meta"] = meta
-    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
-
-
-def tools_list(request_id: int, era: str = "modern") -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}
-    if era == "modern":
-        message["params"] = {"_meta": dict(META)}
-    return message
-
-
-def listen(request_id: int) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "method": "subscriptions/listen",
-            "params": {"_meta": dict(META), "notifications": {"toolsListChanged": True}}}
-
-
-def cancel(request_id: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": request_id}}
-
-
-class Lines:
-    """An in-memory stdio peer: lines queued for the server, lines it wrote back."""
-
-    def __init__(self) -> None:
-        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        self.out: list[dict[str, Any]] = []
-        self.wrote = asyncio.Event()
-
-    async def write(self, data: bytes) -> None:
-        self.out.append(json.loads(data))
-        self.wrote.set()
-
-    def put(self, *messages: dict[str, Any] | bytes | None) -> None:
-        for message in messages:
-            self.queue.put_nowait(message if message is None or isinstance(message, bytes)
-                                  else json.dumps(message).encode() + b"\n")
-
-    def server(self, gateway: Gateway) -> StdioServer:
-        return StdioServer(gateway.kernel, self.queue.get, self.write)
-
-    def answers(self, request_id: Any) -> list[dict[str, Any]]:
-        return [m for m in self.out if "method" not in m and m.get("id") == request_id]
-
-
-def outcomes(gateway: Gateway) -> list[tuple[str, str | None]]:
-    return [(r.tool, r.outcome) for r in gateway.call_log.records]  # type: ignore[attr-defined]
-
-
-def others() -> set[asyncio.Task[Any]]:
-    return {t for t in asyncio.all_tasks() if t is not asyncio.current_task()}
-
-
-def _scope(method: str, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
-    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-            "method": method, "scheme": "http", "path": "/mcp", "raw_path": b"/mcp",
-            "query_string": b"", "root_path": "", "headers": headers,
-            "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000)}
-
-
-def modern_post(method: str, name: str | None = None) -> dict[str, Any]:
-    headers = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
-               (b"accept", b"application/json, text/event-stream"),
-               (b"mcp-protocol-version", VERSION.encode()), (b"mcp-method", method.encode())]
-    if name is not None:
-        headers.append((b"mcp-name", name.encode()))
-    return _scope("POST", headers)
-
-
-class Client:
-    """One in-process HTTP exchange: ``inbox`` feeds ``receive``; ``sent`` keeps each message
-    the app sent (``send`` may be replaced to model a server's behaviour)."""
-
-    def __init__(self, body: bytes | None) -> None:
-        self.inbox: asyncio.Queue[Message] = asyncio.Queue()
-        if body is not None:  # else the test queues the request messages itself
-            self.inbox.put_nowait({"type": "http.request", "body": body, "more_body": False})
-        self.sent: list[Message] = []
-        self.changed = asyncio.Event()
-
-    async def send(self, message: Message) -> None:
-        self.sent.append(message)
-        self.changed.set()
-
-    async def wait_for_sent(self, count: int) -> None:
-        async with asyncio.timeout(BOUND_S):
-            while len(self.sent) < count:
-                self.changed.clear()
-                await self.changed.wait()
-
-    def leave(self) -> None:
-        self.inbox.put_nowait({"type": "http.disconnect"})
-
-    def body(self) -> bytes:
-        return b"".join(m.get("body", b"") for m in self.sent[1:])
-
-
-async def bounded(task: asyncio.Future[Any], seconds: float = BOUND_S) -> bool:
-    """Whether ``task`` finished within ``seconds`` (it keeps running if not)."""
-    done, _ = await asyncio.wait({task}, timeout=seconds)
-    return task in done
-
+from toolkeeper.server import Gateway, ToolContext
+from toolkeeper.transports import HttpConfig, create_asgi_app, serve_stdio
 
 # --- finding 1: two in-flight stdio requests with the same id --------------------------------
 
