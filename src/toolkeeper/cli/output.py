@@ -7,11 +7,10 @@ from typing import Any, NoReturn
 
 import click
 
-from toolkeeper.cli.documents import read_document  # re-exported: serve_cmd reads it here
 from toolkeeper.contracts.canonical import canonical_json
 from toolkeeper.errors import ToolkeeperError
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_REFUSED", "echo_json", "fail", "read_document"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_REFUSED", "echo_json", "fail"]
 
 EXIT_OK = 0
 EXIT_REFUSED = 1

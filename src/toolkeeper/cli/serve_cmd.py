@@ -25,7 +25,8 @@ from typing import Any
 
 import click
 
-from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, fail, read_document
+from toolkeeper.cli.documents import read_document
+from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, fail
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
 from toolkeeper.errors import PublishRefusedError, ToolkeeperError
 from toolkeeper.registry import Registry
