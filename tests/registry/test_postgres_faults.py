@@ -3,7 +3,9 @@ between and during operations, a listener that reconnects, racing replicas, clos
 
 Faults are real: ``pg_terminate_backend`` from an admin session, or a TCP relay on 127.0.0.1
 between the store and the server that can hold new connections or cut one right after the
-server has committed. Every wait is bounded.
+server has committed. Every wait is bounded. Three of these failed before their fixes (close()
+with the main session gone, close() while the listener reconnects, a writer whose COMMIT reply
+was lost).
 """
 
 from __future__ import annotations
@@ -190,12 +192,6 @@ def relay(pg_url: str) -> Iterator[Relay]:
 # --- findings ------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "PostgresStore.close -> PgListener.stop sends the stop token through the store's main "
-    "connection (_send_token -> _live); _live reconnects only a connection psycopg already "
-    "knows is broken, so a terminated idle main session fails the NOTIFY, stop() swallows it "
-    "and join(5 s) times out: the listener stays blocked in notifies() on its healthy "
-    "connection forever (postgres.py _send_token/close, listener.py stop)"))
 def test_close_stops_the_listener_when_the_main_session_was_terminated(
         pg_backend: Backend) -> None:
     registry = pg_backend.open()
@@ -208,12 +204,6 @@ def test_close_stops_the_listener_when_the_main_session_was_terminated(
     assert took < 2.0, f"close() took {took:.1f} s"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "PgListener._listen checks the stop event only at the top of its loop and on a "
-    "notification: a stop() that lands while it is (re)connecting, before LISTEN, sends a "
-    "token nobody hears, and the thread then connects, LISTENs and blocks in notifies() "
-    "forever (listener.py _listen: no stop check between connect/LISTEN and notifies(), "
-    "notifies() without a timeout)"))
 def test_close_while_the_listener_reconnects_leaves_no_thread_running(
         relay: Relay, pg_url: str) -> None:
     registry = Registry(PostgresStore(relay.url, connect_timeout=5))
@@ -231,12 +221,6 @@ def test_close_while_the_listener_reconnects_leaves_no_thread_running(
     assert _wait(lambda: not thread.is_alive(), 3.0), "the LISTEN thread outlived close()"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a publish whose COMMIT reached the server but whose reply was lost raises "
-    "registry.unavailable, yet the writing replica never applies its own committed change: "
-    "Registry.publish does not mark itself behind on a StoreError from the change "
-    "transaction, and its listener skips NOTIFYs of its own origin (registry.py publish, "
-    "listener.py _ignored)"))
 def test_a_replica_whose_commit_reply_was_lost_still_converges(
         relay: Relay, pg_url: str) -> None:
     writer = Registry(PostgresStore(relay.url))

@@ -3,11 +3,12 @@
 Payloads are ``"<origin> <name>"``; a notification from the listener's own store (same origin)
 is skipped, because the writing thread has already applied that change.
 
-The thread blocks in ``notifies()`` until the server delivers a notification: there is no
-polling of the registry. It calls its callbacks once after every (re)connection, so anything
-committed while it was disconnected is caught up through the registry's cursor, and stops when
-it receives its own stop token (sent by :meth:`PgListener.stop`) or when the stop event is set
-while it is reconnecting.
+The thread waits in ``notifies()`` until the server delivers a notification: there is no
+polling of the registry (each wait ends after half a second, without a query, only so the
+thread sees its stop event). It calls its callbacks once after every (re)connection, so
+anything committed while it was disconnected is caught up through the registry's cursor, and
+stops when it receives its own stop token (sent by :meth:`PgListener.stop`) or sees the stop
+event, whether connected, reconnecting, or connected after the token was sent.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ import psycopg
 __all__ = ["PgListener"]
 
 _log = logging.getLogger(__name__)
+
+_STOP_CHECK_S = 0.5
+"""How long one wait in ``notifies()`` lasts before the thread looks at its stop event (no
+query is sent: the wait ends by itself)."""
 
 
 class PgListener:
@@ -93,11 +98,14 @@ class PgListener:
                     backoff = 0.1
                     self._fire()  # catch up on whatever committed while we were away
                     self.in_sync = True
-                    for notify in conn.notifies():
-                        if notify.payload == self.token or self._stop.is_set():
-                            return
-                        if not self._ignored(notify.payload):
-                            self._fire()
+                    while not self._stop.is_set():  # (a stop set while connecting ends here)
+                        # Bounded waits: the stop event is seen even when the token cannot be
+                        # sent (the store's own session is gone) or went out before LISTEN.
+                        for notify in conn.notifies(timeout=_STOP_CHECK_S):
+                            if notify.payload == self.token or self._stop.is_set():
+                                return
+                            if not self._ignored(notify.payload):
+                                self._fire()
             except psycopg.Error:
                 self.in_sync = False
                 if self._stop.is_set():

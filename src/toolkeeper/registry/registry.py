@@ -102,7 +102,7 @@ class Registry:
         """Publish ``spec`` under the guard; returns the stored record (an identical re-publish
         returns the existing one). Refusals raise PublishRefusedError and are audited."""
         refusal: PublishRefusedError | None = None
-        with self._store.change(spec.name) as tx:
+        with self._change(spec.name) as tx:
             try:
                 decision = check_publish(tx.versions(), spec, self._classify)
             except PublishRefusedError as exc:
@@ -128,7 +128,7 @@ class Registry:
     def deprecate(self, name: str, version: Version, *, message: str | None = None,
                   successor: Version | None = None, actor: str = "anonymous") -> ToolSpec:
         """Deprecate a version (again: updates message and successor). Retired is terminal."""
-        with self._store.change(name) as tx:
+        with self._change(name) as tx:
             current, history = _find(tx, name, version)
             updated = lifecycle.deprecated(current, history, message=message, successor=successor)
             if updated == current:
@@ -141,7 +141,7 @@ class Registry:
 
     def retire(self, name: str, version: Version, *, actor: str = "anonymous") -> ToolSpec:
         """Retire a version for good; it stays stored (``get``/``versions``) but is never served."""
-        with self._store.change(name) as tx:
+        with self._change(name) as tx:
             current, _ = _find(tx, name, version)
             updated = lifecycle.retired(current)
             if updated == current:
@@ -267,6 +267,18 @@ class Registry:
             self._sync()
         if started > self._checked_ns:  # reached only when the check and any catch-up succeeded
             self._checked_ns = started
+
+    @contextmanager
+    def _change(self, name: str) -> Iterator[StoreTransaction]:
+        """The store's change transaction. One that fails may still have committed (the reply
+        to COMMIT can be lost, and our own listener skips our own notifications), so we are
+        then marked behind and the next read catches up through the cursor."""
+        try:
+            with self._store.change(name) as tx:
+                yield tx
+        except StoreError:
+            self._behind = True
+            raise
 
     def _after_commit(self) -> None:
         """Apply our own committed change. It is durable already, so a failure to read it
