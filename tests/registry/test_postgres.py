@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import threading
+import time
 
 import psycopg
 import pytest
@@ -55,3 +57,23 @@ def test_a_replica_whose_listener_is_gone_catches_up_on_every_read(pg_backend: B
     assert store.stale()
     writer.publish(evolved("payments.lookup", "1.0.0"))
     assert [str(s.version) for s in reader.versions("payments.lookup")] == ["1.0.0"]
+
+
+def test_a_connection_whose_session_settings_are_refused_is_closed_not_leaked(
+        pg_url: str) -> None:
+    # PostgreSQL refuses a negative lock_timeout when the session is set up; the connection
+    # opened for it must be closed (left open, psycopg warns when it is collected).
+    with pytest.raises(StoreError) as info:
+        PostgresStore(pg_url, lock_timeout=-1)
+    assert info.value.code.startswith("registry.")
+    del info
+    gc.collect()
+    deadline = time.monotonic() + 2.0  # a closed session's backend exits asynchronously
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        while True:
+            others = admin.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid()").fetchone()
+            if others == (0,) or time.monotonic() > deadline:
+                break
+    assert others == (0,)

@@ -242,6 +242,24 @@ def test_a_replica_whose_commit_reply_was_lost_still_converges(
         other.close()
 
 
+def test_a_listen_that_could_not_start_is_dropped_and_a_later_watch_starts_afresh(
+        relay: Relay) -> None:
+    store = PostgresStore(relay.url, connect_timeout=1)  # its main session is up
+    relay.hold.set()  # the listener's connection waits in the relay
+    with pytest.raises(StoreError) as info:
+        store.watch(lambda: None)
+    assert info.value.code == "registry.unavailable" and store._listener is None
+    relay.released.set()
+    heard = threading.Event()
+    store.watch(heard.set)  # a new listener, not a callback added to the failed one
+    assert store._listener is not None and _wait(lambda: store._listener is not None
+                                                 and store._listener.in_sync)
+    assert heard.wait(5.0)  # a (re)connected listener fires once to catch up
+    store.close()
+    assert _wait(lambda: not any(t.name == "toolkeeper-registry-listen"
+                                 for t in threading.enumerate()), 3.0)
+
+
 # --- faults the store already survives -----------------------------------------------------
 
 

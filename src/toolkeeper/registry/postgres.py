@@ -122,8 +122,12 @@ class PostgresStore:
         try:
             conn = psycopg.connect(self.url, autocommit=True,
                                    connect_timeout=self._connect_timeout)
+        except psycopg.Error as exc:
+            raise _store_error(exc) from None
+        try:
             conn.execute(f"SET lock_timeout = {self._lock_timeout_ms}")
         except psycopg.Error as exc:
+            conn.close()  # not left open behind the error
             raise _store_error(exc) from None
         return conn
 
@@ -209,10 +213,13 @@ class PostgresStore:
     def watch(self, callback: Callable[[], None]) -> None:
         """Deliver other replicas' commits: starts the LISTEN thread on first use."""
         if self._listener is None:
-            self._listener = PgListener(self.url, CHANNEL, origin=self._origin,
-                                        connect_timeout=self._connect_timeout)
-            self._listener.add(callback)
-            if not self._listener.start(timeout=self._connect_timeout):
+            listener = PgListener(self.url, CHANNEL, origin=self._origin,
+                                  connect_timeout=self._connect_timeout)
+            listener.add(callback)
+            self._listener = listener
+            if not listener.start(timeout=self._connect_timeout):
+                self._listener = None  # a later watch starts afresh; this one is stopped
+                listener.stop(self._send_token)
                 raise StoreError("could not LISTEN for registry changes",
                                  code="registry.unavailable")
         else:
