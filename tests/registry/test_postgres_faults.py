@@ -379,3 +379,17 @@ def test_two_replicas_racing_on_one_name_in_threads_keep_the_guards_invariants(
     assert refused == sorted((e.actor, e.version, e.rule or "") for e in audit if e.rule)
     for replica in replicas:  # both converge on the same view
         assert _wait(lambda: _versions(replica) == [v for v, _ in stored])  # noqa: B023
+
+
+def test_a_session_closed_while_idle_is_replaced_before_use_when_pinged(
+        pg_url: str) -> None:
+    # With the idle check on at once (ping_idle_s=0), the call after the kill goes through;
+    # the default (30 s) leaves that check to connections idle that long.
+    registry = Registry(PostgresStore(pg_url, ping_idle_s=0))
+    try:
+        registry.publish(evolved(NAME, "1.0.0"))
+        assert _terminate(pg_url, MAIN) == 1
+        registry.publish(evolved(NAME, "2.0.0"))
+        assert _versions(registry) == ["1.0.0", "2.0.0"]
+    finally:
+        registry.close()

@@ -11,8 +11,10 @@ delivers it to the other replicas. Every wait is bounded (``connect_timeout``,
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -33,6 +35,8 @@ from toolkeeper.registry.rows import (
     spec_from_document,
 )
 from toolkeeper.registry.store import AuditEntry, AuditRecord, Snapshot
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["PostgresStore"]
 
@@ -103,10 +107,15 @@ class PostgresStore:
     """A registry store in a PostgreSQL database, shared by any number of processes."""
 
     def __init__(self, url: str, *, connect_timeout: int = 10, lock_timeout: float = 30.0,
-                 ) -> None:
+                 ping_idle_s: float = 30.0) -> None:
+        """``ping_idle_s``: a connection idle at least this long is checked with one round
+        trip before use, and replaced if the server or something between (a proxy's or a
+        firewall's idle timeout) has closed it, instead of failing that call."""
         self.url = url
         self._connect_timeout = connect_timeout
         self._lock_timeout_ms = int(lock_timeout * 1000)
+        self._ping_idle_s = ping_idle_s
+        self._used = time.monotonic()
         self._lock = threading.Lock()
         self._closed = False
         self._origin = secrets.token_hex(8)  # tags our NOTIFYs so our own listener skips them
@@ -134,6 +143,12 @@ class PostgresStore:
     def _live(self) -> psycopg.Connection[Any]:
         if self._closed:
             raise StoreError("the store is closed", code="registry.closed")
+        if not (self._conn.closed or self._conn.broken) and (
+                time.monotonic() - self._used >= self._ping_idle_s):
+            try:
+                self._conn.execute("SELECT 1")
+            except psycopg.Error:
+                _log.info("registry: the idle PostgreSQL session was closed; reconnecting")
         if self._conn.closed or self._conn.broken:
             self._conn.close()
             self._conn = self._connect()
@@ -150,6 +165,8 @@ class PostgresStore:
                     yield conn
             except psycopg.Error as exc:
                 raise _store_error(exc) from None
+            finally:
+                self._used = time.monotonic()
 
     def _migrate(self) -> None:
         with self._transaction() as conn:
