@@ -36,6 +36,7 @@ from typing import Any, Final
 import yaml
 
 from toolkeeper.contracts.canonical import loads_json
+from toolkeeper.contracts.json_values import Link, has_lone_surrogate, link_parts
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
 from toolkeeper.contracts.validate import compile_schema, format_path
 from toolkeeper.errors import ContractError, ToolkeeperError
@@ -63,35 +64,17 @@ MAX_ALIAS_REUSE: Final = 100_000
 value under its anchor). Bounds alias bombs: a few lines of anchors can stand for 10**9 values."""
 
 # A linked trail (parent trail, key or index): the path of a value, built only for an error.
-_Trail = tuple[Any, str | int] | None
-
-
-def _parts(trail: _Trail) -> list[str | int]:
-    parts: list[str | int] = []
-    while trail is not None:
-        trail, part = trail
-        parts.append(part)
-    return parts[::-1]
-
-
-def _encodable(text: str) -> bool:
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+_Trail = Link
 
 
 def _render_part(part: str | int) -> str:
-    if isinstance(part, int) or _encodable(part):
+    if isinstance(part, int) or not has_lone_surrogate(part):
         return format_path([part])[1:]
     return f"[{json.dumps(part)}]"  # a lone surrogate, as a JSON escape: the path stays printable
 
 
 def _render(trail: _Trail) -> str:
-    return "$" + "".join(_render_part(part) for part in _parts(trail))
+    return "$" + "".join(_render_part(part) for part in link_parts(trail))
 
 
 def _refuse(code: str, message: str, trail: _Trail, **data: Any) -> ContractError:
@@ -100,7 +83,7 @@ def _refuse(code: str, message: str, trail: _Trail, **data: Any) -> ContractErro
 
 
 def _string_problem(value: str) -> tuple[str, str] | None:
-    if _encodable(value):
+    if not has_lone_surrogate(value):
         return None
     return "json.lone_surrogate", "a string holds a lone surrogate (not Unicode text)"
 
@@ -138,7 +121,7 @@ def _check_key(key: Any, trail: _Trail) -> None:
     if type(key) is not str:
         raise _refuse("json.key_not_string", "a mapping key is not a string", trail,
                       keyType=type(key).__name__)
-    if not _encodable(key):
+    if has_lone_surrogate(key):
         raise _refuse("json.lone_surrogate", "a key holds a lone surrogate", (trail, key))
 
 
@@ -236,7 +219,7 @@ def _refuse_json_duplicates(raw: bytes | str) -> None:
 def parse_json(raw: bytes | str) -> Any:
     """Decode JSON text into JSON data (big integers exact); refusals as in :func:`json_data`,
     plus ``json.invalid`` and ``json.duplicate_key``."""
-    if isinstance(raw, str) and not _encodable(raw):  # undecodable bytes in argv, say
+    if isinstance(raw, str) and has_lone_surrogate(raw):  # undecodable bytes in argv, say
         raise ContractError("invalid JSON: the text is not Unicode (a lone surrogate)",
                             code="json.invalid")
     try:

@@ -13,9 +13,14 @@ from __future__ import annotations
 import math
 from typing import Any, Final
 
-__all__ = ["NOT_JSON_MESSAGES", "find_not_json", "is_json_data"]
+__all__ = ["NOT_JSON_MESSAGES", "Link", "find_not_json", "has_lone_surrogate", "is_json_data",
+           "link_parts"]
 
 Location = tuple[str | int, ...]
+
+Link = tuple[Any, str | int] | None
+"""A location as a parent link: ``(parent link, key or index)``, None for the root (built as
+a walk goes down, turned into a path only for what it reports)."""
 
 NOT_JSON_MESSAGES: Final = {
     "not_finite": "expected a JSON value, got a non-finite number",
@@ -28,7 +33,8 @@ NOT_JSON_MESSAGES: Final = {
 _SCALARS: Final = (bool, int, type(None))
 
 
-def _lone_surrogate(text: str) -> bool:
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (it cannot be written as UTF-8, nor as JSON)."""
     if text.isascii():
         return False
     try:
@@ -49,7 +55,7 @@ def is_json_data(value: Any) -> bool:
         node = pop()
         kind = type(node)
         if kind is str:
-            if not node.isascii() and _lone_surrogate(node):
+            if not node.isascii() and has_lone_surrogate(node):
                 return False
         elif kind is dict or kind is list:
             if id(node) in seen:
@@ -59,7 +65,7 @@ def is_json_data(value: Any) -> bool:
                 extend(node)
                 continue
             for key, item in node.items():
-                if type(key) is not str or (not key.isascii() and _lone_surrogate(key)):
+                if type(key) is not str or (not key.isascii() and has_lone_surrogate(key)):
                     return False
                 push(item)
         elif kind is float:
@@ -75,9 +81,9 @@ def find_not_json(value: Any) -> list[tuple[Location, str]]:
     ``[]`` for JSON data. Reasons are the keys of :data:`NOT_JSON_MESSAGES`. Iterative, so any
     depth is walked (locations are parent links until one is reported: linear in the depth);
     a container inside itself (a cycle) is ``not_json`` where it recurs."""
-    found: list[tuple[_Link, str]] = []
+    found: list[tuple[Link, str]] = []
     active: set[int] = set()  # the containers on the path being walked
-    stack: list[tuple[_Link, Any] | int] = [(None, value)]
+    stack: list[tuple[Link, Any] | int] = [(None, value)]
     while stack:
         entry = stack.pop()
         if type(entry) is int:  # leaving a container
@@ -87,7 +93,7 @@ def find_not_json(value: Any) -> list[tuple[Location, str]]:
         link, node = entry
         kind = type(node)
         if kind is str or isinstance(node, str):  # str and float subclasses (enums) are data
-            if _lone_surrogate(node):
+            if has_lone_surrogate(node):
                 found.append((link, "lone_surrogate"))
         elif isinstance(node, float):
             if not math.isfinite(node):
@@ -104,7 +110,7 @@ def find_not_json(value: Any) -> list[tuple[Location, str]]:
                 for key, item in node.items():
                     if type(key) is not str:
                         found.append((link, "key_not_string"))
-                    elif _lone_surrogate(key):
+                    elif has_lone_surrogate(key):
                         found.append(((link, key), "lone_surrogate"))
                     else:
                         stack.append(((link, key), item))
@@ -112,14 +118,11 @@ def find_not_json(value: Any) -> list[tuple[Location, str]]:
                 stack.extend(((link, index), item) for index, item in enumerate(node))
         else:
             found.append((link, "not_json"))
-    return [(_location(link), reason) for link, reason in found]
+    return [(link_parts(link), reason) for link, reason in found]
 
 
-_Link = tuple[Any, str | int] | None
-"""A location as a parent link: ``(parent link, key or index)``, None for the root."""
-
-
-def _location(link: _Link) -> Location:
+def link_parts(link: Link) -> Location:
+    """The path a :data:`Link` stands for, root first."""
     parts: list[str | int] = []
     while link is not None:
         link, part = link

@@ -146,18 +146,17 @@ class _Context:
 def _bumps(version: Version) -> list[Version]:
     """The patch, minor and major bumps of a version that can be made (none past the digit
     bound of :data:`~toolkeeper.contracts.semver.MAX_NUMBER_DIGITS`)."""
-    out = []
-    for bump in (version.bump_patch, version.bump_minor, version.bump_major):
-        try:
-            out.append(bump())
-        except SemverError:
-            continue
-    return out
+    made = (_made(version.bump_patch), _made(version.bump_minor), _made(version.bump_major))
+    return [bump for bump in made if bump is not None]
 
 
 def _next_patch(version: Version) -> Version | None:
+    return _made(version.bump_patch)
+
+
+def _made(bump: Callable[[], Version]) -> Version | None:
     try:
-        return version.bump_patch()
+        return bump()
     except SemverError:
         return None
 

@@ -204,7 +204,7 @@ class ToolCalls:
                     not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
                 value = await value
         except BaseException as exc:
-            return self._wire(call, route, self._failed(route, handle, started, exc))
+            return self._failed_wire(call, route, handle, started, exc)
         return self._settle(call, route, handle, started, value)
 
     def _run_inline(self, call: Call, route: Route, binding: HandlerBinding,
@@ -217,7 +217,7 @@ class ToolCalls:
         try:
             value = binding.function(arguments)
         except BaseException as exc:
-            return self._wire(call, route, self._failed(route, handle, started, exc))
+            return self._failed_wire(call, route, handle, started, exc)
         if type(value) is CoroutineType or (
                 not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
             return Deferred(partial(self._await_rest, call, route, handle, started, value))
@@ -228,7 +228,7 @@ class ToolCalls:
         try:
             value = await awaitable
         except BaseException as exc:
-            return self._wire(call, route, self._failed(route, handle, started, exc))
+            return self._failed_wire(call, route, handle, started, exc)
         return self._settle(call, route, handle, started, value)
 
     def _settle(self, call: Call, route: Route, handle: int, started: float, value: Any
@@ -241,10 +241,15 @@ class ToolCalls:
                 result = self._checked(route.plan.spec, route.output_validator, result)
             wire = self._wire(call, route, result)
         except Exception as exc:
-            return self._wire(call, route, self._failed(route, handle, started, exc))
+            return self._failed_wire(call, route, handle, started, exc)
         self._log.completed(handle, "error" if result.is_error else "ok",
                             (time.perf_counter() - started) * 1000.0)
         return wire
+
+    def _failed_wire(self, call: Call, route: Route, handle: int, started: float,
+                     exc: BaseException) -> dict[str, Any]:
+        """:meth:`_failed`, as sent."""
+        return self._wire(call, route, self._failed(route, handle, started, exc))
 
     def _failed(self, route: Route, handle: int, started: float, exc: BaseException
                 ) -> ToolResult:

@@ -94,20 +94,17 @@ class _Exchange:
     async def emit(self, message: dict[str, Any]) -> None:
         if self.json_only or self.disconnected:
             return
-        async with self.lock:
-            try:
-                await self._commit()
-                await self.send({"type": "http.response.body",
-                                 "body": sse_frame(encode_message(message)), "more_body": True})
-            except OSError:
-                self._client_left()
+        await self._stream(sse_frame(encode_message(message)))
 
     async def ping(self) -> None:
+        await self._stream(KEEPALIVE)
+
+    async def _stream(self, body: bytes) -> None:
+        """Commit to SSE if not yet, then write ``body`` as more of the response."""
         async with self.lock:
             try:
                 await self._commit()
-                await self.send({"type": "http.response.body", "body": KEEPALIVE,
-                                 "more_body": True})
+                await self.send({"type": "http.response.body", "body": body, "more_body": True})
             except OSError:
                 self._client_left()
 
