@@ -74,6 +74,25 @@ def gateway_for(registry: Registry, handlers: ToolHandlers | None = None,
                          resolve_principal=fixed_principal(principal or USER), **options)
 
 
+def settled(outcome: Outcome) -> dict[str, Any]:
+    """The decoded reply of an outcome whose handler finishes without suspending (a Pending is
+    stepped once, with notifications dropped)."""
+    if isinstance(outcome, Pending):
+        async def emit(message: dict[str, Any]) -> None:
+            return None
+        run = outcome.complete(emit)
+        try:
+            run.send(None)
+        except StopIteration as stop:
+            outcome = stop.value
+        else:  # pragma: no cover - a handler that suspends is a broken test
+            run.close()
+            raise AssertionError("a handler suspended")
+    assert isinstance(outcome, Reply), outcome
+    message: dict[str, Any] = decode_message(outcome.body)
+    return message
+
+
 def meta(**extra: Any) -> dict[str, Any]:
     return {PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_CAPABILITIES_KEY: {}, **extra}
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gateway_kit import settled
 
 from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping, spec_to_mapping
@@ -21,9 +22,6 @@ from toolkeeper.demo import demo_handlers, install_demo
 from toolkeeper.protocol import (
     CLIENT_CAPABILITIES_KEY,
     PROTOCOL_VERSION_KEY,
-    Outcome,
-    Pending,
-    Reply,
     decode_message,
     encode_message,
 )
@@ -65,20 +63,6 @@ def lookup_pinned_to_v1() -> tuple[bytes, list[tuple[bytes, bytes]]]:
         "_meta": {"schemaVersion": "1.0.0"}}, "payments.lookup")
 
 
-def answer(outcome: Outcome) -> dict[str, Any]:
-    if isinstance(outcome, Pending):
-        async def emit(message: dict[str, Any]) -> None:
-            return None
-        run = outcome.complete(emit)
-        try:
-            run.send(None)
-        except StopIteration as stop:
-            outcome = stop.value
-    assert isinstance(outcome, Reply)
-    message: dict[str, Any] = decode_message(outcome.body)
-    return message
-
-
 def _next_major(registry: Registry) -> ToolSpec:
     current = registry.resolve("payments.lookup", V1)
     assert current is not None
@@ -116,11 +100,11 @@ def test_a_call_arriving_after_another_process_retired_its_version_is_refused(
     here, there = twins
     gateway = build_gateway(here, demo_handlers())
     body, pairs = lookup_pinned_to_v1()
-    served = answer(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
+    served = settled(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
     assert served["result"]["isError"] is False
     there.publish(_next_major(there))
     there.retire("payments.lookup", V1)
-    refused = answer(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
+    refused = settled(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
     assert refused["error"]["code"] == -32602
     assert refused["error"]["data"]["reason"] == "schema_version_retired"
 
@@ -133,13 +117,13 @@ def test_one_store_check_serves_a_whole_tools_call_and_a_whole_tools_list(
                                   "arguments": {"reference": "PMT-771"}}, "payments.lookup")
     listing = request("tools/list", {})
     for body, pairs in (call, listing):  # warm the caches
-        answer(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
+        settled(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
     for body, pairs in (call, listing):
         statements = pragma_count(here)
-        answer(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
+        settled(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
         assert statements == ["PRAGMA data_version"]
         statements = pragma_count(here)
-        answer(gateway.kernel.handle_asgi(body, pairs))  # no arrival time: ask every time
+        settled(gateway.kernel.handle_asgi(body, pairs))  # no arrival time: ask every time
         assert statements == ["PRAGMA data_version"] * 2
 
 
@@ -191,7 +175,7 @@ def test_a_failed_catch_up_is_owed_and_the_next_call_sees_the_retire(
     here, there = twins
     gateway = build_gateway(here, demo_handlers())
     body, pairs = lookup_pinned_to_v1()
-    assert answer(gateway.kernel.handle_asgi(body, pairs))["result"]["isError"] is False
+    assert settled(gateway.kernel.handle_asgi(body, pairs))["result"]["isError"] is False
     denied: list[str] = []
 
     def deny_the_feed_once(action: int, table: str | None, *_: object) -> int:
@@ -204,8 +188,8 @@ def test_a_failed_catch_up_is_owed_and_the_next_call_sees_the_retire(
     connection.set_authorizer(deny_the_feed_once)
     there.publish(_next_major(there))
     there.retire("payments.lookup", V1)
-    failed = answer(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
+    failed = settled(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
     assert failed["error"]["code"] == -32603 and denied == ["audit"]
     connection.set_authorizer(None)
-    refused = answer(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
+    refused = settled(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
     assert refused["error"]["data"]["reason"] == "schema_version_retired"

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gateway_kit import settled
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -44,12 +45,8 @@ from toolkeeper.errors import LifecycleError, NotFoundError, PublishRefusedError
 from toolkeeper.protocol import (
     CLIENT_CAPABILITIES_KEY,
     PROTOCOL_VERSION_KEY,
-    Outcome,
-    Pending,
-    Reply,
     ServerKernel,
     StreamConnection,
-    decode_message,
     encode_message,
 )
 from toolkeeper.protocol.methods import TransportFacts
@@ -399,22 +396,6 @@ ACTION = "relist"
 
 # --- talking to a gateway in process ---------------------------------------------------------
 
-def _settle(outcome: Outcome) -> dict[str, Any]:
-    if isinstance(outcome, Pending):
-        async def emit(message: dict[str, Any]) -> None:
-            return None
-        run = outcome.complete(emit)
-        try:
-            run.send(None)
-        except StopIteration as stop:
-            outcome = stop.value
-        else:  # pragma: no cover - the handlers here never suspend
-            raise AssertionError("a handler suspended")
-    assert isinstance(outcome, Reply), outcome
-    message: dict[str, Any] = decode_message(outcome.body)
-    return message
-
-
 class Replica:
     """One registry with its gateway: modern requests through ``handle_asgi``, legacy ones on
     one initialized stream session. The caller's principal is chosen per request."""
@@ -438,7 +419,7 @@ class Replica:
         return self.principal
 
     def _legacy(self, message: dict[str, Any]) -> dict[str, Any]:
-        return _settle(self.kernel.handle_stream_message(
+        return settled(self.kernel.handle_stream_message(
             self.conn, message, received_ns=time.perf_counter_ns()))
 
     def request(self, era: str, principal: Principal, method: str, params: dict[str, Any]
@@ -456,7 +437,7 @@ class Replica:
                  (b"mcp-protocol-version", MODERN.encode()), (b"mcp-method", method.encode())]
         if method == "tools/call":
             pairs.append((b"mcp-name", params["name"].encode()))
-        return _settle(self.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
+        return settled(self.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
 
     def calls_logged(self) -> int:
         log = self.gateway.call_log

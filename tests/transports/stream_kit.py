@@ -5,8 +5,9 @@ builders for both eras, an in-memory stdio peer (:class:`Lines`), an in-process 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
-from collections.abc import Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
 from typing import Any, Final
 
 from toolkeeper.contracts.spec import spec_from_mapping
@@ -152,3 +153,30 @@ async def bounded(task: asyncio.Future[Any], seconds: float = BOUND_S) -> bool:
     """Whether ``task`` finished within ``seconds`` (it keeps running if not)."""
     done, _ = await asyncio.wait({task}, timeout=seconds)
     return task in done
+
+
+async def _later() -> str:
+    await asyncio.sleep(0)  # suspends once: a cancellation can land here
+    return "late"
+
+
+class LazyAwaitables:
+    """A plain handler (run inline) that hands back a fresh coroutine instead of a result, and
+    every coroutine it made, so a test can see whether each was awaited and close the rest."""
+
+    def __init__(self) -> None:
+        self.made: list[Coroutine[Any, Any, str]] = []
+
+    def handler(self) -> Callable[[dict[str, Any]], Awaitable[str]]:
+        def lazy(arguments: dict[str, Any]) -> Awaitable[str]:  # a plain function, an awaitable
+            self.made.append(_later())
+            return self.made[-1]
+        return lazy
+
+    def states(self) -> list[str]:
+        return [inspect.getcoroutinestate(c) for c in self.made]
+
+    def close(self) -> None:
+        """Close what was never awaited (it would warn in a later test)."""
+        for coroutine in self.made:
+            coroutine.close()

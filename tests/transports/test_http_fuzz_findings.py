@@ -27,6 +27,7 @@ from typing import Any, Final
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from stream_kit import asgi_scope
 
 from toolkeeper.contracts.spec import spec_from_mapping
 from toolkeeper.demo import demo_handlers, install_demo
@@ -79,12 +80,8 @@ async def _exchange(app: StreamableHTTPApp, pairs: Pairs, body: bytes, method: s
         if message["type"] == "http.response.body" and not message.get("more_body", False):
             done.set()
 
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-             "method": method, "scheme": "http", "path": "/mcp", "raw_path": b"/mcp",
-             "query_string": b"", "root_path": "", "headers": pairs,
-             "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000)}
     async with asyncio.timeout(5):
-        await app(scope, receive, send)
+        await app(asgi_scope(method, pairs), receive, send)
     return sent
 
 

@@ -13,13 +13,14 @@ import gc
 import inspect
 import json
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import pytest
 from stream_kit import (
     BOUND_S,
     VERSION,
+    LazyAwaitables,
     Lines,
     Message,
     asgi_scope,
@@ -75,27 +76,19 @@ def test_stdio_refuses_a_reused_in_flight_id_before_an_inline_handler_runs() -> 
 
 
 def test_stdio_a_reused_id_leaves_no_open_call_log_row_and_no_unawaited_awaitable() -> None:
-    made: list[Coroutine[Any, Any, str]] = []
-
-    async def later() -> str:
-        return "late"
-
-    def lazy(arguments: dict[str, Any]) -> Awaitable[str]:  # a plain function, an awaitable
-        made.append(later())
-        return made[-1]
+    lazy = LazyAwaitables()
 
     async def scenario() -> tuple[Gateway, Lines]:
-        gateway = demo_gateway({"t.hang": _hang, "t.lazy": lazy})
+        gateway = demo_gateway({"t.hang": _hang, "t.lazy": lazy.handler()})
         lines, run = await _stdio_with_first_in_flight(gateway, tool_call("t.lazy", 1))
         await _finish(lines, run)
         return gateway, lines
 
     try:
         gateway, lines = asyncio.run(scenario())
-        states = [inspect.getcoroutinestate(c) for c in made]
+        states = lazy.states()
     finally:
-        for coroutine in made:  # keep the unawaited coroutine from warning in a later test
-            coroutine.close()
+        lazy.close()
     assert [a.get("error", {}).get("code") for a in lines.answers(1)] == [-32600]
     assert None not in [outcome for _, outcome in outcomes(gateway)]  # every row completed
     assert states in ([], [inspect.CORO_CLOSED])

@@ -24,7 +24,7 @@ import gc
 import inspect
 import io
 import json
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable
 from typing import Any, Final
 
 import pytest
@@ -35,6 +35,7 @@ from stream_kit import (
     INIT,
     INITIALIZED,
     Client,
+    LazyAwaitables,
     Lines,
     Message,
     bounded,
@@ -89,18 +90,10 @@ def test_stdio_end_of_input_waits_for_every_in_flight_request_even_with_a_reused
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 def test_a_cancel_before_an_inline_handlers_awaitable_runs_logs_the_call_as_cancelled(
         era: str) -> None:
-    made: list[Coroutine[Any, Any, str]] = []
-
-    async def later() -> str:
-        await asyncio.sleep(0)
-        return "late"
-
-    def lazy(arguments: dict[str, Any]) -> Awaitable[str]:  # a plain function, an awaitable
-        made.append(later())
-        return made[-1]
+    lazy = LazyAwaitables()
 
     async def scenario() -> tuple[Gateway, Lines]:
-        gateway = demo_gateway({"t.lazy": lazy})
+        gateway = demo_gateway({"t.lazy": lazy.handler()})
         lines = Lines()
         if era == "legacy":
             lines.put(INIT, INITIALIZED)
@@ -110,10 +103,9 @@ def test_a_cancel_before_an_inline_handlers_awaitable_runs_logs_the_call_as_canc
 
     try:
         gateway, lines = asyncio.run(scenario())
-        states = [inspect.getcoroutinestate(c) for c in made]
+        states = lazy.states()
     finally:
-        for coroutine in made:  # keep an unawaited coroutine from warning in a later test
-            coroutine.close()
+        lazy.close()
     assert lines.answers(5) == [] and len(lines.answers(6)) == 1
     assert outcomes(gateway) == [("t.lazy", "cancelled")]
     assert states == [inspect.CORO_CLOSED]
