@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any
 
 from toolkeeper.protocol.codes import http_status_for
-from toolkeeper.protocol.envelope import RequestId, error_message, result_message
+from toolkeeper.protocol.envelope import RequestId, encode_message, error_message, result_message
 from toolkeeper.protocol.faults import wire_error
 from toolkeeper.protocol.meta import SERVER_INFO_KEY
 from toolkeeper.protocol.methods import CacheHint, Call, Deferred, Emit, Method, MethodResult
@@ -102,7 +102,8 @@ def finisher(cache: CacheHint | None, identity: ServerIdentity) -> Finish:
 
 def _finish(cache: CacheHint | None, identity: ServerIdentity, request_id: RequestId,
             result: dict[str, Any]) -> Reply:
-    return Reply(result_message(request_id, _stamp_modern(result, cache, identity)))
+    message = result_message(request_id, _stamp_modern(result, cache, identity))
+    return Reply(message, 200, (), encode_message(message))
 
 
 def plain_express(handler: Callable[[Call], MethodResult]) -> Callable[[Call, Finish], Reply]:

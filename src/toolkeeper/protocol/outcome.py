@@ -23,12 +23,16 @@ class Reply(msgspec.Struct, frozen=True):
     message: dict[str, Any]
     status: int = 200
     headers: tuple[tuple[str, str], ...] = ()
+    encoded: bytes | None = None
+    """``message`` already encoded (by whoever built the reply), or None to encode it here."""
 
     @property
     def body(self) -> bytes:
         """The encoded message. One that cannot be encoded (a server bug: tool results are
         encoded when the tool returns) becomes the generic -32603 error to the same id, logged,
         so a transport always has an answer to send."""
+        if self.encoded is not None:
+            return self.encoded
         try:
             return encode_message(self.message)
         except Exception as exc:
@@ -69,6 +73,7 @@ Outcome = Reply | Accepted | Pending
 
 Finish = Callable[[RequestId, dict[str, Any]], Reply]
 """Finishes a modern result the way the kernel does (``resultType``, cache hints,
-``serverInfo``) and makes it the Reply to a request id; the kernel hands one to an express
-lane. The result is handed over: the result dict and its ``_meta`` dict (which it must have)
-are the callee's to change."""
+``serverInfo``) and makes it the Reply to a request id, its body encoded at once (a result
+that is not JSON raises there, msgspec's TypeError or ValueError); the kernel hands one to an
+express lane. The result is handed over: the result dict and its ``_meta`` dict (which it must
+have) are the callee's to change."""

@@ -177,12 +177,31 @@ class ToolCalls:
 
     async def _express_run(self, call: Call, route: Route, binding: HandlerBinding,
                            arguments: dict[str, Any], finish: Finish, emit: Emit) -> Reply:
-        """:meth:`_run`, then the kernel's completion of its result (as ``run_method``'s)."""
+        """:meth:`_run` and the kernel's completion of its result (as ``run_method``'s), in one
+        coroutine. ``finish`` encodes the reply at once, before the call log completes, so a
+        result that is not JSON is the handler's failure here as in :meth:`_settle`."""
         try:
-            wire = await self._run(call, route, binding, arguments, emit)
+            handle = self._dispatched(call, route, arguments)
+            started = time.perf_counter()
+            try:
+                value = self._invoke(call, route, binding, arguments, emit)
+                if type(value) is CoroutineType or (
+                        not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
+                    value = await value
+            except BaseException as exc:
+                return finish(call.request_id,
+                              self._failed_wire(call, route, handle, started, exc))
+            try:
+                result = self._result(route, value)
+                reply = finish(call.request_id, self._out(call, route, result))
+            except Exception as exc:
+                return finish(call.request_id,
+                              self._failed_wire(call, route, handle, started, exc))
+            self._log.completed(handle, "error" if result.is_error else "ok",
+                                (time.perf_counter() - started) * 1000.0)
+            return reply
         except Exception as exc:
             return error_reply(call.request_id, exc)
-        return finish(call.request_id, wire)
 
     def _dispatched(self, call: Call, route: Route, arguments: dict[str, Any]) -> int:
         principal: Principal = call.principal
@@ -190,16 +209,20 @@ class ToolCalls:
             route.plan.spec.name, route.version, principal.tenant, arguments_digest(arguments),
             "modern" if call.era is Era.MODERN else call.era.value))
 
+    def _invoke(self, call: Call, route: Route, binding: HandlerBinding,
+                arguments: dict[str, Any], emit: Emit) -> Any:
+        """The handler called: its value, or the awaitable that gives it."""
+        if binding.takes_context:
+            return binding.function(arguments, ToolContext(
+                call, route.plan.spec, call.principal, emit, self._tools_changed))
+        return binding.function(arguments)
+
     async def _run(self, call: Call, route: Route, binding: HandlerBinding,
                    arguments: dict[str, Any], emit: Emit) -> dict[str, Any]:
         handle = self._dispatched(call, route, arguments)
         started = time.perf_counter()
         try:
-            if binding.takes_context:
-                value = binding.function(arguments, ToolContext(
-                    call, route.plan.spec, call.principal, emit, self._tools_changed))
-            else:
-                value = binding.function(arguments)
+            value = self._invoke(call, route, binding, arguments, emit)
             if type(value) is CoroutineType or (
                     not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
                 value = await value
@@ -236,15 +259,21 @@ class ToolCalls:
         """A handler's value as the checked wire result, its content encoded once here: a value
         that is not JSON is the handler's failure, like an exception. The call log completed."""
         try:
-            result = value if type(value) is ToolResult else to_tool_result(value)
-            if route.output_validator is not None:
-                result = self._checked(route.plan.spec, route.output_validator, result)
+            result = self._result(route, value)
             wire = self._wire(call, route, result)
         except Exception as exc:
             return self._failed_wire(call, route, handle, started, exc)
         self._log.completed(handle, "error" if result.is_error else "ok",
                             (time.perf_counter() - started) * 1000.0)
         return wire
+
+    def _result(self, route: Route, value: Any) -> ToolResult:
+        """A handler's value as a ToolResult, its structured content checked against the
+        output schema (raises for a value that is not a result)."""
+        result = value if type(value) is ToolResult else to_tool_result(value)
+        if route.output_validator is not None:
+            result = self._checked(route.plan.spec, route.output_validator, result)
+        return result
 
     def _failed_wire(self, call: Call, route: Route, handle: int, started: float,
                      exc: BaseException) -> dict[str, Any]:
@@ -293,13 +322,18 @@ class ToolCalls:
         """The result as sent: its content and structured content encoded to JSON here (as
         ``msgspec.Raw``, spliced into the reply verbatim), so one that cannot be raises now, in
         the tool's call, not later in the transport."""
-        out = result.to_wire()
+        out = self._out(call, route, result)
         if "structuredContent" in out:
-            if call.era is Era.LEGACY and (call.protocol_version in _NO_STRUCTURED_VERSIONS
-                                           or not isinstance(out["structuredContent"], Mapping)):
-                del out["structuredContent"]
-            else:
-                out["structuredContent"] = Raw(encode_message(out["structuredContent"]))
+            out["structuredContent"] = Raw(encode_message(out["structuredContent"]))
         out["content"] = Raw(encode_message(out["content"]))
+        return out
+
+    def _out(self, call: Call, route: Route, result: ToolResult) -> dict[str, Any]:
+        """The result's wire form for the call's era, with a ``_meta`` dict of its own."""
+        out = result.to_wire()
+        if ("structuredContent" in out and call.era is Era.LEGACY
+                and (call.protocol_version in _NO_STRUCTURED_VERSIONS
+                     or not isinstance(out["structuredContent"], Mapping))):
+            del out["structuredContent"]
         out["_meta"] = route.meta.copy()  # the proxied dict's copy: dict(proxy) is 5x slower
         return out
