@@ -6,6 +6,7 @@ in-process through an ``mcp`` client ``Transport`` (the SDK's own line framing a
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -110,6 +111,11 @@ async def _every_level(arguments: dict[str, Any], ctx: ToolContext) -> str:
     return "logged"
 
 
+async def _nan_progress(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    await ctx.progress(math.nan, math.inf, "not a number")  # a handler bug
+    return "after nan"
+
+
 async def _progress_steps(arguments: dict[str, Any], ctx: ToolContext) -> str:
     for step in range(1, 6):
         await ctx.progress(step, 5, f"step {step}")
@@ -144,6 +150,7 @@ def hunt_only_handlers(probe: Probe) -> ToolHandlers:
     handlers.bind("hunt.content", _every_content)
     handlers.bind("hunt.levels", _every_level)
     handlers.bind("hunt.steps", _progress_steps)
+    handlers.bind("hunt.nan", _nan_progress)
     handlers.bind("hunt.sampling", lambda arguments: "sampled", requires={"sampling": {}})
     handlers.bind("hunt.array", _array)
     handlers.bind("hunt.array_typed", _array)  # published by a test, with an array outputSchema
@@ -194,7 +201,7 @@ class SignallingHub(ChangeHub):
 
 
 HUNT_TOOLS = ("hunt.announce", "hunt.array", "hunt.block", "hunt.block_sse", "hunt.content",
-              "hunt.levels", "hunt.sampling", "hunt.scalar", "hunt.steps")
+              "hunt.levels", "hunt.nan", "hunt.sampling", "hunt.scalar", "hunt.steps")
 
 
 def hunt_registry(*extra: ToolSpec) -> Registry:
@@ -229,12 +236,13 @@ def serve_http(probe: Probe, *extra: ToolSpec, config: HttpConfig | None = None
 
 
 @asynccontextmanager
-async def stdio_transport(kernel: ServerKernel) -> AsyncIterator[
+async def stdio_transport(kernel: ServerKernel, wire: list[bytes] | None = None
+                          ) -> AsyncIterator[
         tuple[anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
               anyio.abc.ObjectSendStream[SessionMessage]]]:
     """An ``mcp`` client Transport onto toolkeeper's stdio loop in this process: the client's
     messages are framed exactly as ``mcp.client.stdio`` frames them (one JSON line each) and
-    the server's lines parsed as it parses them."""
+    the server's lines parsed as it parses them. ``wire`` collects the server's raw lines."""
     to_client_send, to_client = anyio.create_memory_object_stream[SessionMessage | Exception](64)
     from_client, from_client_recv = anyio.create_memory_object_stream[SessionMessage](64)
 
@@ -246,7 +254,9 @@ async def stdio_transport(kernel: ServerKernel) -> AsyncIterator[
         return message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
 
     async def write(data: bytes) -> None:
-        for line in data.decode().splitlines():
+        if wire is not None:
+            wire.append(data)
+        for line in data.decode().split("\n")[:-1]:  # as mcp.client.stdio splits (not splitlines)
             try:
                 parsed: SessionMessage | Exception = SessionMessage(
                     types.jsonrpc_message_adapter.validate_json(line, by_name=False))

@@ -77,9 +77,9 @@ def http_peer() -> Iterator[Peer]:
         yield Peer("http", gateway, probe, url)
 
 
-@pytest.fixture(params=["http", "stdio"])
-def peer(request: pytest.FixtureRequest) -> Iterator[Peer]:
-    if request.param == "http":
+def _peer_of(kind: str, request: pytest.FixtureRequest) -> Iterator[Peer]:
+    """The module's HTTP peer (its probe reset), or a fresh in-process stdio peer."""
+    if kind == "http":
         value: Peer = request.getfixturevalue("http_peer")
         value.probe.started.clear()
         value.probe.cancelled.clear()
@@ -91,6 +91,17 @@ def peer(request: pytest.FixtureRequest) -> Iterator[Peer]:
     yield Peer("stdio", gateway, probe)
     probe.release_all()
     registry.close()
+
+
+@pytest.fixture(params=["http", "stdio"])
+def peer(request: pytest.FixtureRequest) -> Iterator[Peer]:
+    yield from _peer_of(request.param, request)
+
+
+@pytest.fixture
+def cancel_peer(request: pytest.FixtureRequest, kind: str) -> Iterator[Peer]:
+    """The peer of a cancellation case's transport (``kind`` is the case's parameter)."""
+    yield from _peer_of(kind, request)
 
 
 def _method(message: Any) -> str | None:
@@ -203,6 +214,64 @@ def test_legacy_log_lines_follow_set_level_and_never_fall_below_it(peer: Peer) -
     assert seen["demo under critical"] == []
 
 
+async def _nan(mode: str, wire: list[bytes]) -> tuple[bool, str]:
+    probe = Probe()
+    registry, gateway = hunt_gateway(probe)
+    try:
+        with anyio.fail_after(BOUND_S):
+            async with Client(stdio_transport(gateway.kernel, wire), mode=mode) as client:
+                result = await client.call_tool("hunt.nan", {},
+                                                progress_callback=_ignore_progress)
+                return result.is_error, result.content[0].text  # type: ignore[union-attr]
+    finally:
+        registry.close()
+
+
+async def _ignore_progress(progress: float, total: float | None, message: str | None) -> None:
+    return None
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: ToolContext.progress(nan, inf) puts "
+                   "'progress': null, 'total': null on the wire; the SDK drops the notification "
+                   "with a pydantic ValidationError (progress must be a number)")
+@pytest.mark.parametrize("mode", MODES)
+def test_a_progress_notification_on_the_wire_always_carries_numbers(mode: str) -> None:
+    wire: list[bytes] = []
+    anyio.run(_nan, mode, wire)
+    sent = [json.loads(line) for line in wire]
+    progress = [m["params"] for m in sent if m.get("method") == "notifications/progress"]
+    assert all(isinstance(p["progress"], int | float) for p in progress), progress
+    assert all(isinstance(p.get("total", 0), int | float) for p in progress), progress
+
+
+async def _two_legacy_sessions(url: str) -> dict[str, list[str]]:
+    seen: dict[str, list[str]] = {"a": [], "b": [], "modern": []}
+
+    def collector(key: str) -> Any:
+        async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+            seen[key].append(params.level)
+        return on_log
+
+    with anyio.fail_after(BOUND_S):
+        async with Client(url, mode=LEGACY, logging_callback=collector("a")) as a, \
+                Client(url, mode=LEGACY, logging_callback=collector("b")) as b, \
+                Client(url, mode=MODERN, logging_callback=collector("modern")) as modern:
+            with pytest.warns(MCPDeprecationWarning):
+                await a.set_logging_level("error")
+            await b.call_tool("hunt.levels", {})
+            await modern.call_tool("hunt.levels", {})
+            with pytest.warns(MCPDeprecationWarning):
+                await b.set_logging_level("emergency")
+            await a.call_tool("hunt.levels", {})
+            await b.call_tool("hunt.levels", {})
+    return seen
+
+
+def test_a_legacy_log_level_belongs_to_its_session_alone(http_peer: Peer) -> None:
+    assert anyio.run(_two_legacy_sessions, http_peer.url) == {
+        "a": list(LEVELS[LEVELS.index("error"):]), "b": ["emergency"], "modern": []}
+
+
 # --- 2. cancellation -------------------------------------------------------------------------
 
 
@@ -234,14 +303,12 @@ CANCEL_CASES = [
 
 @pytest.mark.parametrize(("kind", "mode", "tool"), CANCEL_CASES)
 def test_an_sdk_cancel_stops_the_handler_logs_cancelled_and_the_server_keeps_serving(
-        peer: Peer, kind: str, mode: str, tool: str) -> None:
-    if peer.kind != kind:
-        pytest.skip("case for the other transport")
-    started, cancelled, after = anyio.run(_cancel, peer, mode, tool)
+        cancel_peer: Peer, kind: str, mode: str, tool: str) -> None:
+    started, cancelled, after = anyio.run(_cancel, cancel_peer, mode, tool)
     assert started is True
     assert after == "stepped"
     assert cancelled is True
-    assert peer.outcomes(tool)[-1] == "cancelled"
+    assert cancel_peer.outcomes(tool)[-1] == "cancelled"
 
 
 # --- 5. capabilities and content -------------------------------------------------------------
