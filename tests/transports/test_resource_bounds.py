@@ -291,6 +291,7 @@ def test_a_session_stream_ends_when_an_initialize_flood_evicts_its_session_and_l
                                    "more_body": False}
         assert len(gateway.changes) == 0
         assert others() == set()
+        assert _live_timers(asyncio.get_running_loop()) == []  # no keepalive left armed
         gone = await exchange(app, legacy_scope("GET", session_id, b"text/event-stream"), b"")
         assert gone.sent[0]["status"] == 404
 
@@ -330,6 +331,7 @@ def test_shutdown_ends_every_listen_and_session_stream_and_empties_the_hub() -> 
         assert all([await bounded(task) for _, task in [*listens, *streams]])
         assert len(gateway.changes) == 0
         assert others() == set()
+        assert _live_timers(asyncio.get_running_loop()) == []
         for client, _ in listens:  # each listen ends with its final result
             assert client.sent[-1]["more_body"] is False
             assert b'"result"' in client.sent[-1]["body"]
