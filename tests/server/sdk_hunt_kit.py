@@ -37,7 +37,7 @@ from toolkeeper.server import (
 from toolkeeper.server.changes import ChangeHub, ChangeStream
 from toolkeeper.transports import HttpConfig, ServerThread, StdioServer
 
-__all__ = ["ARRAY_OUTPUT", "CLI_PROBE", "HUNT_TOOLS", "PNG", "WAV", "Probe", "SignallingHub",
+__all__ = ["ARRAY_OUTPUT", "CLI_PROBE", "HEADER_SCHEMA", "HUNT_TOOLS", "PNG", "WAV", "Probe", "SignallingHub",
            "cli_handlers", "hunt_contract", "hunt_contract_file", "hunt_gateway", "hunt_handlers",
            "hunt_only_handlers", "hunt_registry", "serve_http", "stdio_transport"]
 
@@ -126,6 +126,14 @@ def _array(arguments: dict[str, Any]) -> ToolResult:
     return ToolResult((text("[1,2]"),), [1, 2])
 
 
+HEADER_SCHEMA: dict[str, Any] = {"type": "object", "required": ["region"], "properties": {
+    "region": {"type": "string", "x-mcp-header": "Region"},
+    "count": {"type": "integer", "x-mcp-header": "Count"},
+    "flag": {"type": "boolean", "x-mcp-header": "Flag"},
+    "nested": {"type": "object", "properties": {"deep": {"type": "string",
+                                                         "x-mcp-header": "Deep"}}}}}
+"""Arguments mirrored into ``Mcp-Param-*`` headers (``hunt.headers`` echoes its arguments)."""
+
 ARRAY_OUTPUT: dict[str, Any] = {"type": "array", "items": {"type": "integer"}}
 
 
@@ -151,6 +159,7 @@ def hunt_only_handlers(probe: Probe) -> ToolHandlers:
     handlers.bind("hunt.levels", _every_level)
     handlers.bind("hunt.steps", _progress_steps)
     handlers.bind("hunt.nan", _nan_progress)
+    handlers.bind("hunt.headers", lambda arguments: {"seen": arguments})
     handlers.bind("hunt.sampling", lambda arguments: "sampled", requires={"sampling": {}})
     handlers.bind("hunt.array", _array)
     handlers.bind("hunt.array_typed", _array)  # published by a test, with an array outputSchema

@@ -25,6 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from sdk_hunt_kit import (
     ARRAY_OUTPUT,
+    HEADER_SCHEMA,
     HUNT_TOOLS,
     PNG,
     WAV,
@@ -33,11 +34,17 @@ from sdk_hunt_kit import (
     hunt_contract,
     hunt_contract_file,
     hunt_gateway,
+    hunt_handlers,
+    hunt_registry,
     serve_http,
     stdio_transport,
 )
 
-from toolkeeper.server import Gateway, InMemoryCallLog
+from toolkeeper.contracts.semver import Version
+from toolkeeper.contracts.spec import spec_from_mapping
+from toolkeeper.registry import Registry
+from toolkeeper.server import Gateway, InMemoryCallLog, build_app
+from toolkeeper.transports import ServerThread
 
 MODERN = "2026-07-28"
 LEGACY = "legacy"
@@ -73,7 +80,8 @@ class Peer:
 @pytest.fixture(scope="module")
 def http_peer() -> Iterator[Peer]:
     probe = Probe()
-    with serve_http(probe) as (url, gateway):
+    with serve_http(probe, hunt_contract("hunt.headers", input_schema=HEADER_SCHEMA)) as (
+            url, gateway):
         yield Peer("http", gateway, probe, url)
 
 
@@ -526,3 +534,95 @@ def test_the_cli_stdio_server_streams_progress_and_cancels_a_call_the_sdk_abando
     assert out["progress"] == [(float(step), f"step {step}") for step in range(1, 6)]
     assert out["steps"] == "stepped"
     assert out["probe"] == {"started": True, "cancelled": True}
+
+
+# --- Mcp-Param headers, list caching, pinned versions ----------------------------------------
+
+
+async def _headers(url: str, arguments: dict[str, Any], listed: bool) -> Any:
+    with anyio.fail_after(BOUND_S):
+        async with Client(url, mode=MODERN) as client:
+            if listed:
+                await client.list_tools()
+            result = await client.call_tool("hunt.headers", arguments)
+            return result.is_error, result.structured_content
+
+
+@pytest.mark.parametrize("listed", [False, True])
+@pytest.mark.parametrize("arguments", [
+    {"region": "Zürich", "count": 42, "flag": True, "nested": {"deep": " edge "}},
+    {"region": " padded ", "count": -3, "flag": False},
+    {"region": "=?base64?eA==?="},
+    {"region": "tab\there", "count": 2 ** 60},
+])
+def test_the_sdks_mcp_param_headers_match_the_body_for_unicode_edges_and_sentinels(
+        http_peer: Peer, arguments: dict[str, Any], listed: bool) -> None:
+    # Unlisted: the SDK sends no Mcp-Param-*, gets -32020, re-lists and retries once.
+    assert anyio.run(_headers, http_peer.url, arguments, listed) == (False, {"seen": arguments})
+
+
+async def _relist_after_event(server: Any, registry: Registry) -> list[str]:
+    with anyio.fail_after(BOUND_S):
+        async with Client(server, mode=MODERN) as client:
+            before = {t.name for t in (await client.list_tools()).tools}
+            async with client.listen(tools_list_changed=True) as subscription:
+                registry.publish(hunt_contract("hunt.fresh"))
+                async for _ in subscription:
+                    break
+            after = {t.name for t in (await client.list_tools()).tools}  # cache evicted
+            return sorted(after - before)
+
+
+@pytest.mark.parametrize("kind", ["http", "stdio"])
+def test_a_cached_tools_list_is_refetched_fresh_after_the_sdk_hears_list_changed(
+        kind: str) -> None:
+    probe = Probe()
+    registry = hunt_registry()
+    app, gateway = build_app(registry, hunt_handlers(probe), list_ttl_ms=60_000)
+    try:
+        if kind == "stdio":
+            fresh = anyio.run(_relist_after_event, stdio_transport(gateway.kernel), registry)
+        else:
+            thread = ServerThread(app)
+            try:
+                fresh = anyio.run(_relist_after_event, thread.start().url, registry)
+            finally:
+                thread.stop()
+    finally:
+        registry.close()
+    assert fresh == ["hunt.fresh"]
+
+
+def _pin_contract(version: str, output: dict[str, Any]) -> Any:
+    data = hunt_contract_file("hunt.pin", output_schema={
+        "type": "object", "properties": output, "required": sorted(output),
+        "additionalProperties": False})
+    data["version"] = version
+    return spec_from_mapping(data)
+
+
+async def _pinned(server: Any, mode: str) -> Any:
+    with anyio.fail_after(BOUND_S):
+        async with Client(server, mode=mode) as client:
+            pin: dict[str, Any] = {"schemaVersion": "1.0.0"}
+            result = await client.call_tool("hunt.pin", {},
+                                            meta=cast(types.RequestParamsMeta, pin))
+            return result.is_error, result.structured_content
+
+
+@pytest.mark.xfail(strict=True, reason="BUG (interop): a call pinned to a deprecated version "
+                   "whose outputSchema differs from the served one gets that version's "
+                   "structuredContent, which the official SDK validates against the listed "
+                   "(served) outputSchema and raises: pinned SDK callers do not keep working")
+@pytest.mark.parametrize("mode", MODES)
+def test_a_call_pinned_to_a_deprecated_version_keeps_working_in_the_sdk(mode: str) -> None:
+    probe = Probe()
+    registry, gateway = hunt_gateway(probe, _pin_contract("1.0.0", {"a": {"type": "integer"}}),
+                                     _pin_contract("2.0.0", {"b": {"type": "string"}}))
+    registry.deprecate("hunt.pin", Version.parse("1.0.0"), successor=Version.parse("2.0.0"))
+    gateway.handlers.bind("hunt.pin", lambda arguments: {"a": 1}, version="1.0.0")
+    gateway.handlers.bind("hunt.pin", lambda arguments: {"b": "x"}, version="2.0.0")
+    try:
+        assert anyio.run(_pinned, stdio_transport(gateway.kernel), mode) == (False, {"a": 1})
+    finally:
+        registry.close()
