@@ -253,6 +253,87 @@ def test_every_request_sent_after_a_change_returned_is_answered_against_it_under
     assert "Traceback" not in gateway.stderr_text()
 
 
+
+def _state(client: Any) -> dict[str, Any]:
+    """What one client is told now: the version listed, and for each pin (None: unpinned) the
+    result's ``_meta`` or the gate's (reason, currentVersion) / the error message."""
+    out: dict[str, Any] = {"list": _served(client.list())}
+    for pin in ("1.0.0", "1.1.0", "2.0.0", "3.0.0", None):
+        exchange = client.call(TOOL, ARGS, pin)
+        error = exchange.error
+        if error is None:
+            out[str(pin)] = {k: v for k, v in exchange.result["_meta"].items()
+                             if not k.startswith("io.")}
+        else:
+            assert (exchange.status, error["code"]) == (400, -32602), exchange.message
+            data = error.get("data")
+            out[str(pin)] = ((data["reason"], data["currentVersion"]) if data is not None
+                             else error["message"])
+    return out
+
+
+_RETIRED_11 = ("schema_version_retired", "2.0.0")
+_LIFECYCLE_STEPS: list[tuple[str, dict[str, Any]]] = [
+    ("deprecate 1.0.0 naming 1.1.0", {
+        "list": "2.0.0",
+        "1.0.0": {"schemaVersion": "1.0.0", "deprecation": "m1", "successor": "1.1.0"},
+        "1.1.0": {"schemaVersion": "1.1.0", "successor": "2.0.0"},
+        "2.0.0": {"schemaVersion": "2.0.0"},
+        "3.0.0": ("schema_version_unknown", "2.0.0"),
+        "None": {"schemaVersion": "2.0.0"}}),
+    ("retire 1.1.0 (CLI)", {  # the named successor is retired: the served version is named
+        "list": "2.0.0",
+        "1.0.0": {"schemaVersion": "1.0.0", "deprecation": "m1", "successor": "2.0.0"},
+        "1.1.0": _RETIRED_11,
+        "2.0.0": {"schemaVersion": "2.0.0"},
+        "3.0.0": ("schema_version_unknown", "2.0.0"),
+        "None": {"schemaVersion": "2.0.0"}}),
+    ("deprecate 1.0.0 again, new message (CLI)", {
+        "list": "2.0.0",
+        "1.0.0": {"schemaVersion": "1.0.0", "deprecation": "m2", "successor": "2.0.0"},
+        "1.1.0": _RETIRED_11,
+        "2.0.0": {"schemaVersion": "2.0.0"},
+        "3.0.0": ("schema_version_unknown", "2.0.0"),
+        "None": {"schemaVersion": "2.0.0"}}),
+    ("deprecate 2.0.0: nothing active", {
+        "list": None,
+        "1.0.0": {"schemaVersion": "1.0.0", "deprecation": "m2"},
+        "1.1.0": _RETIRED_11,
+        "2.0.0": {"schemaVersion": "2.0.0", "deprecation": "m3"},
+        "3.0.0": ("schema_version_unknown", "2.0.0"),
+        "None": f"Unknown tool: {TOOL}"}),
+    ("publish 3.0.0", {
+        "list": "3.0.0",
+        "1.0.0": {"schemaVersion": "1.0.0", "deprecation": "m2", "successor": "3.0.0"},
+        "1.1.0": ("schema_version_retired", "3.0.0"),
+        "2.0.0": {"schemaVersion": "2.0.0", "deprecation": "m3", "successor": "3.0.0"},
+        "3.0.0": {"schemaVersion": "3.0.0"},
+        "None": {"schemaVersion": "3.0.0"}}),
+]
+
+
+def test_result_meta_follows_deprecations_successors_and_retirements_made_by_other_processes(
+        registry: Registry, registry_url: str, gateway: GatewayProcess) -> None:
+    v11 = derived(_v1(registry), "1.1.0", add_property="note")
+    v2 = derived(v11, "2.0.0", drop_property="include_legs")
+    registry.publish(v11)
+    registry.publish(v2)
+    changes: list[Callable[[], object]] = [
+        lambda: registry.deprecate(TOOL, V1, message="m1", successor=Version.parse("1.1.0")),
+        lambda: _toolkeeper("retire", TOOL, "1.1.0", "--registry", registry_url),
+        lambda: _toolkeeper("deprecate", TOOL, "1.0.0", "--message", "m2",
+                            "--registry", registry_url),
+        lambda: registry.deprecate(TOOL, V2, message="m3"),
+        lambda: registry.publish(derived(v2, "3.0.0", drop_property="note")),
+    ]
+    with httpx.Client(timeout=TIMEOUT) as http:
+        clients = [ModernClient(http, gateway.url), LegacyClient(http, gateway.url)]
+        for change, (label, expected) in zip(changes, _LIFECYCLE_STEPS, strict=True):
+            change()
+            for client in clients:
+                assert (label, _state(client)) == (label, expected)
+
+
 # --- replicas on one SQLite file ---------------------------------------------------------------
 
 
@@ -361,16 +442,22 @@ def test_a_contract_one_replica_publishes_at_start_is_served_by_the_other_at_onc
         "description": "Refund a payment by its reference.",
         "inputSchema": {"type": "object", "properties": {"reference": {"type": "string"}},
                         "required": ["reference"]},
-        "dataClassification": "internal", "sideEffect": "write"}))
+        "dataClassification": "internal", "requiredScopes": ["refunds.write"],
+        "sideEffect": "write"}))
     with httpx.Client(timeout=TIMEOUT) as http:
-        for replica in replicas:
-            assert _served(ModernClient(http, replica.url).list(), "refunds.issue") is None
+        # Sessions and clients that exist before the change (a legacy session's principal
+        # must not be frozen at initialize: the new tool needs a scope nothing needed before).
+        clients = [(ModernClient(http, r.url), LegacyClient(http, r.url)) for r in replicas]
+        for modern, legacy in clients:
+            assert _served(modern.list(), "refunds.issue") is None
+            assert _served(legacy.list(), "refunds.issue") is None
         third = start_gateway(registry_url, tmp_path / "replica2.log", "--estate", str(estate))
         try:
-            for replica in [*replicas, third]:
-                assert _served(ModernClient(http, replica.url).list(), "refunds.issue") == "1.0.0"
-                called = LegacyClient(http, replica.url).call("refunds.issue",
-                                                              {"reference": "PMT-1"})
+            clients.append((ModernClient(http, third.url), LegacyClient(http, third.url)))
+            for modern, legacy in clients:
+                assert _served(modern.list(), "refunds.issue") == "1.0.0"
+                assert _served(legacy.list(), "refunds.issue") == "1.0.0"
+                called = legacy.call("refunds.issue", {"reference": "PMT-1"})
                 assert called.result["isError"] is True  # no handler bound: a tool error
                 assert called.result["_meta"]["schemaVersion"] == "1.0.0"
         finally:
