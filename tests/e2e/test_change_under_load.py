@@ -100,12 +100,13 @@ def _pinned_v1(ex: Exchange) -> frozenset[int]:
     result = ex.result
     assert result["isError"] is False, result
     meta = {k: v for k, v in result["_meta"].items() if not k.startswith("io.")}
-    return {
+    shapes: dict[tuple[tuple[str, Any], ...], frozenset[int]] = {
         (("schemaVersion", "1.0.0"),): frozenset({0}),
         (("schemaVersion", "1.0.0"), ("successor", "2.0.0")): frozenset({1}),
         (("deprecation", DEPRECATION), ("schemaVersion", "1.0.0"), ("successor", "2.0.0")):
             frozenset({2}),
-    }[tuple(sorted(meta.items()))]
+    }
+    return shapes[tuple(sorted(meta.items()))]
 
 
 def _pinned_v2(ex: Exchange) -> frozenset[int]:
@@ -126,8 +127,8 @@ def _unpinned(ex: Exchange) -> frozenset[int]:
     result = ex.result
     assert result["isError"] is False, result
     meta = {k: v for k, v in result["_meta"].items() if not k.startswith("io.")}
-    return {(("schemaVersion", "1.0.0"),): frozenset({0}),
-            (("schemaVersion", "2.0.0"),): LATER}[tuple(sorted(meta.items()))]
+    assert set(meta) == {"schemaVersion"}, meta
+    return {"1.0.0": frozenset({0}), "2.0.0": LATER}[meta["schemaVersion"]]
 
 
 def _listed(ex: Exchange) -> frozenset[int]:
