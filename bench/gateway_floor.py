@@ -75,7 +75,7 @@ class Floor:
             return None
         spec, validator, function, spec_version = self._tools[name]
         arguments = params["arguments"]
-        if not validator.is_valid(arguments):
+        if not validator.is_valid_json(arguments):  # strictly decoded JSON, as the gateway
             return None
         call = Call(message["id"], "tools/call", params, Era.MODERN, version,
                     meta[CLIENT_CAPABILITIES_KEY], None, None, None,

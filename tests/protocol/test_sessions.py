@@ -61,6 +61,48 @@ def test_a_full_table_evicts_the_least_recently_used_session_and_a_touch_moves_o
         True, False, False, True, True]
 
 
+def test_a_table_over_its_byte_budget_evicts_the_least_recently_used_sessions_first(
+) -> None:
+    clock = Clock()
+    names = iter("abcd")
+    sessions = SessionTable(max_bytes=100, clock=clock, new_id=lambda: next(names))
+    for weight in (40, 40):  # a, b
+        sessions.admit(LegacySession(weight=weight))
+    assert sessions.get("a") is not None  # order now b, a
+    sessions.admit(LegacySession(weight=30))  # c: 110 > 100 evicts b
+    assert [sessions.get(s) is not None for s in "abc"] == [True, False, True]
+    assert sessions.weight == 70
+    sessions.admit(LegacySession(weight=500))  # d alone passes the budget: kept, the rest go
+    assert [sessions.get(s) is not None for s in "abcd"] == [False, False, False, True]
+    assert sessions.weight == 500 and sessions.remove("d") and sessions.weight == 0
+
+
+def test_expired_and_removed_sessions_give_their_weight_back() -> None:
+    clock = Clock()
+    names = iter("abcd")
+    sessions = SessionTable(max_bytes=100, idle_timeout_s=10, clock=clock,
+                            new_id=lambda: next(names))
+    for weight in (10, 20, 30):
+        sessions.admit(LegacySession(weight=weight))
+    assert sessions.weight == 60
+    assert sessions.remove("b") and sessions.weight == 40
+    clock.now = 11
+    assert sessions.get("a") is None and sessions.weight == 30  # expired on lookup
+    sessions.admit(LegacySession())  # d: reaps c
+    assert sessions.weight == 0 and len(sessions) == 1
+
+
+def test_a_session_weighs_the_json_of_the_capabilities_and_client_info_it_keeps() -> None:
+    kernel = ServerKernel(MethodTable(), identity=ServerIdentity("s", "1"), capabilities={},
+                          sessions=SessionTable(max_bytes=10_000))
+    session_id = _open_session(kernel)
+    session = kernel.sessions.get(session_id)
+    assert session is not None
+    assert session.weight == (len(encode_message(session.client_capabilities))
+                              + len(encode_message(session.client_info or {}))) > 0
+    assert kernel.sessions.weight == session.weight
+
+
 def test_expired_sessions_are_reaped_from_the_front_when_a_session_is_admitted() -> None:
     clock = Clock()
     sessions = table(clock, "a", "b", "c", "d", "e", admit=3, idle_timeout_s=10)

@@ -26,6 +26,7 @@ from toolkeeper.protocol.envelope import (
     InboundRequest,
     InboundResponse,
     classify_inbound,
+    encode_message,
     is_request_id,
     result_message,
     safe_id,
@@ -145,6 +146,7 @@ class LegacyPipeline:
         session.protocol_version = negotiate_handshake(requested)
         session.client_capabilities = capabilities
         session.client_info = info
+        session.weight = len(encode_message(capabilities)) + len(encode_message(info))
         session.phase = Phase.INITIALIZING
         out: dict[str, Any] = {
             "protocolVersion": session.protocol_version,

@@ -38,10 +38,14 @@ class LegacySession:
     client_info: Mapping[str, Any] | None = None
     log_level: str | None = None
     last_seen: float = 0.0
+    weight: int = 0
+    """The JSON size in bytes of what the session keeps of its client (its capabilities and
+    clientInfo, kept as sent): what :class:`SessionTable` counts against ``max_bytes``."""
 
 
 class SessionTable:
-    """Live HTTP sessions, least recently used first, bounded in number and idle time.
+    """Live HTTP sessions, least recently used first, bounded in number, in size and in idle
+    time.
 
     The policy:
 
@@ -49,8 +53,9 @@ class SessionTable:
       always the session that has gone longest without a request;
     * a session unused for longer than ``idle_timeout_s`` is gone (its id answers 404);
     * :meth:`admit` first drops the expired sessions at the front, stopping at the first live
-      one, then, if ``max_sessions`` are still live, evicts the least recently used session.
-      A new ``initialize`` is therefore never refused: a flood of anonymous ``initialize``
+      one, then evicts least recently used sessions while ``max_sessions`` are live or the
+      sessions' weights (:attr:`LegacySession.weight`) with the new one's would pass
+      ``max_bytes``. A new ``initialize`` is therefore never refused: a flood of anonymous ``initialize``
       requests can only push out idle sessions, not lock clients out. MCP allows this (the
       server may end a session at any time; the evicted client's next request gets 404
       ``-32600`` and it must initialize again).
@@ -60,19 +65,33 @@ class SessionTable:
     it leaves there). Pure state: the clock and the id source are injected.
     """
 
-    def __init__(self, *, max_sessions: int = 10_000, idle_timeout_s: float = 1800.0,
-                 clock: Callable[[], float] = time.monotonic,
+    def __init__(self, *, max_sessions: int = 10_000, max_bytes: int = 16 * 1024 * 1024,
+                 idle_timeout_s: float = 1800.0, clock: Callable[[], float] = time.monotonic,
                  new_id: Callable[[], str] = lambda: uuid.uuid4().hex) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
+        if max_bytes < 0:
+            raise ValueError(f"max_bytes must not be negative, not {max_bytes}")
         self._sessions: OrderedDict[str, LegacySession] = OrderedDict()
         self._max = max_sessions
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._idle = idle_timeout_s
         self._clock = clock
         self._new_id = new_id
 
     def __len__(self) -> int:
         return len(self._sessions)
+
+    @property
+    def weight(self) -> int:
+        """The live sessions' weights added up (at most ``max_bytes``, unless one session
+        alone weighs more: it is kept until the next admission)."""
+        return self._bytes
+
+    def _drop_first(self) -> None:
+        _, session = self._sessions.popitem(last=False)
+        self._bytes -= session.weight
 
     def _reap(self, now: float) -> None:
         cutoff = now - self._idle
@@ -81,18 +100,22 @@ class SessionTable:
             first = next(iter(sessions.values()))
             if first.last_seen >= cutoff:
                 return  # everything behind it was used later still
-            sessions.popitem(last=False)
+            self._drop_first()
 
     def admit(self, session: LegacySession) -> None:
-        """Give an initialized session an id and keep it at the back, evicting the least
-        recently used session when ``max_sessions`` are live."""
+        """Give an initialized session an id and keep it at the back, evicting least recently
+        used sessions while ``max_sessions`` are live or their weight with this one's would
+        pass ``max_bytes``."""
         now = self._clock()
         self._reap(now)
-        if len(self._sessions) >= self._max:
-            self._sessions.popitem(last=False)
+        sessions = self._sessions
+        while sessions and (len(sessions) >= self._max
+                            or self._bytes + session.weight > self._max_bytes):
+            self._drop_first()
         session.id = self._new_id()
         session.last_seen = now
-        self._sessions[session.id] = session
+        sessions[session.id] = session
+        self._bytes += session.weight
 
     def get(self, session_id: str) -> LegacySession | None:
         """The live session with that id (touching it: it moves to the back), or None when
@@ -102,7 +125,7 @@ class SessionTable:
             return None
         now = self._clock()
         if session.last_seen < now - self._idle:
-            del self._sessions[session_id]
+            self.remove(session_id)
             return None
         session.last_seen = now
         self._sessions.move_to_end(session_id)
@@ -110,4 +133,8 @@ class SessionTable:
 
     def remove(self, session_id: str) -> bool:
         """End a session (HTTP DELETE); False when it was unknown, expired or evicted."""
-        return self._sessions.pop(session_id, None) is not None
+        session = self._sessions.pop(session_id, None)
+        if session is None:
+            return False
+        self._bytes -= session.weight
+        return True

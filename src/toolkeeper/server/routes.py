@@ -3,7 +3,8 @@ plan), its compiled input and output validators, its handler binding and the res
 ``_meta``, resolved once per (registry generation, handler set, principal, tool, requested
 version) and reused until the registry or the handler set changes.
 
-Only successful resolutions are kept; a gate refusal is decided afresh on every call. The key
+Only successful resolutions are kept, and only for calls that name no version or spell it
+as the contract does; a gate refusal is decided afresh on every call. The key
 carries the generation, so a route resolved before a registry change can never answer after
 it (SPEC 3.4: the gate always judges against the current registry).
 """
@@ -131,6 +132,10 @@ class Routes:
         if route is None:
             route = self._build(plan_call(self._registry, self._views, principal, name,
                                           requested))
+            if requested is not None and requested != route.version:
+                # Another spelling of the version (build metadata, which semver ignores): a
+                # caller could spell it in endless ways, so it is not kept.
+                return route
             with self._lock:
                 if generation != self._generation or len(self._routes) >= self._max:
                     self._routes = {}

@@ -31,10 +31,10 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping, MutableMapping, Sized
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from toolkeeper.protocol import (
     Accepted,
@@ -87,12 +87,33 @@ class _Disconnected(Exception):
     pass
 
 
+_K = TypeVar("_K", bound=Hashable)
+_V = TypeVar("_V")
+
+MEMO_LONGEST: Final = 256
+"""The longest header value (characters or bytes) the transport's memos keep: a longer one is
+judged afresh on every request, so what a memo holds is bounded in size as well as in count
+(a caller chooses its header values; httptools sets no length limit)."""
+
+
+def short_memo(function: Callable[[_K], _V], maxsize: int) -> Callable[[_K], _V]:
+    """``function`` of one header value (or None), memoized for values up to
+    :data:`MEMO_LONGEST` long."""
+    cached = lru_cache(maxsize=maxsize)(function)
+
+    def call(value: _K) -> _V:
+        if value is None or (isinstance(value, Sized) and len(value) <= MEMO_LONGEST):
+            return cached(value)
+        return function(value)
+
+    return call
+
+
 # RFC 9110 12.4.2: qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ); zero refuses.
 _ZERO_Q: Final = re.compile(r"q\s*=\s*0(?:\.0{0,3})?")
 
 
-@lru_cache(maxsize=512)  # a pure function of one header value; clients send a few values
-def _accepts(accept: str | None) -> tuple[bool, bool]:
+def _judge_accept(accept: str | None) -> tuple[bool, bool]:
     """(JSON acceptable, SSE acceptable), with ``*/*``, ``application/*``, ``text/*``."""
     types: set[str] = set()
     for item in (accept or "").split(","):
@@ -105,6 +126,9 @@ def _accepts(accept: str | None) -> tuple[bool, bool]:
     return json, sse
 
 
+_accepts: Final = short_memo(_judge_accept, 512)  # a pure function; clients send a few values
+
+
 class StreamableHTTPApp:
     """The MCP endpoint as an ASGI callable."""
 
@@ -113,9 +137,10 @@ class StreamableHTTPApp:
         self.kernel = kernel
         self._config = config if config is not None else HttpConfig()
         # The allow-list checks are pure functions of one header value each: memoized.
-        self._host_allowed = lru_cache(maxsize=256)(self._config.policy.host_allowed)
-        self._origin_allowed = lru_cache(maxsize=256)(self._config.policy.origin_allowed)
-        # The express lane's verdict on the raw (length, type, host, origin, accept) values.
+        self._host_allowed = short_memo(self._config.policy.host_allowed, 256)
+        self._origin_allowed = short_memo(self._config.policy.origin_allowed, 256)
+        # The express lane's verdict on the raw (type, host, origin, accept) values, memoized
+        # when they are 1 KiB together at most (see _express_checks).
         self._express_verdict = lru_cache(maxsize=256)(self._judge_raw)
         self.express = True
         """POSTs whose header names are all lowercase and unrepeated take the express lane:
@@ -226,8 +251,13 @@ class StreamableHTTPApp:
             if length is not None and _length_refusal(
                     [header_text(length)], self._config.max_body_bytes) is not None:
                 return None
-            return self._express_verdict((index.get(b"content-type"), index.get(b"host"),
-                                          index.get(b"origin"), index.get(b"accept")))
+            content_type, host = index.get(b"content-type"), index.get(b"host")
+            origin, accept = index.get(b"origin"), index.get(b"accept")
+            values = (content_type, host, origin, accept)
+            if (len(content_type or b"") + len(host or b"") + len(origin or b"")
+                    + len(accept or b"")) > 4 * MEMO_LONGEST:
+                return self._judge_raw(values)  # too long to keep: judged afresh
+            return self._express_verdict(values)
         except (TypeError, AttributeError):  # a value that is not bytes
             return None
 
@@ -311,10 +341,12 @@ def _check_post_headers(headers: HeaderView, limit: int) -> tuple[int, bytes] | 
     return None
 
 
-@lru_cache(maxsize=256)  # a pure function of one header value
-def _is_json_type(content_type: str | None) -> bool:
+def _judge_json_type(content_type: str | None) -> bool:
     return content_type is not None and content_type.strip().lower().startswith(
         "application/json")
+
+
+_is_json_type: Final = short_memo(_judge_json_type, 256)  # a pure function of one value
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes:
