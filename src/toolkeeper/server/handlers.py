@@ -20,6 +20,7 @@ Sync handlers run on the event loop: keep them quick, and use ``async def`` for 
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -95,7 +96,12 @@ class ToolContext:
 
     async def progress(self, progress: float, total: float | None = None,
                        message: str | None = None) -> None:
-        """Report progress; sent only when the caller gave a progress token (SSE on HTTP)."""
+        """Report progress; sent only when the caller gave a progress token (SSE on HTTP).
+        ``progress`` and ``total`` must be finite numbers (ValueError otherwise, whether or
+        not anything is sent: JSON has no NaN, and a client drops a progress without one)."""
+        if not (_is_finite_number(progress)
+                and (total is None or _is_finite_number(total))):
+            raise ValueError(f"progress {progress!r} of {total!r}: not finite numbers")
         token = self._call.progress_token
         if token is None:
             return
@@ -130,6 +136,12 @@ class ToolContext:
         if missing_capabilities(required, self._call.client_capabilities):
             error = capability_error(required, self._call.era)
             raise CapabilityRequiredError(error.rpc_code, error.message, error.rpc_data)
+
+
+def _is_finite_number(value: object) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _takes_context(function: Callable[..., Any]) -> bool:
