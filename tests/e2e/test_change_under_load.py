@@ -504,11 +504,6 @@ main()
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a SIGTERM that arrives just after serve prints its ready line is lost when it lands "
-    "in a weakref callback: serve_cmd._exit_cleanly raises SystemExit from the signal handler "
-    "before uvicorn installs its own, the interpreter ignores exceptions raised in callbacks, "
-    "and the gateway then serves forever"))
 def test_a_gateway_stopped_the_moment_it_says_it_is_ready_exits_0(
         registry: Registry, registry_url: str, tmp_path: Path) -> None:
     launcher = tmp_path / "launch.py"

@@ -17,7 +17,6 @@ import importlib
 import importlib.util
 import logging
 import re
-import signal
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -201,22 +200,15 @@ def serve(demo: bool, estates: tuple[Path, ...], registry_url: str | None, stdio
             log.info("toolkeeper gateway listening on %s", running.url)
             click.echo(f"toolkeeper gateway on {running.url}", err=True)
 
-        # uvicorn shuts down gracefully on SIGTERM, then re-raises it: end with status 0.
-        signal.signal(signal.SIGTERM, _exit_cleanly)
-        try:
+        try:  # SIGTERM and SIGINT end it gracefully, with status 0
             run_foreground(create_asgi_app(gateway.kernel, config, changes=gateway.changes),
                            host=host, port=port, path=path, log_level=log_level,
                            on_ready=ready)
         except OSError as exc:
             fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", code=EXIT_BAD_INPUT)
-        except KeyboardInterrupt:  # uvicorn re-raises SIGINT after its graceful shutdown
-            log.info("stopped")
+        log.info("stopped")
     finally:
         registry.close()
-
-
-def _exit_cleanly(signum: int, frame: object) -> None:
-    raise SystemExit(0)
 
 
 def register(group: click.Group) -> None:

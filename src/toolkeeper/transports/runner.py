@@ -12,6 +12,7 @@ first, so its open streams end and their responses finish; uvicorn then waits at
 from __future__ import annotations
 
 import contextlib
+import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -33,6 +34,8 @@ __all__ = [
 
 GRACEFUL_SHUTDOWN_S: Final = 5
 """How long uvicorn waits for open responses at shutdown before cancelling them."""
+
+_STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 
 
 @runtime_checkable
@@ -145,9 +148,23 @@ def serve_in_thread(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
 def run_foreground(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 8000,
                    path: str = "/mcp", log_level: str = "info",
                    on_ready: Callable[[RunningServer], None] | None = None) -> None:
-    """Serve until interrupted (SIGINT/SIGTERM), in the calling (main) thread. The socket is
-    bound first (an OSError says the address is unusable), then ``on_ready`` learns the port."""
+    """Serve until interrupted (SIGINT/SIGTERM), in the calling (main) thread, and return. The
+    socket is bound first (an OSError says the address is unusable), then ``on_ready`` learns
+    the port. A signal that arrives before uvicorn listens for signals (while ``on_ready``
+    runs, say) is not lost: the server stops as soon as it has started."""
     sock = listen(host, port)
-    if on_ready is not None:
-        on_ready(RunningServer(host, sock.getsockname()[1], path))
-    _Server(_config(app, log_level, host=host, port=port), app).run(sockets=[sock])
+    server = _Server(_config(app, log_level, host=host, port=port), app)
+
+    def stop(signum: int, frame: object) -> None:
+        # Also what runs when uvicorn, its shutdown done, raises the signal it caught again.
+        server.should_exit = True
+
+    previous = ({sig: signal.signal(sig, stop) for sig in _STOP_SIGNALS}
+                if threading.current_thread() is threading.main_thread() else {})
+    try:
+        if on_ready is not None:
+            on_ready(RunningServer(host, sock.getsockname()[1], path))
+        server.run(sockets=[sock])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
