@@ -394,13 +394,7 @@ async def _typed_array(server: Any, mode: str) -> tuple[list[str], Any, str]:
             return names, typed.structured_content, other.content[0].text  # type: ignore
 
 
-@pytest.mark.parametrize("mode", [
-    MODERN,
-    pytest.param(LEGACY, marks=pytest.mark.xfail(
-        strict=True, reason="BUG: a contract's non-object outputSchema is listed as is on the "
-                            "2025 wire, where Tool.outputSchema must be object-rooted: the SDK's "
-                            "tools/list (and so every call_tool) raises a ValidationError")),
-])
+@pytest.mark.parametrize("mode", MODES)
 def test_a_tool_with_a_non_object_output_schema_keeps_the_sdk_tools_list_parseable(
         mode: str) -> None:
     probe = Probe()

@@ -61,3 +61,25 @@ def test_principals_with_the_same_entitlements_share_the_serialized_view(registr
 def test_an_unknown_cursor_is_invalid_params(registry: Registry) -> None:
     error = Driver(gateway_for(registry).kernel).request("tools/list", cursor="abc")["error"]
     assert (error["code"], error["data"]) == (-32602, {"path": "$.params.cursor"})
+
+
+def test_the_2025_list_leaves_out_an_output_schema_that_is_not_object_rooted(
+        registry: Registry) -> None:
+    registry.publish(contract("zeta", "1.0.0", {"type": "object"},
+                              outputSchema={"type": "array", "items": {"type": "integer"}}))
+    registry.publish(contract("omega", "1.0.0", {"type": "object"},
+                              outputSchema={"type": "object"}))
+    gateway = gateway_for(registry)
+    modern = {t["name"]: t for t in Driver(gateway.kernel).tools()}
+    legacy = {t["name"]: t for t in Driver(gateway.kernel, legacy=True).tools()}
+    assert modern["zeta"]["outputSchema"]["type"] == "array"
+    assert "outputSchema" not in legacy["zeta"]
+    assert legacy["omega"]["outputSchema"] == modern["omega"]["outputSchema"] == {"type": "object"}
+    assert {n: t for n, t in legacy.items() if n != "zeta"} == \
+        {n: t for n, t in modern.items() if n != "zeta"}
+
+
+def test_a_view_with_nothing_to_leave_out_serves_both_eras_the_same_bytes(registry: Registry
+                                                                         ) -> None:
+    view = gateway_for(registry).views.view(USER)
+    assert view.legacy_tools_json is view.tools_json

@@ -17,6 +17,7 @@ from typing import Any
 from toolkeeper.protocol import (
     CacheHint,
     Call,
+    Era,
     Method,
     MethodResult,
     MethodTable,
@@ -69,7 +70,8 @@ def _list_tools(views: ToolViews) -> Callable[[Call], MethodResult]:
         principal = call.principal
         if not isinstance(principal, Principal):
             raise TypeError("tools/list needs a Principal from the principal resolver")
-        return {"tools": views.view(principal, since_ns=call.facts.received_ns).tools_json}
+        view = views.view(principal, since_ns=call.facts.received_ns)
+        return {"tools": view.tools_json if call.era is Era.MODERN else view.legacy_tools_json}
     return list_tools
 
 

@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 import msgspec
 
@@ -32,11 +33,26 @@ class View:
     specs: tuple[ToolSpec, ...]
     by_name: Mapping[str, ToolSpec]
     tools_json: msgspec.Raw
+    legacy_tools_json: msgspec.Raw
+    """The ``tools`` array for the 2025 wire, where an ``outputSchema`` is object-rooted
+    (mcp-wire 7.1; the SDK refuses the whole list otherwise): one whose root is not
+    ``"type": "object"`` is left out, and the tool's results keep only structured content
+    that is an object there. The same bytes as ``tools_json`` when nothing is left out."""
 
     @classmethod
     def build(cls, specs: tuple[ToolSpec, ...]) -> View:
-        return cls(specs, MappingProxyType({s.name: s for s in specs}),
-                   msgspec.Raw(canonical_json([s.to_mcp() for s in specs])))
+        tools = [s.to_mcp() for s in specs]
+        modern = msgspec.Raw(canonical_json(tools))
+        sieved = [_legacy_tool(tool) for tool in tools]
+        legacy = modern if sieved == tools else msgspec.Raw(canonical_json(sieved))
+        return cls(specs, MappingProxyType({s.name: s for s in specs}), modern, legacy)
+
+
+def _legacy_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    output = tool.get("outputSchema")
+    if output is None or (isinstance(output, dict) and output.get("type") == "object"):
+        return tool
+    return {key: value for key, value in tool.items() if key != "outputSchema"}
 
 
 class ToolViews:
