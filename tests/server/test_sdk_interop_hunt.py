@@ -300,10 +300,8 @@ CANCEL_CASES = [
     pytest.param("stdio", MODERN, "hunt.block", id="stdio-modern"),
     pytest.param("stdio", LEGACY, "hunt.block", id="stdio-legacy"),
     pytest.param("stdio", LEGACY, "hunt.block_sse", id="stdio-legacy-after-progress"),
-    pytest.param("http", LEGACY, "hunt.block", id="http-legacy", marks=pytest.mark.xfail(
-        strict=True, reason="BUG: legacy HTTP ignores notifications/cancelled (the SDK's only "
-                            "cancel signal there): the handler runs on, the call log never "
-                            "records 'cancelled'")),
+    pytest.param("http", LEGACY, "hunt.block", id="http-legacy"),
+    pytest.param("http", LEGACY, "hunt.block_sse", id="http-legacy-after-progress"),
 ]
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "MISSING_REQUIRED_CLIENT_CAPABILITY",
     "PARSE_ERROR",
+    "REQUEST_CANCELLED",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "http_status_for",
 ]
@@ -52,6 +53,11 @@ MISSING_REQUIRED_CLIENT_CAPABILITY: Final = -32021
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 """The request names a protocol version the endpoint does not serve on that path;
 ``data = {"supported": [every version served, both eras], "requested": <str>}``."""
+
+REQUEST_CANCELLED: Final = -32800
+"""Legacy HTTP only: the answer to a request whose client cancelled it with
+``notifications/cancelled`` in the same session (the 2025 wire's code, as the SDK's server
+sends it; the modern era never answers a cancelled request, mcp-wire 5)."""
 
 HTTP_STATUS: Final[Mapping[int, int]] = MappingProxyType(
     {

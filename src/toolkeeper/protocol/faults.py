@@ -43,6 +43,11 @@ def wire_error(exc: BaseException) -> dict[str, Any]:
     return {"code": codes.INTERNAL_ERROR, "message": INTERNAL_MESSAGE}
 
 
+def request_cancelled() -> JsonRpcError:
+    """Legacy HTTP: the answer to a request its client cancelled (-32800, mcp-wire 5)."""
+    return JsonRpcError(codes.REQUEST_CANCELLED, "Request cancelled")
+
+
 def invalid_request(message: str) -> JsonRpcError:
     return JsonRpcError(codes.INVALID_REQUEST, message)
 

@@ -41,16 +41,19 @@ from toolkeeper.protocol import (
     HeaderView,
     Pending,
     Reply,
+    RequestId,
     ServerKernel,
     TransportFacts,
+    error_reply,
 )
+from toolkeeper.protocol.faults import request_cancelled
 from toolkeeper.protocol.headers import (
     MCP_PROTOCOL_VERSION,
     MCP_SESSION_ID,
 )
 from toolkeeper.protocol.raw_headers import asgi_index, header_text
 from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS
-from toolkeeper.transports.pending import answer_pending
+from toolkeeper.transports.pending import Cancellable, answer_pending
 from toolkeeper.transports.security import OriginPolicy
 from toolkeeper.transports.session_stream import ChangeFeed, SessionStreams
 
@@ -149,6 +152,8 @@ class StreamableHTTPApp:
         way (False: the transport judges every request through a HeaderView; the kernel's own
         lane is unaffected; ``tests/transports/test_http_express.py`` compares them)."""
         self._changes = changes
+        # (session id, request id) -> cancel, for legacy requests whose handlers are suspended
+        self._in_flight: dict[tuple[str, RequestId], Callable[[], None]] = {}
         self._session_streams = (None if changes is None else SessionStreams(
             kernel, changes, keepalive_s=self._config.keepalive_s))
 
@@ -289,12 +294,45 @@ class StreamableHTTPApp:
         elif isinstance(outcome, Reply):
             await _reply(send, outcome)
         elif isinstance(outcome, Accepted):
+            if outcome.cancel is not None:
+                self._cancel(outcome.headers, outcome.cancel)
             await _respond(send, 202, _encode_headers(outcome.headers), b"")
         else:
             await answer_pending(outcome, receive, send, partial(_reply, send),
                                  _encode_headers(outcome.headers) if outcome.headers else [],
                                  json_only=config.json_response and not outcome.stream,
-                                 keepalive_s=config.keepalive_s)
+                                 keepalive_s=config.keepalive_s,
+                                 cancellable=self._cancellable(outcome) if outcome.headers
+                                 else None)
+
+    def _cancellable(self, pending: Pending) -> Cancellable | None:
+        """A legacy request in a session (its Pending carries the session's header) can be
+        cancelled by a ``notifications/cancelled`` naming its id in the same session, while
+        its handler runs; it is then answered -32800 (mcp-wire 5)."""
+        session_id = _session_of(pending.headers)
+        if session_id is None:
+            return None
+        key = (session_id, pending.request_id)
+        in_flight = self._in_flight
+
+        def register(cancel: Callable[[], None]) -> Callable[[], None]:
+            in_flight[key] = cancel
+
+            def unregister() -> None:
+                if in_flight.get(key) is cancel:
+                    del in_flight[key]
+            return unregister
+
+        return Cancellable(register, error_reply(pending.request_id, request_cancelled(),
+                                                 pending.headers))
+
+    def _cancel(self, headers: tuple[tuple[str, str], ...], request_id: RequestId) -> None:
+        """A legacy ``notifications/cancelled``: cancel that request of the same session, if
+        its handler still runs (a request of another session is never touched)."""
+        session_id = _session_of(headers)
+        cancel = None if session_id is None else self._in_flight.get((session_id, request_id))
+        if cancel is not None:
+            cancel()
 
     async def _other_method(self, method: str, headers: HeaderView, scope: Scope,
                             receive: Receive, send: Send) -> None:
@@ -313,6 +351,13 @@ class StreamableHTTPApp:
                                 receive, send)
             return
         await _respond(send, 405, [(b"allow", b"POST")], b"")
+
+
+def _session_of(headers: tuple[tuple[str, str], ...]) -> str | None:
+    for name, value in headers:
+        if name == MCP_SESSION_ID:
+            return value
+    return None
 
 
 def _is_digits(value: str) -> bool:

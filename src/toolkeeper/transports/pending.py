@@ -15,17 +15,29 @@ import asyncio
 import contextlib
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator, MutableMapping
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from toolkeeper.protocol import Pending, Reply, encode_message
 from toolkeeper.transports.sse import KEEPALIVE, SSE_HEADERS, sse_frame
 
-__all__ = ["answer_pending"]
+__all__ = ["Cancellable", "answer_pending"]
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 SendReply = Callable[[Reply], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Cancellable:
+    """How a client may cancel a pending request: ``register(cancel)`` is called when its
+    handler suspends and returns the function that unregisters it; ``reply`` answers it once
+    cancelled."""
+
+    register: Callable[[Callable[[], None]], Callable[[], None]]
+    reply: Reply
 
 
 @types.coroutine
@@ -70,6 +82,8 @@ class _Exchange:
         self.json_only = json_only
         self.committed = False
         self.disconnected = False
+        self.cancelled = False
+        """The client cancelled the request (legacy ``notifications/cancelled``)."""
         self._lock: asyncio.Lock | None = None
         self._gone: asyncio.Event | None = None
 
@@ -79,6 +93,13 @@ class _Exchange:
         if self._lock is None:
             self._lock = asyncio.Lock()
         return self._lock
+
+    def cancel(self, request: asyncio.Task[Any]) -> None:
+        """The client cancelled the request: cancel its task (the handler), which is then
+        answered with the cancellation reply."""
+        if not self.cancelled and not self.disconnected:
+            self.cancelled = True
+            request.cancel()
 
     def _client_left(self) -> None:
         self.disconnected = True
@@ -153,9 +174,12 @@ class _Exchange:
 
 async def answer_pending(pending: Pending, receive: Receive, send: Send, send_reply: SendReply,
                          extra: list[tuple[bytes, bytes]], *, json_only: bool,
-                         keepalive_s: float) -> None:
+                         keepalive_s: float, cancellable: Cancellable | None = None) -> None:
     """Run ``pending`` and write its response (``send_reply`` writes a JSON reply; ``extra``
-    headers go on an SSE response; ``json_only``: never SSE, notifications are dropped)."""
+    headers go on an SSE response; ``json_only``: never SSE, notifications are dropped).
+    ``cancellable``: the request may be cancelled by its client while its handler is suspended
+    (registered then, unregistered when the handler is done), and is then answered with the
+    cancellation reply."""
     exchange = _Exchange(send, extra, json_only)
     run = pending.complete(exchange.emit)
     try:
@@ -166,15 +190,25 @@ async def answer_pending(pending: Pending, receive: Receive, send: Send, send_re
     request = asyncio.current_task()
     assert request is not None
     watcher = asyncio.ensure_future(exchange.watch(receive, request, keepalive_s))
+    unregister = (None if cancellable is None
+                  else cancellable.register(partial(exchange.cancel, request)))
     try:
         reply = await _resume(run, suspended_on)
+        if unregister is not None:
+            unregister()  # a cancel from now on comes too late: the reply is written
         watcher.cancel()
         await exchange.finish(reply, send_reply)
     except asyncio.CancelledError:
-        if not exchange.disconnected:
+        if exchange.cancelled and cancellable is not None:
+            request.uncancel()
+            await exchange.finish(cancellable.reply, send_reply)
+        elif not exchange.disconnected:
             raise
-        request.uncancel()  # the client left: nothing to answer
+        else:
+            request.uncancel()  # the client left: nothing to answer
     finally:
+        if unregister is not None:
+            unregister()
         if not watcher.done():
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
