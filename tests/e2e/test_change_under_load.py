@@ -641,11 +641,6 @@ def test_open_streams_of_both_eras_hear_another_process_change_and_sigterm_ends_
 
 
 @pytest.mark.postgres
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: on PostgreSQL a gateway answers requests from its index until LISTEN/NOTIFY "
-    "delivers another process's change, so a request sent after a retire (or publish) "
-    "returned can still be served the old state: a retired version's call executes "
-    "(SPEC 3.4) and tools/list shows the previous version"))
 def test_on_postgresql_requests_sent_after_a_change_returned_are_answered_against_it(
         pg_url: str, tmp_path: Path) -> None:
     with Registry.open(pg_url) as registry:

@@ -5,8 +5,10 @@ on (name, version_key) backs the guard regardless. Audit rows are appended under
 global transaction lock, so sequence numbers are assigned in commit order and a replica's
 cursor never skips a late commit. Every change transaction ends with ``pg_notify`` on
 :data:`~toolkeeper.registry.rows.CHANNEL`; :class:`~toolkeeper.registry.listener.PgListener`
-delivers it to the other replicas. Every wait is bounded (``connect_timeout``,
-``lock_timeout``).
+delivers it to the other replicas' subscribers (change streams). Reads do not wait for it:
+``stale()`` compares the newest audit sequence number with the newest one read, so a request
+that arrives after a change committed on any replica is judged against it. Every wait is
+bounded (``connect_timeout``, ``lock_timeout``).
 """
 
 from __future__ import annotations
@@ -120,6 +122,7 @@ class PostgresStore:
         self._closed = False
         self._origin = secrets.token_hex(8)  # tags our NOTIFYs so our own listener skips them
         self._listener: PgListener | None = None
+        self._read_seq = 0  # the newest audit sequence number a snapshot or delta has read
         self._conn = self._connect()
         try:
             self._migrate()
@@ -203,7 +206,12 @@ class PostgresStore:
         with self._transaction(read_only=True) as conn:
             row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()
             rows = conn.execute("SELECT document FROM contracts").fetchall()
-        return Snapshot(int(row[0]) if row else 0, tuple(spec_from_document(r[0]) for r in rows))
+        return self._read(Snapshot(int(row[0]) if row else 0,
+                                   tuple(spec_from_document(r[0]) for r in rows)))
+
+    def _read(self, snapshot: Snapshot) -> Snapshot:
+        self._read_seq = max(self._read_seq, snapshot.cursor)
+        return snapshot
 
     def changes_since(self, cursor: int) -> Snapshot:
         with self._transaction(read_only=True) as conn:
@@ -219,7 +227,8 @@ class PostgresStore:
                 " ON c.name = k.name AND c.version_key = k.version_key",
                 ([k[0] for k in keys], [k[1] for k in keys]), prepare=False,
             ).fetchall() if keys else []
-        return Snapshot(int(row[0]) if row else 0, tuple(spec_from_document(r[0]) for r in rows))
+        return self._read(Snapshot(int(row[0]) if row else 0,
+                                   tuple(spec_from_document(r[0]) for r in rows)))
 
     def audit(self) -> tuple[AuditEntry, ...]:
         with self._transaction(read_only=True) as conn:
@@ -243,9 +252,18 @@ class PostgresStore:
             self._listener.add(callback)
 
     def stale(self) -> bool:
-        # Changes are pushed through LISTEN/NOTIFY; while the listener is not (yet, or no
-        # longer) in sync, a notification may be lost, so every read catches up itself.
-        return self._listener is None or not self._listener.in_sync
+        """Whether a change was committed that we have not read: one round trip (the newest
+        audit sequence number against the newest we have read). So a read begun after another
+        replica's change committed is judged against it, as on SQLite; a NOTIFY alone arrives
+        a little later (the LISTEN thread pushes changes to subscribers as they happen)."""
+        with self._lock:
+            try:
+                row = self._live().execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()
+            except psycopg.Error as exc:
+                raise _store_error(exc) from None
+            finally:
+                self._used = time.monotonic()
+        return (int(row[0]) if row else 0) > self._read_seq
 
     def _send_token(self, token: str) -> None:
         with self._lock:

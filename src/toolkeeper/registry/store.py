@@ -13,8 +13,9 @@ backend must give (the shared contract suite in ``tests/registry`` holds every b
 * Audit sequence numbers are assigned in commit order, so ``changes_since(cursor)`` never skips a
   change that commits late; the audit trail is append-only.
 * ``watch(callback)`` reports changes committed through *other* store instances (PostgreSQL:
-  LISTEN/NOTIFY on a dedicated connection); ``stale()`` is the cheap pull-side twin for backends
-  without push (SQLite: ``PRAGMA data_version``).
+  LISTEN/NOTIFY on a dedicated connection); ``stale()`` is the pull side a read checks first, so
+  a read begun after another instance's commit sees it (SQLite: ``PRAGMA data_version``;
+  PostgreSQL: one round trip for the newest audit sequence number; a NOTIFY comes later).
 """
 
 from __future__ import annotations
