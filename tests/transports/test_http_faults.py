@@ -159,3 +159,13 @@ def test_duplicate_host_or_origin_headers_are_400(served: Served, duplicate: lis
             response += chunk
     assert response.startswith(b"HTTP/1.1 400 ")
     assert b"Duplicate Host or Origin header" in response
+
+
+@pytest.mark.parametrize("options", [
+    {"keepalive_s": 0.0}, {"keepalive_s": -1.0}, {"keepalive_s": float("nan")},
+    {"max_body_bytes": -1},
+])
+def test_a_transport_config_that_would_spin_or_refuse_everything_is_a_value_error(
+        options: dict[str, float]) -> None:
+    with pytest.raises(ValueError):
+        HttpConfig(**options)  # type: ignore[arg-type]

@@ -81,6 +81,12 @@ class HttpConfig:
     json_response: bool = False
     keepalive_s: float = 15.0
 
+    def __post_init__(self) -> None:
+        if self.max_body_bytes < 0:
+            raise ValueError(f"max_body_bytes must not be negative, not {self.max_body_bytes}")
+        if not self.keepalive_s > 0:  # also refuses NaN
+            raise ValueError(f"keepalive_s must be a positive number, not {self.keepalive_s}")
+
 
 class _TooLarge(Exception):
     pass
