@@ -1,6 +1,7 @@
 """Legacy HTTP cancellation: a ``notifications/cancelled`` POST in a session cancels that
 session's request with that id while its handler runs; the request is answered -32800
-(mcp-wire 5), the call log records ``cancelled``, and nothing else is touched."""
+(mcp-wire 5), the call log records ``cancelled``, and nothing else is touched. A call the
+server itself cancels at shutdown is answered 503, not raised into the server."""
 
 from __future__ import annotations
 
@@ -113,5 +114,39 @@ def test_a_cancel_from_another_session_or_for_another_id_touches_nothing() -> No
         assert outcomes(gateway)[-1] == ("gate.wait", "ok")
         assert await _notify(app, owner, 9) == 202  # too late: nothing left to cancel
         assert app._in_flight == {}
+
+    asyncio.run(scenario())
+
+
+def test_a_call_the_server_cancels_after_shutdown_began_is_answered_503_not_raised() -> None:
+    async def scenario() -> None:
+        gate = Gate()
+        gateway = small_log_gateway({"gate.wait": gate.wait})
+        app = app_for(gateway)
+        session_id = await initialize(app)
+        client, task = await _start(app, session_id, 11, "gate.wait")
+        await asyncio.wait_for(gate.started.wait(), BOUND_S)
+        app.begin_shutdown()
+        task.cancel()  # what uvicorn does once its graceful wait is over
+        await asyncio.wait_for(task, BOUND_S)  # returns: nothing escapes to the server
+        assert not task.cancelled()
+        assert client.sent[0]["status"] == 503
+        assert outcomes(gateway)[-1] == ("gate.wait", "cancelled")
+
+    asyncio.run(scenario())
+
+
+def test_a_call_cancelled_while_the_server_runs_stays_cancelled() -> None:
+    async def scenario() -> None:
+        gate = Gate()
+        gateway = small_log_gateway({"gate.wait": gate.wait})
+        app = app_for(gateway)
+        session_id = await initialize(app)
+        client, task = await _start(app, session_id, 12, "gate.wait")
+        await asyncio.wait_for(gate.started.wait(), BOUND_S)
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=BOUND_S)
+        assert task in done and task.cancelled()
+        assert client.sent == []
 
     asyncio.run(scenario())

@@ -21,13 +21,15 @@ status is 200 and the response is the last event. A stream method (``subscriptio
 is SSE in every mode and needs ``text/event-stream`` in ``Accept`` (406). A client that
 disconnects cancels its handler. With a change feed, a legacy session may open its standalone
 GET stream (:mod:`~toolkeeper.transports.session_stream`); without one, GET is 405.
-:meth:`StreamableHTTPApp.begin_shutdown` ends every stream so the server can stop. No
-exception escapes to the server: a transport fault is logged and answered 500 with a fixed
-text, never a traceback.
+:meth:`StreamableHTTPApp.begin_shutdown` ends every stream so the server can stop; a request
+the server then cancels (its graceful wait is over) is logged and answered 503 if nothing was
+sent yet. No exception escapes to the server: a transport fault is logged and answered 500
+with a fixed text, never a traceback.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -158,6 +160,7 @@ class StreamableHTTPApp:
         way (False: the transport judges every request through a HeaderView; the kernel's own
         lane is unaffected; ``tests/transports/test_http_express.py`` compares them)."""
         self._changes = changes
+        self._stopping = False
         # (session id, request id) -> cancel, for legacy requests whose handlers are suspended
         self._in_flight: dict[tuple[str, RequestId], Callable[[], None]] = {}
         self._session_streams = (None if changes is None else SessionStreams(
@@ -171,6 +174,7 @@ class StreamableHTTPApp:
     def begin_shutdown(self) -> None:
         """The server is stopping: end every stream (listen and standalone) so each response
         can finish; called by the runner before it waits for connections to close."""
+        self._stopping = True
         if self._changes is not None:
             self._changes.close()
 
@@ -191,6 +195,18 @@ class StreamableHTTPApp:
                 await self._http(scope, receive, tracking_send)
             except _Disconnected:
                 return
+            except asyncio.CancelledError:
+                if not self._stopping:
+                    raise
+                # The server cancels what is still running once its graceful wait is over: an
+                # answer if none began (the handler's call is logged cancelled), no traceback.
+                _log.info("request cancelled at shutdown: %s %s", scope.get("method"),
+                          scope.get("path"))
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                if not started:
+                    await _plain(send, 503, b"Service Unavailable: the server is stopping")
             except Exception:
                 _log.exception("transport fault while serving %s %s", scope.get("method"),
                                scope.get("path"))
