@@ -88,3 +88,23 @@ def test_merging_handler_sets_keeps_every_binding_and_refuses_clashes() -> None:
     assert one.lookup("b", Version.parse("1.0.0")) is not None
     with pytest.raises(ValueError):
         one.merge(two)
+
+
+@pytest.mark.parametrize(("progress", "total", "refused"), [
+    (1, 2, False), (0.5, None, False), (10**30, None, False),
+    (float("nan"), None, True), (1, float("inf"), True), (-float("inf"), None, True),
+    (True, None, True), (1, False, True), ("1", None, True),
+])
+def test_a_progress_that_is_not_a_finite_number_is_the_handlers_failure_with_or_without_a_token(
+        registry: Registry, progress: Any, total: Any, refused: bool) -> None:
+    registry.publish(contract("steps", "1.0.0", {"type": "object"}))
+    handlers = ToolHandlers()
+
+    @handlers.tool("steps")
+    async def steps(arguments: dict[str, Any], ctx: ToolContext) -> str:
+        await ctx.progress(progress, total)
+        return "done"
+
+    driver = Driver(gateway_for(registry, handlers).kernel)
+    for meta in ({}, {"progressToken": "t"}):
+        assert driver.call("steps", {}, **meta)["result"]["isError"] is refused

@@ -67,6 +67,10 @@ class HandlerBinding:
     with no Deferred, Pending or coroutine around it (decided at bind time)."""
 
 
+_NUMBER = (int, float)
+_INF = math.inf
+
+
 class ToolContext:
     """What a running handler can do besides computing its result."""
 
@@ -99,8 +103,10 @@ class ToolContext:
         """Report progress; sent only when the caller gave a progress token (SSE on HTTP).
         ``progress`` and ``total`` must be finite numbers (ValueError otherwise, whether or
         not anything is sent: JSON has no NaN, and a client drops a progress without one)."""
-        if not (_is_finite_number(progress)
-                and (total is None or _is_finite_number(total))):
+        if not (isinstance(progress, _NUMBER) and progress.__class__ is not bool
+                and -_INF < progress < _INF) or (total is not None and not (
+                    isinstance(total, _NUMBER) and total.__class__ is not bool
+                    and -_INF < total < _INF)):  # inline: progress is called in loops
             raise ValueError(f"progress {progress!r} of {total!r}: not finite numbers")
         token = self._call.progress_token
         if token is None:
@@ -136,12 +142,6 @@ class ToolContext:
         if missing_capabilities(required, self._call.client_capabilities):
             error = capability_error(required, self._call.era)
             raise CapabilityRequiredError(error.rpc_code, error.message, error.rpc_data)
-
-
-def _is_finite_number(value: object) -> bool:
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _takes_context(function: Callable[..., Any]) -> bool:
