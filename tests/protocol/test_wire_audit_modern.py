@@ -640,9 +640,6 @@ def test_a_listen_ended_by_the_server_closes_with_its_tagged_complete_result() -
 # --- mcp-wire 5 / 2: -32022 data -----------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: -32022 to a request on a stream connection fixed "
-                   "to the modern era lists the handshake versions, the refused one included "
-                   "(only initialize gets the connection's own versions; kernel.py/modern.py)")
 @pytest.mark.parametrize("version", ["2025-11-25", FUTURE])
 def test_unsupported_version_on_a_modern_stream_offers_only_the_connections_versions(
         version: str) -> None:

@@ -103,14 +103,7 @@ def test_stdio_structured_content_follows_the_negotiated_version(version: str,
         assert isinstance(result["structuredContent"], dict)
 
 
-_SCHEMA_WITHOUT_CONTENT: Final = pytest.mark.xfail(
-    strict=True, reason="BUG: at 2024-11-05 and 2025-03-26 tools/list advertises an "
-    "outputSchema whose tools/call results omit structuredContent")
-
-
-@pytest.mark.parametrize("version", [
-    pytest.param("2024-11-05", marks=_SCHEMA_WITHOUT_CONTENT),
-    pytest.param("2025-03-26", marks=_SCHEMA_WITHOUT_CONTENT), "2025-06-18", "2025-11-25"])
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
 def test_stdio_an_advertised_output_schema_always_comes_with_structured_content(
         version: str) -> None:
     # Either rule keeps the pair consistent: mcp-wire 0 (the SDK judges every pre-2026 version
@@ -171,8 +164,6 @@ def test_stdio_an_enveloped_initialize_on_a_modern_connection_is_still_unsupport
     assert error["data"] == {"supported": ["2026-07-28"], "requested": "2025-11-25"}
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: on a modern stdio connection an initialize whose "
-                   "JSON-RPC envelope is invalid is answered -32022 before rung 7 (-32600)")
 @pytest.mark.parametrize("broken", [
     {"jsonrpc": "1.0"}, {"id": 2.5}, {"id": None}, {"params": []}, {"result": {}}],
     ids=["jsonrpc-1.0", "float-id", "null-id", "array-params", "carries-result"])
@@ -184,8 +175,6 @@ def test_stdio_a_malformed_initialize_on_a_modern_connection_fails_the_envelope_
     assert (out[1]["id"], out[1]["error"]["code"]) == (None, -32600)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: on a modern stdio connection -32022 for an "
-                   "enveloped request lists handshake versions the connection then refuses")
 def test_stdio_unsupported_version_on_a_modern_connection_offers_only_what_it_will_serve(
         ) -> None:
     # mcp-wire 2 (stream transports): the first request fixes the era for the connection;

@@ -229,11 +229,21 @@ class ServerKernel:
         if conn.era is Era.MODERN:
             if (isinstance(message, dict) and message.get("method") == "initialize"
                     and "id" in message):
-                params = message.get("params")
-                requested = params.get("protocolVersion") if isinstance(params, dict) else None
-                return error_reply(safe_id(message), unsupported_version(
-                    requested if isinstance(requested, str) else "",
-                    list(reversed(MODERN_VERSIONS)),
-                    "this connection serves the modern protocol era; initialize is not accepted"))
+                return _initialize_on_modern(message)
             return self._modern.handle(message, facts, http=False)
         return self._legacy.handle(message, conn.session, facts)
+
+
+def _initialize_on_modern(message: dict[str, Any]) -> Reply:
+    """``initialize`` on a modern stream connection: -32022 naming the modern versions, once
+    the message is a valid request (rung 7 first: a malformed one is -32600, id null)."""
+    try:
+        request = classify_inbound(message)
+        if not isinstance(request, InboundRequest):  # it has an id and a method: a request
+            raise invalid_request("Body must be a single JSON-RPC request")
+    except JsonRpcError as exc:
+        return error_reply(None, exc)
+    requested = request.params.get("protocolVersion")
+    return error_reply(request.id, unsupported_version(
+        requested if isinstance(requested, str) else "", list(reversed(MODERN_VERSIONS)),
+        "this connection serves the modern protocol era; initialize is not accepted"))

@@ -186,7 +186,9 @@ class ModernPipeline:
             check_routing_headers(facts.headers, request.method, request.params,
                                   envelope.protocol_version)
         if envelope.protocol_version not in MODERN_VERSIONS:
-            raise unsupported_version(envelope.protocol_version)
+            # HTTP serves both eras; a stream connection fixed to this era only this era's.
+            raise unsupported_version(envelope.protocol_version,
+                                      None if http else list(reversed(MODERN_VERSIONS)))
         method = self._methods.lookup(request.method, Era.MODERN)
         if method is None:
             raise method_not_found(request.method)

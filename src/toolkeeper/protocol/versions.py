@@ -15,6 +15,7 @@ __all__ = [
     "LATEST_HANDSHAKE_VERSION",
     "LATEST_MODERN_VERSION",
     "MODERN_VERSIONS",
+    "UNSTRUCTURED_VERSIONS",
     "Era",
     "era_of",
     "negotiate_handshake",
@@ -40,6 +41,10 @@ MODERN_VERSIONS: Final = ("2026-07-28",)
 """Versions carried per request in the ``_meta`` envelope, oldest first."""
 
 KNOWN_VERSIONS: Final = HANDSHAKE_VERSIONS + MODERN_VERSIONS
+
+UNSTRUCTURED_VERSIONS: Final = frozenset({"2024-11-05", "2025-03-26"})
+"""Handshake versions from before structured tool output (2025-06-18 added
+``structuredContent`` and ``outputSchema``): their results carry neither, nor their lists."""
 LATEST_HANDSHAKE_VERSION: Final = HANDSHAKE_VERSIONS[-1]
 LATEST_MODERN_VERSION: Final = MODERN_VERSIONS[-1]
 

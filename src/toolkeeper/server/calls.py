@@ -39,6 +39,7 @@ from toolkeeper.protocol import (
     missing_capabilities,
 )
 from toolkeeper.protocol.faults import invalid_params
+from toolkeeper.protocol.versions import UNSTRUCTURED_VERSIONS
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server.calllog import CallLog, CallRecord, arguments_digest
 from toolkeeper.server.content import ToolResult, text, to_tool_result
@@ -51,8 +52,6 @@ __all__ = ["ToolCalls", "closed_schema"]
 
 _log = logging.getLogger("toolkeeper.server")
 
-# 2025-06-18 introduced structuredContent (object-only until 2026-07-28).
-_NO_STRUCTURED_VERSIONS = frozenset({"2024-11-05", "2025-03-26"})
 # What a handler returns that is certainly not awaitable (skips the Awaitable ABC check).
 _PLAIN = (ToolResult, str, dict, list, tuple, type(None))
 _Target = tuple[str, dict[str, Any], Route]
@@ -332,7 +331,7 @@ class ToolCalls:
         """The result's wire form for the call's era, with a ``_meta`` dict of its own."""
         out = result.to_wire()
         if ("structuredContent" in out and call.era is Era.LEGACY
-                and (call.protocol_version in _NO_STRUCTURED_VERSIONS
+                and (call.protocol_version in UNSTRUCTURED_VERSIONS
                      or not isinstance(out["structuredContent"], Mapping))):
             del out["structuredContent"]
         out["_meta"] = route.meta.copy()  # the proxied dict's copy: dict(proxy) is 5x slower

@@ -27,6 +27,7 @@ from toolkeeper.protocol import (
     plain_express,
 )
 from toolkeeper.protocol.faults import invalid_params
+from toolkeeper.protocol.versions import UNSTRUCTURED_VERSIONS
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server.calllog import CallLog, InMemoryCallLog
 from toolkeeper.server.calls import ToolCalls
@@ -71,7 +72,11 @@ def _list_tools(views: ToolViews) -> Callable[[Call], MethodResult]:
         if not isinstance(principal, Principal):
             raise TypeError("tools/list needs a Principal from the principal resolver")
         view = views.view(principal, since_ns=call.facts.received_ns)
-        return {"tools": view.tools_json if call.era is Era.MODERN else view.legacy_tools_json}
+        if call.era is Era.MODERN:
+            return {"tools": view.tools_json}
+        if call.protocol_version in UNSTRUCTURED_VERSIONS:
+            return {"tools": view.unstructured_tools_json}
+        return {"tools": view.legacy_tools_json}
     return list_tools
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -39,20 +39,33 @@ class View:
     ``"type": "object"`` is left out, and the tool's results keep only structured content
     that is an object there. The same bytes as ``tools_json`` when nothing is left out."""
 
+    unstructured_tools_json: msgspec.Raw
+    """The ``tools`` array for the handshake versions before structured output (2024-11-05,
+    2025-03-26): no ``outputSchema`` at all, as their results carry no structured content."""
+
     @classmethod
     def build(cls, specs: tuple[ToolSpec, ...]) -> View:
         tools = [s.to_mcp() for s in specs]
         modern = msgspec.Raw(canonical_json(tools))
-        sieved = [_legacy_tool(tool) for tool in tools]
-        legacy = modern if sieved == tools else msgspec.Raw(canonical_json(sieved))
-        return cls(specs, MappingProxyType({s.name: s for s in specs}), modern, legacy)
+        return cls(specs, MappingProxyType({s.name: s for s in specs}), modern,
+                   _sieved(tools, modern, _object_rooted), _sieved(tools, modern, _never))
 
 
-def _legacy_tool(tool: dict[str, Any]) -> dict[str, Any]:
-    output = tool.get("outputSchema")
-    if output is None or (isinstance(output, dict) and output.get("type") == "object"):
-        return tool
-    return {key: value for key, value in tool.items() if key != "outputSchema"}
+def _object_rooted(output: Any) -> bool:
+    return isinstance(output, dict) and output.get("type") == "object"
+
+
+def _never(output: Any) -> bool:
+    return False
+
+
+def _sieved(tools: list[dict[str, Any]], unsieved: msgspec.Raw,
+            keeps: Callable[[Any], bool]) -> msgspec.Raw:
+    """``tools`` without the output schemas ``keeps`` refuses (``unsieved`` if none)."""
+    out = [tool if "outputSchema" not in tool or keeps(tool["outputSchema"])
+           else {key: value for key, value in tool.items() if key != "outputSchema"}
+           for tool in tools]
+    return unsieved if out == tools else msgspec.Raw(canonical_json(out))
 
 
 class ToolViews:
