@@ -4,8 +4,9 @@ identical re-publishes in every status, deprecating the only version, retired su
 principals who see only a deprecated version, tenant lists and scopes that change between
 versions, the audit trail of refusals, and the CLI over a real SQLite file.
 
-Tests marked ``xfail(strict=True)`` are divergences found by the audit (the reason names the
-SPEC line); the others held under attack and stay as coverage.
+Two divergences it found are fixed (a deprecation's audit entry records what it set; a
+successor is recorded as the published version it names); the other tests held under attack
+and stay as coverage.
 """
 
 from __future__ import annotations
@@ -243,10 +244,6 @@ def test_a_version_cannot_be_its_own_successor(reg: Registry) -> None:
     assert reg.get(NAME, v("1.0.0")).status is Status.ACTIVE  # type: ignore[union-attr]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: deprecate stores the successor as the caller spelled it (2.0.0+typo), a build "
-    "never published, and the gate names that spelling in _meta.successor while tools/list "
-    "serves 2.0.0 (SPEC 2.2 successor is a published version; SPEC 1.1 parse once)"))
 def test_a_successor_is_recorded_as_the_published_version_it_names(reg: Registry) -> None:
     reg.publish(evolved(NAME, "1.0.0"))
     reg.publish(evolved(NAME, "2.0.0+b1"))
@@ -398,10 +395,6 @@ def test_the_audit_trail_of_a_sqlite_file_survives_reopening_with_refusals(
         assert [str(s.version) for s in second.versions(NAME)] == ["1.0.0"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a deprecation's audit entry records neither the message nor the successor it set, "
-    "so re-deprecating with a new successor leaves two identical lines (SPEC 2.4: every "
-    "registry change is audited with what changed)"))
 def test_the_audit_entry_of_a_deprecation_records_what_it_set(reg: Registry) -> None:
     reg.publish(evolved(NAME, "1.0.0"))
     reg.publish(evolved(NAME, "2.0.0"))

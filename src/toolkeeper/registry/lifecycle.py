@@ -43,7 +43,10 @@ def _transition(spec: ToolSpec, action: str) -> Status:
     return outcome
 
 
-def _check_successor(spec: ToolSpec, successor: Version, history: Sequence[ToolSpec]) -> None:
+def _check_successor(spec: ToolSpec, successor: Version, history: Sequence[ToolSpec]
+                     ) -> Version:
+    """The published version ``successor`` names, as stored (a spelling with other build
+    metadata names the same version: the record keeps the stored one)."""
     data = {"name": spec.name, "version": str(spec.version), "successor": str(successor)}
     target = next((s for s in history if s.version == successor), None)
     if target is None:
@@ -55,6 +58,7 @@ def _check_successor(spec: ToolSpec, successor: Version, history: Sequence[ToolS
     if target.status is Status.RETIRED:
         raise LifecycleError(f"successor {successor} is retired",
                              code="lifecycle.successor_retired", data=data)
+    return target.version
 
 
 def deprecated(spec: ToolSpec, history: Sequence[ToolSpec], *, message: str | None,
@@ -65,7 +69,7 @@ def deprecated(spec: ToolSpec, history: Sequence[ToolSpec], *, message: str | No
     """
     status = _transition(spec, DEPRECATE)
     if successor is not None:
-        _check_successor(spec, successor, history)
+        successor = _check_successor(spec, successor, history)
     return spec.with_lifecycle(
         status=status,
         deprecation_message=message if message is not None else spec.deprecation_message,

@@ -135,7 +135,7 @@ class Registry:
                 return current
             tx.update(updated)
             tx.append_audit(AuditRecord(utc_now(), actor, lifecycle.DEPRECATE, name,
-                                        str(current.version)))
+                                        str(current.version), None, _deprecation_of(updated)))
         self._after_commit()
         return updated
 
@@ -336,3 +336,13 @@ def _verdict_of(exc: PublishRefusedError) -> dict[str, Any] | None:
     if exc.data.get("bump") is None:
         return None
     return {"bump": exc.data["bump"], "changes": exc.data.get("changes", [])}
+
+
+def _deprecation_of(spec: ToolSpec) -> dict[str, Any]:
+    """What a deprecation's audit entry records: the message and successor the record says."""
+    out: dict[str, Any] = {}
+    if spec.deprecation_message is not None:
+        out["deprecationMessage"] = spec.deprecation_message
+    if spec.successor is not None:
+        out["successor"] = str(spec.successor)
+    return out

@@ -49,7 +49,8 @@ class AuditRecord:
     """An audit entry before the store numbers it: who did what to which contract, and why.
 
     ``rule`` is ``None`` when the change was applied and the refusal rule id otherwise;
-    ``verdict`` is the classifier's ``Verdict.to_dict()`` when one was computed.
+    ``verdict`` is the classifier's ``Verdict.to_dict()`` when one was computed, and for a
+    deprecation what the record says after it (``deprecationMessage``, ``successor``).
     """
 
     at: str
