@@ -30,6 +30,7 @@ from toolkeeper.protocol.codes import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
+from toolkeeper.protocol.versions import supported_versions
 from toolkeeper.registry import Registry
 from toolkeeper.server import InMemoryCallLog, ToolContext, ToolHandlers, build_gateway
 from toolkeeper.transports import HttpConfig, create_asgi_app
@@ -429,9 +430,6 @@ def test_a_sentinel_encoded_plain_name_matches_and_upper_case_markers_are_a_lite
     assert literal.error() == (400, 1, HEADER_MISMATCH)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: an incomplete =?base64? sentinel in Mcp-Name is "
-                   "read as a plain value and matches a body holding the same characters "
-                   "(SPEC 3.2: -32020 even when the body holds the same characters)")
 @pytest.mark.parametrize("value", ["=?base64?dC5zeW5jX2N0eA==", "=?base64?"])
 def test_an_incomplete_sentinel_is_a_header_mismatch_even_when_the_body_agrees(
         app: StreamableHTTPApp, value: str) -> None:
@@ -657,15 +655,16 @@ def test_unsupported_version_on_a_modern_stream_offers_only_the_connections_vers
     assert error["data"] == {"supported": ["2026-07-28"], "requested": version}
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: over HTTP an envelope naming a handshake version "
-                   "is -32022 whose data lists that very version as supported")
-def test_an_unsupported_version_error_never_lists_the_requested_version(
+def test_over_http_an_envelope_naming_a_handshake_version_is_told_every_version_served(
         app: StreamableHTTPApp) -> None:
+    """Issue 4: -32022 data lists every version the server speaks, both eras; this endpoint
+    does serve 2025-11-25, through ``initialize`` (the SDK would route such a request to its
+    legacy path instead; the audit found the difference, and the issue decides it)."""
     answer = run(app, hdrs("tools/list", version="2025-11-25"),
                  req("tools/list", meta=at("2025-11-25")))
     error = answer.json()["error"]
-    if error["code"] == UNSUPPORTED_PROTOCOL_VERSION:
-        assert error["data"]["requested"] not in error["data"]["supported"]
+    assert error["code"] == UNSUPPORTED_PROTOCOL_VERSION
+    assert error["data"] == {"supported": supported_versions(), "requested": "2025-11-25"}
 
 
 def test_a_modern_stream_refuses_a_non_string_version_as_invalid_params() -> None:

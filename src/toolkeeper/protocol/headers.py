@@ -232,7 +232,7 @@ def is_plain_header_value(value: str) -> bool:
     not look like the ``=?base64?`` sentinel (:func:`decode_header_value` returns it as is)."""
     if value in _PLAIN_VALUES:
         return True
-    if not _is_safe(value) or _sentinel_payload(value) is not None:
+    if not _is_safe(value) or value.startswith(_SENTINEL_HEAD):
         return False
     if len(value) <= _MEMO_LENGTH and len(_PLAIN_VALUES) < _NAMES_MAX:
         _PLAIN_VALUES.add(value)
@@ -247,21 +247,25 @@ def _is_safe(value: str) -> bool:
 
 def encode_header_value(value: str) -> str:
     """The header form of a value: verbatim when it is safe printable ASCII without edge
-    whitespace and does not itself look like the sentinel, else ``=?base64?<b64 of UTF-8>?=``."""
-    if _is_safe(value) and _sentinel_payload(value) is None:
+    whitespace that does not begin like the sentinel, else ``=?base64?<b64 of UTF-8>?=``."""
+    if _is_safe(value) and not value.startswith(_SENTINEL_HEAD):
         return value
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
 
 def decode_header_value(value: str | None) -> str | None:
     """Inverse of :func:`encode_header_value`; None for anything that cannot be decoded
-    exactly: an unsafe raw value, invalid or non-canonical Base64, or invalid UTF-8. Markers
-    are case-sensitive (``=?BASE64?...`` is a raw value, and a plain one)."""
+    exactly: an unsafe raw value, an incomplete sentinel (``=?base64?`` without its closing
+    ``?=``: SPEC 3.2 refuses it even when the body holds the same characters), invalid or
+    non-canonical Base64, or invalid UTF-8. Markers are case-sensitive (``=?BASE64?...`` is a
+    raw value, and a plain one)."""
     if value is None or not _is_safe(value):
         return None
+    if not value.startswith(_SENTINEL_HEAD):
+        return value
     payload = _sentinel_payload(value)
     if payload is None:
-        return value
+        return None
     try:
         raw = base64.b64decode(payload, validate=True)
     except (binascii.Error, ValueError):
