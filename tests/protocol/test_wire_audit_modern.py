@@ -337,16 +337,10 @@ def test_the_transport_rungs_answer_in_table_order(app: StreamableHTTPApp, metho
 @pytest.mark.parametrize("body", [
     pytest.param(req("subscriptions/listen", notifications={}), id="valid"),
     pytest.param(raw({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
-                      "params": {"notifications": {}}}), id="beats-10-missing-envelope",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "BUG: JSON mode judges listen's Accept (mcp-wire 4.4 row 8) after the "
-                     "kernel's ladder, so rows 9-17 answer first"))),
+                      "params": {"notifications": {}}}), id="beats-10-missing-envelope"),
     pytest.param(req("subscriptions/listen", meta=at(FUTURE), notifications={}),
-                 id="beats-14-version", marks=pytest.mark.xfail(strict=True, reason=(
-                     "BUG: JSON mode judges listen's Accept (row 8) after the version rung"))),
-    pytest.param(req("subscriptions/listen", notifications=5), id="beats-17-params",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "BUG: JSON mode judges listen's Accept (row 8) after the params check"))),
+                 id="beats-14-version"),
+    pytest.param(req("subscriptions/listen", notifications=5), id="beats-17-params"),
 ])
 def test_in_json_mode_listen_without_event_stream_in_accept_is_406_before_any_later_rung(
         json_app: StreamableHTTPApp, body: bytes) -> None:
@@ -358,8 +352,6 @@ def test_in_json_mode_listen_without_event_stream_in_accept_is_406_before_any_la
     assert (answer.status, answer.body) == (406, b"")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: in JSON mode a listen whose Mcp-Method header "
-                   "disagrees is -32020, though its Accept fails row 8 (406) first")
 def test_in_json_mode_listen_without_event_stream_is_406_before_a_header_mismatch(
         json_app: StreamableHTTPApp) -> None:
     answer = run(json_app, hdrs("tools/list", accept="application/json"),

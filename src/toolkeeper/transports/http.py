@@ -48,13 +48,15 @@ from toolkeeper.protocol import (
     TransportFacts,
     error_reply,
 )
+from toolkeeper.protocol.envelope import InboundRequest, classify_inbound, decode_message
 from toolkeeper.protocol.faults import request_cancelled
 from toolkeeper.protocol.headers import (
     MCP_PROTOCOL_VERSION,
     MCP_SESSION_ID,
 )
+from toolkeeper.protocol.kernel import select_http_era
 from toolkeeper.protocol.raw_headers import asgi_index, header_text
-from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS
+from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS, Era
 from toolkeeper.transports.pending import Cancellable, answer_pending
 from toolkeeper.transports.security import OriginPolicy
 from toolkeeper.transports.session_stream import ChangeFeed, SessionStreams
@@ -307,6 +309,9 @@ class StreamableHTTPApp:
         except _TooLarge:
             await _plain(send, 413, b"Request body too large")
             return
+        if not sse_ok and _STREAM_METHOD in body and _asks_for_a_stream(body, raw, headers):
+            await _respond(send, 406, [], b"")  # rung 8, before the kernel's rungs 9 to 18
+            return
         client = scope.get("client")
         outcome = self.kernel.handle_asgi(body, raw,
                                           f"{client[0]}:{client[1]}" if client else None,
@@ -373,6 +378,25 @@ class StreamableHTTPApp:
                                 receive, send)
             return
         await _respond(send, 405, [(b"allow", b"POST")], b"")
+
+
+_STREAM_METHOD: Final = b"subscriptions/listen"
+
+
+def _asks_for_a_stream(body: bytes, raw: list[tuple[bytes, bytes]] | tuple[
+        tuple[bytes, bytes], ...], headers: HeaderView | None) -> bool:
+    """Whether the body is a valid modern request to a method answered as a stream (mcp-wire
+    4.4 rung 8: it needs ``text/event-stream`` in Accept, in every server mode). Judged only
+    when SSE is not acceptable and the body names the method somewhere."""
+    try:
+        message = decode_message(body)
+        inbound = classify_inbound(message)
+    except Exception:  # a JsonRpcError: the kernel answers it at its own rung
+        return False
+    return (isinstance(inbound, InboundRequest)
+            and inbound.method == _STREAM_METHOD.decode()
+            and select_http_era(message, headers if headers is not None
+                                else HeaderView.from_asgi(raw)) is Era.MODERN)
 
 
 def _session_of(headers: tuple[tuple[str, str], ...]) -> str | None:
