@@ -372,32 +372,22 @@ def test_unknown_meta_keys_and_an_omitted_client_info_are_accepted(
     assert answer.status == 200 and answer.json()["result"]["resultType"] == "complete"
 
 
-_ROW_17 = "BUG: the 2026 model types of {what} are not validated (mcp-wire 4.4 row 17 / " \
-          "mcp-wire 1 ladder step 4: -32602); the request is served"
-
-
 @pytest.mark.parametrize(("method", "name", "body"), [
     pytest.param("tools/list", None, req("tools/list", meta=with_caps({"roots": 1})),
-                 id="caps-roots-not-object", marks=pytest.mark.xfail(
-                     strict=True, reason=_ROW_17.format(what="clientCapabilities members"))),
+                 id="caps-roots-not-object"),
     pytest.param("tools/list", None, req("tools/list", meta=with_caps({"elicitation": "x"})),
-                 id="caps-elicitation-not-object", marks=pytest.mark.xfail(
-                     strict=True, reason=_ROW_17.format(what="clientCapabilities members"))),
+                 id="caps-elicitation-not-object"),
     pytest.param("tools/list", None, req("tools/list", meta=with_caps({"extensions": []})),
-                 id="caps-extensions-not-object", marks=pytest.mark.xfail(
-                     strict=True, reason=_ROW_17.format(what="clientCapabilities members"))),
+                 id="caps-extensions-not-object"),
     pytest.param("tools/list", None, req("tools/list", meta=meta_with(**{
         "io.modelcontextprotocol/clientInfo": {"name": "a", "version": "1", "title": 5}})),
-                 id="client-info-title-not-string", marks=pytest.mark.xfail(
-                     strict=True, reason=_ROW_17.format(what="clientInfo optional fields"))),
+                 id="client-info-title-not-string"),
     pytest.param("tools/call", "t.sync_ctx", req("tools/call", name="t.sync_ctx",
                                                   requestState=5),
-                 id="request-state-not-string", marks=pytest.mark.xfail(
-                     strict=True, reason=_ROW_17.format(what="tools/call requestState"))),
+                 id="request-state-not-string"),
     pytest.param("tools/call", "t.sync_ctx", req("tools/call", name="t.sync_ctx",
                                                   inputResponses="x"),
-                 id="input-responses-not-object", marks=pytest.mark.xfail(
-                     strict=True, reason=_ROW_17.format(what="tools/call inputResponses"))),
+                 id="input-responses-not-object"),
     pytest.param("tools/call", "t.sync_ctx", req("tools/call", name="t.sync_ctx", arguments=[1]),
                  id="arguments-not-object"),
     pytest.param("tools/list", None, req("tools/list", cursor=5), id="cursor-not-string"),
@@ -668,3 +658,16 @@ def test_a_modern_stream_refuses_a_non_string_version_as_invalid_params() -> Non
         VERSION_KEY: 20260728, CAPS: {}}))
     assert isinstance(reply, Reply)
     assert (reply.message["id"], reply.message["error"]["code"]) == (3, INVALID_PARAMS)
+
+
+@pytest.mark.parametrize("meta", [
+    with_caps({"roots": {}, "sampling": {"tools": {}}, "elicitation": {"form": {}},
+               "extensions": {"com.example/x": {"on": True}}, "experimental": {}, "vendor": 5}),
+    meta_with(**{"io.modelcontextprotocol/clientInfo": {
+        "name": "a", "version": "1", "title": None, "websiteUrl": "https://a.example",
+        "icons": []}}),
+], ids=["typed-capabilities-and-an-unknown-member", "client-info-optional-fields"])
+def test_well_typed_capabilities_and_client_info_are_served(
+        app: StreamableHTTPApp, meta: dict[str, Any]) -> None:
+    answer = run(app, hdrs("tools/list"), req("tools/list", meta=meta))
+    assert answer.status == 200 and answer.json()["result"]["resultType"] == "complete"

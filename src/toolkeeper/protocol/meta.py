@@ -122,9 +122,13 @@ def read_envelope(params: Mapping[str, Any]) -> Envelope:
         raise _bad(PROTOCOL_VERSION_KEY, "must be a string")
     if not isinstance(capabilities, dict):
         raise _bad(CLIENT_CAPABILITIES_KEY, "must be an object")
+    if capabilities and not _are_capabilities(capabilities):
+        raise _bad(CLIENT_CAPABILITIES_KEY, "members must be objects as ClientCapabilities "
+                   "types them (" + ", ".join(_CAPABILITY_MEMBERS) + ")")
     info = meta.get(CLIENT_INFO_KEY)
     if info is not None and not _is_implementation(info):
-        raise _bad(CLIENT_INFO_KEY, "must be an object with string name and version")
+        raise _bad(CLIENT_INFO_KEY, "must be an object with string name and version (and "
+                   "string title, description and websiteUrl, and a list of icons, if given)")
     level = meta.get(LOG_LEVEL_KEY)
     if level is not None and (not isinstance(level, str) or level not in LOG_LEVELS):
         raise _bad(LOG_LEVEL_KEY, "must be one of " + ", ".join(LOG_LEVELS))
@@ -136,6 +140,37 @@ def read_envelope(params: Mapping[str, Any]) -> Envelope:
     return Envelope(version, capabilities, info, level, token)
 
 
+_CAPABILITY_MEMBERS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType({
+    "elicitation": ("form", "url"), "sampling": ("context", "tools"), "roots": (),
+    "experimental": (), "extensions": (),
+})
+"""The 2026 ``ClientCapabilities`` members (mcp-wire 1), each an object, with their own object
+members; ``extensions`` maps extension ids to objects. Other keys are left alone."""
+
+
+def _are_capabilities(capabilities: dict[str, Any]) -> bool:
+    for key, members in _CAPABILITY_MEMBERS.items():
+        value = capabilities.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            return False
+        inner = value.values() if key == "extensions" else (value.get(m) for m in members)
+        if any(v is not None and not isinstance(v, dict) for v in inner):
+            return False
+    return True
+
+
+_IMPLEMENTATION_TEXT: Final = ("title", "description", "websiteUrl")
+
+
 def _is_implementation(value: object) -> bool:
+    """An ``Implementation`` (mcp-wire 1): string name and version; the optional fields typed."""
     return (isinstance(value, dict) and isinstance(value.get("name"), str)
-            and isinstance(value.get("version"), str))
+            and isinstance(value.get("version"), str)
+            and all(_is_none_or(value.get(key), str) for key in _IMPLEMENTATION_TEXT)
+            and _is_none_or(value.get("icons"), list))
+
+
+def _is_none_or(value: object, kind: type) -> bool:
+    return value is None or isinstance(value, kind)

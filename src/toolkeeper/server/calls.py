@@ -55,6 +55,10 @@ _log = logging.getLogger("toolkeeper.server")
 # What a handler returns that is certainly not awaitable (skips the Awaitable ABC check).
 _PLAIN = (ToolResult, str, dict, list, tuple, type(None))
 _Target = tuple[str, dict[str, Any], Route]
+# The 2026 retry fields of tools/call (mcp-wire 7.2), typed although input_required is not
+# served: a requestState is a string, inputResponses an object.
+_RETRY_FIELDS: tuple[tuple[str, type, str], ...] = (
+    ("requestState", str, "a string"), ("inputResponses", dict, "an object"))
 
 
 def invalid_arguments_result(issues: list[Issue]) -> ToolResult:
@@ -108,6 +112,11 @@ class ToolCalls:
         elif not isinstance(arguments, dict):
             raise invalid_params("tools/call: arguments must be an object",
                                  {"path": "$.params.arguments"})
+        for key, kind, what in _RETRY_FIELDS:
+            value = params.get(key)
+            if value is not None and not isinstance(value, kind):
+                raise invalid_params(f"tools/call: {key} must be {what}",
+                                     {"path": f"$.params.{key}"})
         principal = call.principal
         if not isinstance(principal, Principal):
             raise TypeError("tools/call needs a Principal from the principal resolver")
@@ -157,6 +166,7 @@ class ToolCalls:
         principal = call.principal
         requested = params["_meta"].get(SCHEMA_VERSION_KEY)  # the envelope made _meta a dict
         if (type(name) is not str or type(arguments) is not dict
+                or "requestState" in params or "inputResponses" in params
                 or not isinstance(principal, Principal)
                 or (requested is not None and type(requested) is not str)):
             return None
