@@ -3,8 +3,8 @@ in process (no sockets) and the kernel's stream entry.
 
 Each test names the rule it checks (mcp-wire section / row, or SPEC section). Where mcp-wire
 says the SDK diverges from the specification, SPEC.md decides. Rung-order tests send requests
-that fail two rungs at once and check that the earlier rung answers. Tests marked
-``xfail(strict=True)`` are divergences found by this audit (see each reason).
+that fail two rungs at once and check that the earlier rung answers. The divergences this
+audit found are fixed; their tests stay as the rules' coverage.
 """
 
 from __future__ import annotations
@@ -424,19 +424,11 @@ def test_an_incomplete_sentinel_is_a_header_mismatch_even_when_the_body_agrees(
     pytest.param("42.0", {"count": 42}, 200, id="decimal-header-int-body"),
     pytest.param("042", {"count": 42}, 200, id="leading-zero-is-canonical-decimal"),
     pytest.param("+42", {"count": 42}, 400, id="plus-sign-is-not"),
-    pytest.param("42", {"count": 42.0}, 200, id="int-header-integral-float-body",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "BUG: an integral float argument of an integer x-mcp-header property "
-                     "has no header form here, so its header is refused -32020 (mcp-wire 4.3: "
-                     "integer-typed compares numerically, 42 = 42.0; the SDK client sends "
-                     "'42.0' for 42.0)"))),
-    pytest.param("42.0", {"count": 42.0}, 200, id="sdk-rendering-of-integral-float",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "BUG: the SDK client's own header for count=42.0 is refused -32020"))),
-    pytest.param(None, {"count": 42.0}, 400, id="integral-float-without-header",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "BUG: an integral float argument without its Mcp-Param header passes "
-                     "rung 15 (mcp-wire 4.3: argument without header is -32020)"))),
+    pytest.param("42", {"count": 42.0}, 200, id="int-header-integral-float-body"),
+    pytest.param("42.0", {"count": 42.0}, 200, id="sdk-rendering-of-integral-float"),
+    pytest.param(None, {"count": 42.0}, 400, id="integral-float-without-header"),
+    pytest.param("2.5", {"count": 2.5}, 200, id="a-fraction-compares-as-rendered"),
+    pytest.param("2.50", {"count": 2.5}, 400, id="a-fraction-in-another-spelling"),
 ])
 def test_integer_param_headers_compare_numerically(app: StreamableHTTPApp, header: str | None,
                                                    arguments: dict[str, Any],

@@ -311,11 +311,15 @@ def check_routing_headers(headers: HeaderView, method: str, params: Mapping[str,
 
 
 def _render(value: Any) -> str | None:
-    """How a client mirrors an argument into a header; None when it has no header form."""
+    """How a client mirrors an argument into a header (as the SDK's client does: numbers as
+    Python writes them, ``42.0`` for a whole float); None when it has no header form."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | str):
-        return str(value)
+    if isinstance(value, int | str | float):
+        try:
+            return str(value)
+        except ValueError:  # an int past the interpreter's 4,300-digit conversion limit
+            return None
     return None
 
 
@@ -323,7 +327,11 @@ _DECIMAL: Final = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 
 def _matches(declared: str, value: Any, rendered: str, decoded: str) -> bool:
-    if declared == "integer" and type(value) is int and _DECIMAL.fullmatch(decoded):
+    """Integer-typed properties with a whole-number argument (``42`` or ``42.0``) compare
+    numerically with a canonical decimal header (mcp-wire 4.3: ``42`` matches ``42.0``);
+    everything else compares with the rendering."""
+    if (declared == "integer" and (type(value) is int or (
+            type(value) is float and value.is_integer())) and _DECIMAL.fullmatch(decoded)):
         whole, _, fraction = decoded.partition(".")
         return fraction.strip("0") == "" and int(whole) == value
     return decoded == rendered
