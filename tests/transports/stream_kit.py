@@ -91,7 +91,8 @@ class Lines:
                                   else json.dumps(message).encode() + b"\n")
 
     def server(self, gateway: Gateway) -> StdioServer:
-        return StdioServer(gateway.kernel, self.queue.get, self.write)
+        """The stdio server as ``toolkeeper serve --stdio`` builds it (with the change hub)."""
+        return StdioServer(gateway.kernel, self.queue.get, self.write, changes=gateway.changes)
 
     def answers(self, request_id: Any) -> list[dict[str, Any]]:
         return [m for m in self.out if "method" not in m and m.get("id") == request_id]

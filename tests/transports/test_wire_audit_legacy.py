@@ -263,8 +263,6 @@ def test_stdio_log_lines_follow_set_level_on_a_legacy_connection() -> None:
     assert kinds.index("notifications/message") < kinds.index(3)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a legacy stdio session is promised "
-                   "tools.listChanged but never hears notifications/tools/list_changed")
 def test_stdio_a_legacy_session_hears_tools_list_changed_when_the_estate_changes() -> None:
     # SPEC 2.3: a registry change fires notifications/tools/list_changed to listening
     # clients; mcp-wire 7.7 (legacy): list_changed is spontaneous, and initialize advertised
@@ -297,6 +295,32 @@ def test_stdio_a_legacy_session_hears_tools_list_changed_when_the_estate_changes
 
     out = asyncio.run(go())
     assert [m for m in out if m.get("method") == "notifications/tools/list_changed"]
+
+
+@pytest.mark.parametrize("opening", ["legacy-not-initialized", "modern"])
+def test_stdio_a_connection_without_a_ready_legacy_session_hears_no_spontaneous_list_changed(
+        opening: str) -> None:
+    # The 2025 mechanism is for initialized legacy sessions only (gate 4); a modern connection
+    # listens with subscriptions/listen instead.
+    gateway = demo_gateway()
+    first = [init()] if opening != "modern" else [DISCOVER]
+
+    async def go() -> list[dict[str, Any]]:
+        lines = Lines()
+        server = asyncio.ensure_future(lines.server(gateway).run())
+        lines.put(*first, req("tools/list", 2) if opening == "modern" else req("ping", 2))
+        async with asyncio.timeout(BOUND_S):
+            while len(lines.out) < 2:
+                lines.wrote.clear()
+                await lines.wrote.wait()
+        gateway.registry.publish(contract("audit.quiet"))
+        lines.put(req("ping" if opening != "modern" else "tools/list", 3), None)
+        await asyncio.wait_for(server, BOUND_S)
+        return lines.out
+
+    out = asyncio.run(go())
+    assert len(out) == 3
+    assert not [m for m in out if m.get("method") == "notifications/tools/list_changed"]
 
 
 # --- stdio, the CLI as a subprocess ------------------------------------------------------

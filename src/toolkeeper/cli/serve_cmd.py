@@ -191,7 +191,7 @@ def serve(demo: bool, estates: tuple[Path, ...], registry_url: str | None, stdio
     try:
         if stdio:
             log.info("serving on stdio")
-            run_stdio(gateway.kernel)
+            run_stdio(gateway.kernel, changes=gateway.changes)
             return
         config = HttpConfig(path=path, policy=_policy(host, allow_host, allow_origin),
                             json_response=json_response)

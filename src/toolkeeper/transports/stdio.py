@@ -7,7 +7,9 @@ reuses the id of one still running is refused -32600 (ids name requests in fligh
 a handler emits (progress, log) are written as their own lines before its response. A line
 longer than ``max_line_bytes`` is discarded and answered -32600 with ``"id": null``. At end of
 input the server cancels open streams (``subscriptions/listen``: they would never end) and
-waits for the other in-flight requests, then returns.
+waits for the other in-flight requests, then returns. With a change feed, a legacy connection
+hears ``notifications/tools/list_changed`` once its session is initialized (the 2025
+mechanism; the modern era listens with ``subscriptions/listen``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from typing import Any, BinaryIO, Final
 
 from toolkeeper.protocol import (
     Accepted,
+    Era,
     Pending,
+    Phase,
     Reply,
     RequestId,
     ServerKernel,
@@ -31,7 +35,9 @@ from toolkeeper.protocol import (
     error_message,
 )
 from toolkeeper.protocol.codes import INVALID_REQUEST
+from toolkeeper.protocol.envelope import notification_message
 from toolkeeper.transports.http import DEFAULT_MAX_BODY
+from toolkeeper.transports.session_stream import ChangeFeed, ChangeSubscription
 
 __all__ = ["StdioServer", "run_stdio"]
 
@@ -49,13 +55,16 @@ Write = Callable[[bytes], Awaitable[None]]
 class StdioServer:
     """The stream loop over a line source and a byte sink (stdin/stdout in production)."""
 
-    def __init__(self, kernel: ServerKernel, read_line: ReadLine, write: Write) -> None:
+    def __init__(self, kernel: ServerKernel, read_line: ReadLine, write: Write, *,
+                 changes: ChangeFeed | None = None) -> None:
         self._kernel = kernel
         self._read_line = read_line
         self._write_raw = write
         self._lock = asyncio.Lock()
         self._tasks: dict[RequestId, asyncio.Task[None]] = {}
         self._streams: set[asyncio.Task[None]] = set()
+        self._changes = changes
+        self._announcing: tuple[ChangeSubscription, asyncio.Task[None]] | None = None
 
     async def _write(self, data: bytes) -> None:
         async with self._lock:
@@ -85,10 +94,34 @@ class StdioServer:
                     asyncio.get_running_loop().call_soon(task.cancel)
             else:
                 self._start(outcome)
+            if (self._announcing is None and self._changes is not None
+                    and conn.era is Era.LEGACY and conn.session.phase is Phase.READY):
+                self._announce(self._changes)
         for task in self._streams:
             task.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        if self._announcing is not None:
+            subscription, task = self._announcing
+            subscription.close()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def _announce(self, changes: ChangeFeed) -> None:
+        """A legacy session is ready: write each change the feed reports as its own line."""
+        try:
+            subscription = changes.open()
+        except Exception:  # the feed is full or closing: this connection hears nothing
+            _log.warning("stdio: could not subscribe to registry changes", exc_info=True)
+            return
+
+        async def pump() -> None:
+            while (batch := await subscription.next()) is not None:
+                for method in batch:
+                    await self._write(encode_message(notification_message(method)))
+
+        self._announcing = (subscription, asyncio.ensure_future(pump()))
 
     def _start(self, pending: Pending) -> None:
         async def emit(message: dict[str, Any]) -> None:
@@ -131,8 +164,10 @@ def _reader(stream: BinaryIO, limit: int) -> Callable[[], bytes | _Oversized | N
 
 async def serve_stdio(kernel: ServerKernel, *, stdin: BinaryIO | None = None,
                       stdout: BinaryIO | None = None,
-                      max_line_bytes: int = DEFAULT_MAX_BODY) -> None:
-    """Serve ``kernel`` on binary stdin/stdout until end of input."""
+                      max_line_bytes: int = DEFAULT_MAX_BODY,
+                      changes: ChangeFeed | None = None) -> None:
+    """Serve ``kernel`` on binary stdin/stdout until end of input (``changes``: the gateway's
+    change hub, for a legacy session's list_changed notifications)."""
     source = stdin if stdin is not None else sys.stdin.buffer
     sink = stdout if stdout is not None else sys.stdout.buffer
     loop = asyncio.get_running_loop()
@@ -146,7 +181,7 @@ async def serve_stdio(kernel: ServerKernel, *, stdin: BinaryIO | None = None,
         with contextlib.suppress(BrokenPipeError):
             sink.flush()
 
-    await StdioServer(kernel, read_line, write).run()
+    await StdioServer(kernel, read_line, write, changes=changes).run()
 
 
 def run_stdio(kernel: ServerKernel, **options: Any) -> None:
