@@ -226,9 +226,6 @@ def test_a_registry_that_fails_mid_request_is_a_generic_internal_error(
                                                       "message": "Internal error"}
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a registry URL's password reaches StoreError "
-                   "messages (unsupported scheme echoes the whole URL; libpq URI errors echo "
-                   "the password token), and so the CLI's stderr and logs")
 @pytest.mark.parametrize("url", [
     f"postgresql+psycopg://svc:{SECRET}@127.0.0.1:1/db",
     f"postgresql://svc:{SECRET}%zz@127.0.0.1:1/db",
@@ -332,9 +329,6 @@ def test_contract_parsing_refuses_versions_outside_semver(version: str) -> None:
     assert caught.value.code == "contract.version"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Registry.publish takes a ToolSpec built directly "
-                   "without the MCP tool-name rule; on SQLite the row commits and every later "
-                   "read of the registry fails (a stored contract is unreadable)")
 def test_publishing_a_spec_whose_name_breaks_the_rules_is_refused_and_the_store_stays_readable(
         tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'registry.db'}"

@@ -12,16 +12,19 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
+from typing import Final
+from urllib.parse import unquote
 
 import platformdirs
 
 from toolkeeper.errors import StoreError
 from toolkeeper.registry.store import RegistryStore
 
-__all__ = ["ENV_VAR", "default_url", "open_store"]
+__all__ = ["ENV_VAR", "default_url", "masked", "open_store"]
 
 ENV_VAR = "TOOLKEEPER_REGISTRY"
 
@@ -77,6 +80,22 @@ _SCHEMES: Mapping[str, Callable[[str, bool], RegistryStore]] = MappingProxyType(
 })
 
 
+_USERINFO: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#@]*)@")
+
+
+def masked(text: str, url: str) -> str:
+    """``text`` with the password of ``url``'s userinfo (as written and percent-decoded)
+    replaced by ``***``: what an error message about that URL may show (SPEC 5.6)."""
+    match = _USERINFO.match(url)
+    if match is None or ":" not in match.group(1):
+        return text
+    password = match.group(1).partition(":")[2]
+    for form in sorted({password, unquote(password)}, key=len, reverse=True):
+        if form:
+            text = text.replace(form, "***")
+    return text
+
+
 def open_store(url: str | None = None, *, create: bool = True) -> RegistryStore:
     """The store a registry URL names (``None``: :func:`default_url`). ``create=False`` refuses
     to create a SQLite file that does not exist yet (``registry.missing``)."""
@@ -85,6 +104,7 @@ def open_store(url: str | None = None, *, create: bool = True) -> RegistryStore:
     opener = _SCHEMES.get(scheme.lower()) if sep else None
     if opener is None:
         raise StoreError(
-            f"unsupported registry URL {url!r} (use memory:, sqlite:///path.db or postgresql://)",
+            f"unsupported registry URL {masked(url, url)!r} (use memory:, sqlite:///path.db or "
+            "postgresql://)",
             code="registry.url_invalid", data={"schemes": sorted(_SCHEMES)})
     return opener(rest, create)

@@ -27,6 +27,7 @@ from psycopg import errors as pg_errors
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import StoreError
 from toolkeeper.registry.listener import PgListener
+from toolkeeper.registry.location import masked
 from toolkeeper.registry.migrations import POSTGRES_MIGRATIONS, latest_version
 from toolkeeper.registry.rows import (
     CHANNEL,
@@ -55,11 +56,14 @@ _ERRORS: tuple[tuple[type[Exception], str, str], ...] = (
 )
 
 
-def _store_error(exc: psycopg.Error) -> StoreError:
+def _store_error(exc: psycopg.Error, url: str = "") -> StoreError:
+    """The StoreError for a driver error; libpq may quote the connection URL, so its
+    password is masked."""
+    detail = masked(str(exc), url)
     for kind, code, text in _ERRORS:
         if isinstance(exc, kind):
-            return StoreError(f"{text}: {exc}", code=code)
-    return StoreError(f"the PostgreSQL registry failed: {exc}", code="registry.store")
+            return StoreError(f"{text}: {detail}", code=code)
+    return StoreError(f"the PostgreSQL registry failed: {detail}", code="registry.store")
 
 
 class _PgTransaction:
@@ -135,12 +139,12 @@ class PostgresStore:
             conn = psycopg.connect(self.url, autocommit=True,
                                    connect_timeout=self._connect_timeout)
         except psycopg.Error as exc:
-            raise _store_error(exc) from None
+            raise _store_error(exc, self.url) from None
         try:
             conn.execute(f"SET lock_timeout = {self._lock_timeout_ms}")
         except psycopg.Error as exc:
             conn.close()  # not left open behind the error
-            raise _store_error(exc) from None
+            raise _store_error(exc, self.url) from None
         return conn
 
     def _live(self) -> psycopg.Connection[Any]:
@@ -167,7 +171,7 @@ class PostgresStore:
                         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                     yield conn
             except psycopg.Error as exc:
-                raise _store_error(exc) from None
+                raise _store_error(exc, self.url) from None
             finally:
                 self._used = time.monotonic()
 
@@ -260,7 +264,7 @@ class PostgresStore:
             try:
                 row = self._live().execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()
             except psycopg.Error as exc:
-                raise _store_error(exc) from None
+                raise _store_error(exc, self.url) from None
             finally:
                 self._used = time.monotonic()
         return (int(row[0]) if row else 0) > self._read_seq

@@ -18,7 +18,7 @@ from typing import Any
 
 from toolkeeper.contracts.classify import classify as _default_classify
 from toolkeeper.contracts.semver import Version
-from toolkeeper.contracts.spec import Status, ToolSpec
+from toolkeeper.contracts.spec import Status, ToolSpec, spec_from_mapping, spec_to_mapping
 from toolkeeper.errors import NotFoundError, PublishRefusedError, StoreError
 from toolkeeper.registry import lifecycle
 from toolkeeper.registry.discovery import ViewCache, ViewKey, build_view
@@ -100,7 +100,10 @@ class Registry:
 
     def publish(self, spec: ToolSpec, *, actor: str = "anonymous") -> ToolSpec:
         """Publish ``spec`` under the guard; returns the stored record (an identical re-publish
-        returns the existing one). Refusals raise PublishRefusedError and are audited."""
+        returns the existing one). Refusals raise PublishRefusedError and are audited. A spec
+        that its own file form would not give (one built or changed in code: a name outside the
+        MCP rules, say) is a ContractError before anything is written."""
+        spec_from_mapping(spec_to_mapping(spec, lifecycle=False))  # what a reader must parse
         refusal: PublishRefusedError | None = None
         with self._change(spec.name) as tx:
             try:
