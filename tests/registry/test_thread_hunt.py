@@ -210,9 +210,6 @@ def during_hold(held: HeldCatchUp, reader: threading.Thread | None, probe: Calla
 # --- 1. a read begun after another process's commit must see it -------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: SQLiteStore.stale() consumes the news before "
-                   "Registry._refresh marks itself behind; a concurrent read sees neither and "
-                   "serves the index from before another process's retire")
 def test_a_read_begun_after_another_replicas_retire_never_resolves_the_retired_version(
         tmp_path: Path) -> None:
     backend, here, held, there = twins(tmp_path, "stale")
@@ -225,9 +222,6 @@ def test_a_read_begun_after_another_replicas_retire_never_resolves_the_retired_v
         backend.close()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a tools/call that arrives after another replica "
-                   "retired its pinned version runs it (SQLite news taken by a concurrent "
-                   "reader; generation_since answers the old generation, cached route served)")
 def test_a_pinned_call_arriving_after_another_replicas_retire_never_runs_it(
         tmp_path: Path) -> None:
     backend, here, held, there = twins(tmp_path, "stale")
@@ -244,9 +238,6 @@ def test_a_pinned_call_arriving_after_another_replicas_retire_never_runs_it(
         backend.close()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Registry.generation reads _generation without the "
-                   "lock, so while another thread (LISTEN thread, a reader) is applying a "
-                   "fetched delta (_behind already False) it answers the old generation")
 def test_the_generation_read_during_a_catch_up_in_another_thread_is_the_new_one(
         tmp_path: Path) -> None:
     backend, here, held, there = twins(tmp_path, "apply")
@@ -261,9 +252,6 @@ def test_the_generation_read_during_a_catch_up_in_another_thread_is_the_new_one(
         backend.close()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: while another thread applies a fetched delta, a "
-                   "tools/call routes on the old generation and runs a version retired by "
-                   "another replica before the call arrived")
 def test_a_pinned_call_during_another_threads_catch_up_never_runs_a_retired_version(
         tmp_path: Path) -> None:
     backend, here, held, there = twins(tmp_path, "apply")
@@ -281,9 +269,6 @@ def test_a_pinned_call_during_another_threads_catch_up_never_runs_a_retired_vers
 
 
 @pytest.mark.postgres
-@pytest.mark.xfail(strict=True, reason="BUG: while the LISTEN thread applies another replica's "
-                   "retire, a tools/call routes on the old generation (read without the "
-                   "registry lock) and runs the retired version")
 def test_a_pinned_call_while_the_listen_thread_applies_a_retire_never_runs_it(
         pg_url: str) -> None:
     backend = Backend("postgres", pg_url)

@@ -262,14 +262,26 @@ class Registry:
         return build_view(self._index.names, self._index.gates, key)
 
     def _refresh(self) -> None:
+        """Check for other processes' changes and catch up, atomically with respect to other
+        threads: a thread that checks while another catches up waits for it, rather than
+        finding the news taken (SQLite's data_version is reported once) or the cursor moved
+        (PostgreSQL) and reading the index before the change is applied."""
         started = time.perf_counter_ns()
-        if self._behind or self._store.stale():
-            # Owed until the catch-up succeeds: a store that reported the news once (SQLite's
-            # data_version) would not report it again, and a failed read must not lose it.
+        subscribers: list[Callable[[], None]] = []
+        with self._lock:
+            if self._behind or self._store.stale():
+                # Owed until the catch-up succeeds: a store that reported the news once
+                # (SQLite's data_version) would not report it again, and a failed read must
+                # not lose it.
+                self._behind = True
+                subscribers = self._apply_changes()
+            if started > self._checked_ns:  # reached only when the check and any catch-up
+                self._checked_ns = started  # succeeded
+        self._notify(subscribers)
+
+    def _mark_behind(self) -> None:
+        with self._lock:
             self._behind = True
-            self._sync()
-        if started > self._checked_ns:  # reached only when the check and any catch-up succeeded
-            self._checked_ns = started
 
     @contextmanager
     def _change(self, name: str) -> Iterator[StoreTransaction]:
@@ -280,7 +292,7 @@ class Registry:
             with self._store.change(name) as tx:
                 yield tx
         except StoreError:
-            self._behind = True
+            self._mark_behind()
             raise
 
     def _after_commit(self) -> None:
@@ -289,7 +301,7 @@ class Registry:
         try:
             self._sync()
         except StoreError:
-            self._behind = True
+            self._mark_behind()
             _log.warning("registry: committed, but could not refresh the index", exc_info=True)
 
     def _on_external_change(self) -> None:
@@ -298,20 +310,28 @@ class Registry:
         try:
             self._sync()
         except StoreError:
-            self._behind = True
+            self._mark_behind()
             _log.exception("registry: could not apply a change notified by another process")
 
     def _sync(self) -> None:
         """Apply every change committed after our cursor; notify subscribers if any."""
         with self._lock:
-            delta = self._store.changes_since(self._cursor)
-            self._behind = False
-            self._cursor = max(self._cursor, delta.cursor)
-            if not self._index.apply(delta.specs):
-                return
-            self._generation += 1
-            self._views.clear()
-            subscribers = list(self._subscribers)
+            subscribers = self._apply_changes()
+        self._notify(subscribers)
+
+    def _apply_changes(self) -> list[Callable[[], None]]:
+        """(Under the lock.) Apply every change committed after our cursor; the subscribers to
+        notify once the lock is released (none when nothing changed)."""
+        delta = self._store.changes_since(self._cursor)
+        self._behind = False
+        self._cursor = max(self._cursor, delta.cursor)
+        if not self._index.apply(delta.specs):
+            return []
+        self._generation += 1
+        self._views.clear()
+        return list(self._subscribers)
+
+    def _notify(self, subscribers: list[Callable[[], None]]) -> None:
         for callback in subscribers:
             try:
                 callback()
