@@ -258,9 +258,6 @@ def test_an_estate_older_than_the_registry_is_refused_by_the_guard_with_exit_1(
     assert "[publish.not_monotonic]" in err and "Traceback" not in err
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: serve --estate silently keeps a published version "
-                   "whose contract file has since changed (no guard refusal, no log line); "
-                   "`toolkeeper publish` of the same file is refused publish.immutable")
 def test_an_estate_file_changed_after_it_was_published_is_refused_not_silently_ignored(
         tmp_path: Path) -> None:
     _estate(tmp_path)

@@ -119,12 +119,15 @@ def _estate_contracts(directory: Path) -> list[ToolSpec]:
 
 def install_estate(registry: Registry, directory: Path, *, actor: str = ESTATE_ACTOR
                    ) -> list[str]:
-    """Publish the contracts of ``directory`` that the registry lacks; returns what was done.
-    A conflicting contract already there makes the publish guard refuse (the error propagates)."""
+    """Publish the contracts of ``directory`` through the publish guard; returns what was
+    done. One already stored with the same content is left as it is; a file changed since its
+    version was published makes the guard refuse (``publish.immutable``, the error
+    propagates), as ``toolkeeper publish`` would."""
     done: list[str] = []
     for spec in _estate_contracts(directory):
-        if registry.get(spec.name, spec.version) is None:
-            registry.publish(spec, actor=actor)
+        new = registry.get(spec.name, spec.version) is None
+        registry.publish(spec, actor=actor)
+        if new:
             done.append(f"published {spec.name} {spec.version}")
     return done
 
