@@ -404,11 +404,21 @@ def _bob_deletes(app: StreamableHTTPApp, session: bytes) -> Sent:
                     b"", "DELETE")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a legacy session is not bound to the principal "
-                   "that created it: another credential may use or DELETE it (mcp-wire 10: "
-                   "credential != creator -> 404)")
 @pytest.mark.parametrize("probe", [_bob_lists, _bob_deletes], ids=["use", "delete"])
 def test_another_principal_cannot_use_or_end_a_legacy_session(probe: Probe) -> None:
     app, _ = hunt_app(resolve_principal=_by_authorization)
     session = _alice_session(app)
     assert status(probe(app, session)) == 404
+
+
+def test_the_principal_that_opened_a_legacy_session_keeps_using_and_ends_it() -> None:
+    app, _ = hunt_app(resolve_principal=_by_authorization)
+    session = _alice_session(app)
+    alice = (b"authorization", b"alice")
+    listed = exchange(app, [HOST, JSON_TYPE, ACCEPT, alice, (b"mcp-session-id", session),
+                            (b"mcp-protocol-version", b"2025-11-25")],
+                      b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}')
+    assert status(listed) == 200
+    assert status(_bob_deletes(app, session)) == 404  # refused, and the session lives on
+    ended = exchange(app, [HOST, alice, (b"mcp-session-id", session)], b"", "DELETE")
+    assert status(ended) == 200

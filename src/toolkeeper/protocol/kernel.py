@@ -101,6 +101,7 @@ class ServerKernel:
         self.methods = methods
         self.identity = identity
         self.sessions = sessions if sessions is not None else SessionTable()
+        self._resolve_principal = resolve_principal
         self._modern = ModernPipeline(methods, identity, resolve_principal)
         self._legacy = LegacyPipeline(methods, identity, capabilities, instructions,
                                       resolve_principal)
@@ -162,18 +163,38 @@ class ServerKernel:
             if isinstance(inbound, InboundRequest) and inbound.method == "initialize":
                 return self._http_initialize(inbound, facts)
             return error_reply(safe_id(message), invalid_request("Bad Request: Missing session ID"))
-        session = self.sessions.get(session_id)
+        session = self._owned_session(session_id, facts)
         if session is None:
             reply = error_reply(safe_id(message), invalid_request("Session not found"))
             return msgspec.structs.replace(reply, status=404)
         return self._legacy.after_envelope(inbound, session, facts,
                                            ((MCP_SESSION_ID, session_id),))
 
+    def _tenant_of(self, facts: TransportFacts) -> str | None:
+        """The tenant of the request's principal, when the resolver gives one with a tenant
+        (a resolver that refuses the request: None here; its refusal is answered later)."""
+        try:
+            principal = self._resolve_principal(facts)
+        except Exception:
+            return None
+        tenant = getattr(principal, "tenant", None)
+        return tenant if isinstance(tenant, str) else None
+
+    def _owned_session(self, session_id: str, facts: TransportFacts) -> LegacySession | None:
+        """The live session with that id, if the request's principal may use it: sessions are
+        bound to the tenant that initialized them (mcp-wire 10: another credential gets 404;
+        a principal carries no identity finer than its tenant)."""
+        session = self.sessions.get(session_id)
+        if session is None or session.owner is None:
+            return session
+        return session if self._tenant_of(facts) == session.owner else None
+
     def _http_initialize(self, request: InboundRequest, facts: TransportFacts) -> Outcome:
         session = LegacySession()
         outcome = self._legacy.after_envelope(request, session, facts)
         if not isinstance(outcome, Reply) or outcome.is_error:
             return outcome
+        session.owner = self._tenant_of(facts)
         self.sessions.admit(session)  # never refused: a full table evicts its idlest session
         assert session.id is not None
         return msgspec.structs.replace(outcome, headers=((MCP_SESSION_ID, session.id),))
@@ -184,6 +205,8 @@ class ServerKernel:
         ids = facts.headers.get_all(MCP_SESSION_ID)
         if len(ids) != 1:
             return 400
+        if self._owned_session(ids[0], facts) is None:
+            return 404
         return 200 if self.sessions.remove(ids[0]) else 404
 
     def session_for_stream(self, facts: TransportFacts) -> str | Reply:
@@ -192,7 +215,7 @@ class ServerKernel:
         ids = facts.headers.get_all(MCP_SESSION_ID)
         if len(ids) != 1:
             return error_reply(None, invalid_request("Bad Request: Missing session ID"))
-        session = self.sessions.get(ids[0])
+        session = self._owned_session(ids[0], facts)
         if session is None:
             reply = error_reply(None, invalid_request("Session not found"))
             return msgspec.structs.replace(reply, status=404)

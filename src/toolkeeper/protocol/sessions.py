@@ -38,6 +38,9 @@ class LegacySession:
     client_info: Mapping[str, Any] | None = None
     log_level: str | None = None
     last_seen: float = 0.0
+    owner: str | None = None
+    """The tenant of the principal that initialized the session over HTTP (None: not bound,
+    as with no principal resolver); a request of another tenant does not find it."""
     weight: int = 0
     """The JSON size in bytes of what the session keeps of its client (its capabilities and
     clientInfo, kept as sent): what :class:`SessionTable` counts against ``max_bytes``."""
