@@ -1,7 +1,7 @@
 """The call log: one record per *dispatched* tool call (SPEC 3.4 step 4).
 
 A call that fails the schema-version gate or argument validation never reaches the log
-(invariant 2). Arguments are never stored, only the SHA-256 of their canonical JSON.
+(invariant 2). Arguments are never stored, only the SHA-256 of their redacted canonical JSON.
 """
 
 from __future__ import annotations
@@ -14,13 +14,16 @@ from typing import Any, Protocol
 import msgspec
 
 from toolkeeper.contracts.canonical import canonical_json
+from toolkeeper.contracts.redaction import redact
 
 __all__ = ["CallLog", "CallRecord", "InMemoryCallLog", "arguments_digest"]
 
 
 def arguments_digest(arguments: Mapping[str, Any]) -> str:
-    """``sha256:<hex>`` of the canonical JSON of the arguments."""
-    data = arguments if type(arguments) is dict else dict(arguments)
+    """``sha256:<hex>`` of the canonical JSON of the arguments, redacted first (SPEC 3.4.4 and
+    5.6: a password or a token does not change the digest, so the log cannot be used to guess
+    one)."""
+    data, _ = redact(arguments if type(arguments) is dict else dict(arguments))
     return "sha256:" + hashlib.sha256(canonical_json(data)).hexdigest()
 
 
