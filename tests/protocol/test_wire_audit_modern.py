@@ -413,10 +413,14 @@ def test_a_sentinel_encoded_plain_name_matches_and_upper_case_markers_are_a_lite
 
 
 @pytest.mark.parametrize("value", ["=?base64?dC5zeW5jX2N0eA==", "=?base64?"])
-def test_an_incomplete_sentinel_is_a_header_mismatch_even_when_the_body_agrees(
+def test_a_value_without_the_closing_marker_is_a_literal_that_matches_the_same_body(
         app: StreamableHTTPApp, value: str) -> None:
+    """The official conformance suite (SEP-2243, ServerLiteralMissingBase64Suffix): a value
+    without the ``?=`` suffix is a literal, not Base64, and the server MUST accept it when the
+    body holds the same characters. (The modern audit read SPEC 3.2's "incomplete sentinel"
+    as this case; acceptance 3 of issue 4 requires the suite to pass, so it decides.)"""
     answer = run(app, hdrs("resources/read", value), req("resources/read", uri=value))
-    assert answer.error() == (400, 1, HEADER_MISMATCH)
+    assert answer.error()[2] != HEADER_MISMATCH
 
 
 @pytest.mark.parametrize(("header", "arguments", "status"), [

@@ -232,7 +232,7 @@ def is_plain_header_value(value: str) -> bool:
     not look like the ``=?base64?`` sentinel (:func:`decode_header_value` returns it as is)."""
     if value in _PLAIN_VALUES:
         return True
-    if not _is_safe(value) or value.startswith(_SENTINEL_HEAD):
+    if not _is_safe(value) or _sentinel_payload(value) is not None:
         return False
     if len(value) <= _MEMO_LENGTH and len(_PLAIN_VALUES) < _NAMES_MAX:
         _PLAIN_VALUES.add(value)
@@ -255,17 +255,16 @@ def encode_header_value(value: str) -> str:
 
 def decode_header_value(value: str | None) -> str | None:
     """Inverse of :func:`encode_header_value`; None for anything that cannot be decoded
-    exactly: an unsafe raw value, an incomplete sentinel (``=?base64?`` without its closing
-    ``?=``: SPEC 3.2 refuses it even when the body holds the same characters), invalid or
-    non-canonical Base64, or invalid UTF-8. Markers are case-sensitive (``=?BASE64?...`` is a
-    raw value, and a plain one)."""
+    exactly: an unsafe raw value, invalid or non-canonical Base64, or invalid UTF-8. Markers
+    are case-sensitive (``=?BASE64?...`` is a raw value, and a plain one), and a value without
+    the closing ``?=`` is a literal (the official conformance suite, SEP-2243: "a value without
+    the ?= suffix is literal, not Base64"; SPEC 3.2's "incomplete sentinel" is read as a
+    complete-looking sentinel whose payload is not exact Base64)."""
     if value is None or not _is_safe(value):
         return None
-    if not value.startswith(_SENTINEL_HEAD):
-        return value
     payload = _sentinel_payload(value)
     if payload is None:
-        return None
+        return value
     try:
         raw = base64.b64decode(payload, validate=True)
     except (binascii.Error, ValueError):
