@@ -12,11 +12,9 @@ import tracemalloc
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
-from stream_kit import BOUND_S, INIT, INITIALIZED, Client, asgi_scope, contract
+from stream_kit import BOUND_S, INIT, INITIALIZED, Client, asgi_scope, demo_gateway
 
-from toolkeeper.demo import demo_handlers, install_demo
-from toolkeeper.registry import Registry
-from toolkeeper.server import Gateway, InMemoryCallLog, build_gateway
+from toolkeeper.server import Gateway, InMemoryCallLog
 from toolkeeper.transports import HttpConfig, StreamableHTTPApp, create_asgi_app
 
 __all__ = [
@@ -38,14 +36,7 @@ def small_log_gateway(extra: dict[str, Callable[..., Any]] | None = None,
                       **options: Any) -> Gateway:
     """The demo estate plus one public, argument-less tool per ``extra`` handler, with a call
     log of 16 records."""
-    registry = Registry.open("memory:")
-    install_demo(registry)
-    handlers = demo_handlers()
-    for name, function in (extra or {}).items():
-        registry.publish(contract(name))
-        handlers.bind(name, function)
-    return build_gateway(registry, handlers, call_log=InMemoryCallLog(max_records=16),
-                         **options)
+    return demo_gateway(extra, call_log=InMemoryCallLog(max_records=16), **options)
 
 
 def app_for(gateway: Gateway, keepalive_s: float = 30.0) -> StreamableHTTPApp:

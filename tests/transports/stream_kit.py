@@ -36,15 +36,16 @@ def contract(name: str) -> Any:
         "sideEffect": "read"})
 
 
-def demo_gateway(extra: dict[str, Callable[..., Any]] | None = None) -> Gateway:
-    """The demo estate plus one public, argument-less tool per ``extra`` handler."""
+def demo_gateway(extra: dict[str, Callable[..., Any]] | None = None, **options: Any) -> Gateway:
+    """The demo estate plus one public, argument-less tool per ``extra`` handler (``options``:
+    for :func:`~toolkeeper.server.build_gateway`)."""
     registry = Registry.open("memory:")
     install_demo(registry)
     handlers = demo_handlers()
     for name, function in (extra or {}).items():
         registry.publish(contract(name))
         handlers.bind(name, function)
-    return build_gateway(registry, handlers)
+    return build_gateway(registry, handlers, **options)
 
 
 def tool_call(name: str, request_id: int, era: str = "modern", **meta: Any) -> dict[str, Any]:
@@ -181,3 +182,45 @@ class LazyAwaitables:
         """Close what was never awaited (it would warn in a later test)."""
         for coroutine in self.made:
             coroutine.close()
+
+
+Pairs = list[tuple[bytes, bytes]]
+Sent = list[MutableMapping[str, Any]]
+
+
+async def _sent_by(app: Any, pairs: Pairs, body: bytes, method: str, bound_s: float) -> Sent:
+    inbound: list[MutableMapping[str, Any]] = [
+        {"type": "http.request", "body": body, "more_body": False}]
+    done = asyncio.Event()
+    sent: Sent = []
+
+    async def receive() -> MutableMapping[str, Any]:
+        if inbound:
+            return inbound.pop(0)
+        await done.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            done.set()
+
+    async with asyncio.timeout(bound_s):
+        await app(asgi_scope(method, pairs), receive, send)
+    return sent
+
+
+def sent_by(app: Any, pairs: Pairs, body: bytes, method: str = "POST", *,
+            bound_s: float = 5.0) -> Sent:
+    """Every ASGI message the app sent for one request (the client stays until the response
+    ends, then leaves), within ``bound_s`` seconds."""
+    return asyncio.run(_sent_by(app, pairs, body, method, bound_s))
+
+
+def status(sent: Sent) -> int:
+    value: int = sent[0]["status"]
+    return value
+
+
+def body_of(sent: Sent) -> bytes:
+    return b"".join(m.get("body", b"") for m in sent[1:])

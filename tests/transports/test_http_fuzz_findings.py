@@ -21,13 +21,13 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable
 from typing import Any, Final
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from stream_kit import asgi_scope
+from stream_kit import Pairs, Sent, body_of, sent_by, status
 
 from toolkeeper.contracts.spec import spec_from_mapping
 from toolkeeper.demo import demo_handlers, install_demo
@@ -48,8 +48,6 @@ INITIALIZE: Final[dict[str, Any]] = {
 STATUS_OF: Final[dict[int, int]] = {-32700: 400, -32600: 400, -32602: 400, -32020: 400,
                                     -32021: 400, -32022: 400, -32601: 404, -32603: 200}
 
-Pairs = list[tuple[bytes, bytes]]
-Sent = list[MutableMapping[str, Any]]
 
 
 # --- the in-process kit ------------------------------------------------------------------
@@ -63,40 +61,9 @@ def demo_app(*, express: bool = True, config: HttpConfig | None = None) -> Strea
     return app
 
 
-async def _exchange(app: StreamableHTTPApp, pairs: Pairs, body: bytes, method: str) -> Sent:
-    inbound: list[MutableMapping[str, Any]] = [
-        {"type": "http.request", "body": body, "more_body": False}]
-    done = asyncio.Event()
-    sent: Sent = []
-
-    async def receive() -> MutableMapping[str, Any]:
-        if inbound:
-            return inbound.pop(0)
-        await done.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message: MutableMapping[str, Any]) -> None:
-        sent.append(message)
-        if message["type"] == "http.response.body" and not message.get("more_body", False):
-            done.set()
-
-    async with asyncio.timeout(5):
-        await app(asgi_scope(method, pairs), receive, send)
-    return sent
-
-
 def exchange(app: StreamableHTTPApp, pairs: Pairs, body: bytes, method: str = "POST") -> Sent:
     """Every ASGI message the app sent for one request."""
-    return asyncio.run(_exchange(app, pairs, body, method))
-
-
-def status(sent: Sent) -> int:
-    value: int = sent[0]["status"]
-    return value
-
-
-def body_of(sent: Sent) -> bytes:
-    return b"".join(m.get("body", b"") for m in sent[1:])
+    return sent_by(app, pairs, body, method)
 
 
 def content_type(sent: Sent) -> bytes | None:

@@ -8,17 +8,16 @@ real HTTP (uvicorn on 127.0.0.1, the module's ``served`` fixture) where the pars
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import logging
 import socket
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
-from stream_kit import asgi_scope
+from stream_kit import Pairs, Sent, body_of, sent_by, status
 
 from conftest import Served
 from toolkeeper.contracts.spec import DataClassification, ToolSpec, spec_from_mapping
@@ -44,8 +43,6 @@ INITIALIZED: Final = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
 SECRET: Final = "s3cr3t-Pa55"
 CARD: Final = "4111111111111111"
 
-Pairs = list[tuple[bytes, bytes]]
-Sent = list[MutableMapping[str, Any]]
 LANES: Final = pytest.mark.parametrize("express", [True, False], ids=["express", "ladder"])
 
 
@@ -73,39 +70,9 @@ def hunt_app(*, express: bool = True, handlers: ToolHandlers | None = None,
     return app, gateway
 
 
-async def _exchange(app: StreamableHTTPApp, pairs: Pairs, body: bytes, method: str) -> Sent:
-    inbound: list[MutableMapping[str, Any]] = [
-        {"type": "http.request", "body": body, "more_body": False}]
-    done = asyncio.Event()
-    sent: Sent = []
-
-    async def receive() -> MutableMapping[str, Any]:
-        if inbound:
-            return inbound.pop(0)
-        await done.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message: MutableMapping[str, Any]) -> None:
-        sent.append(message)
-        if message["type"] == "http.response.body" and not message.get("more_body", False):
-            done.set()
-
-    async with asyncio.timeout(10):
-        await app(asgi_scope(method, pairs), receive, send)
-    return sent
-
-
 def exchange(app: StreamableHTTPApp, pairs: Pairs, body: bytes, method: str = "POST") -> Sent:
-    return asyncio.run(_exchange(app, pairs, body, method))
-
-
-def status(sent: Sent) -> int:
-    value: int = sent[0]["status"]
-    return value
-
-
-def body_of(sent: Sent) -> bytes:
-    return b"".join(m.get("body", b"") for m in sent[1:])
+    """Every ASGI message the app sent for one request."""
+    return sent_by(app, pairs, body, method, bound_s=10.0)
 
 
 def modern_pairs(method: str, name: str | None = None) -> Pairs:
