@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,12 +17,13 @@ import anyio
 import httpx
 import pytest
 from mcp import Client
+from sdk_hunt_kit import SignallingHub
 
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
 from toolkeeper.protocol import SUBSCRIPTION_ID_KEY
 from toolkeeper.registry import Registry
 from toolkeeper.server import ToolContext, ToolHandlers, build_app, build_gateway
-from toolkeeper.server.changes import ChangeHub, ChangeStream
+from toolkeeper.server.changes import ChangeHub
 from toolkeeper.transports import HttpConfig, ServerThread, StdioServer
 from toolkeeper.transports.runner import GRACEFUL_SHUTDOWN_S
 
@@ -262,24 +262,6 @@ def test_on_stdio_a_listen_stream_is_acknowledged_and_cancelled_at_end_of_input(
     assert [m["method"] for m in messages] == ["notifications/subscriptions/acknowledged"]
     assert len(gateway.changes) == 0
 
-
-
-class SignallingHub(ChangeHub):
-    """A change hub that says when a stream opens (so a test publishes only after it)."""
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        self.opened = threading.Event()
-        self.left = threading.Event()
-
-    def open(self) -> ChangeStream:
-        stream = super().open()
-        self.opened.set()
-        return stream
-
-    def discard(self, stream: ChangeStream) -> None:
-        super().discard(stream)
-        self.left.set()
 
 
 def test_a_client_that_hangs_up_leaves_the_hub(registry: Registry, client: httpx.Client) -> None:
