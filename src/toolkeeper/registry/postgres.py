@@ -31,6 +31,7 @@ from toolkeeper.registry.location import masked
 from toolkeeper.registry.migrations import POSTGRES_MIGRATIONS, latest_version
 from toolkeeper.registry.rows import (
     CHANNEL,
+    NEWEST_SEQ,
     audit_from_row,
     audit_params,
     changed_keys,
@@ -208,7 +209,7 @@ class PostgresStore:
 
     def snapshot(self) -> Snapshot:
         with self._transaction(read_only=True) as conn:
-            row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()
+            row = conn.execute(NEWEST_SEQ).fetchone()
             rows = conn.execute("SELECT document FROM contracts").fetchall()
         return self._read(Snapshot(int(row[0]) if row else 0,
                                    tuple(spec_from_document(r[0]) for r in rows)))
@@ -219,7 +220,7 @@ class PostgresStore:
 
     def changes_since(self, cursor: int) -> Snapshot:
         with self._transaction(read_only=True) as conn:
-            row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()
+            row = conn.execute(NEWEST_SEQ).fetchone()
             # Never a prepared (generic) plan: with an unknown cursor PostgreSQL may pick a
             # sequential scan of the whole trail; the literal cursor gets the primary key.
             keys = changed_keys(conn.execute(
@@ -262,7 +263,7 @@ class PostgresStore:
         a little later (the LISTEN thread pushes changes to subscribers as they happen)."""
         with self._lock:
             try:
-                row = self._live().execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()
+                row = self._live().execute(NEWEST_SEQ).fetchone()
             except psycopg.Error as exc:
                 raise _store_error(exc, self.url) from None
             finally:

@@ -21,6 +21,7 @@ from toolkeeper.registry.store import AuditEntry, AuditRecord
 
 __all__ = [
     "CHANNEL",
+    "NEWEST_SEQ",
     "audit_from_row",
     "audit_params",
     "changed_keys",
@@ -31,6 +32,9 @@ __all__ = [
 
 #: The PostgreSQL NOTIFY channel replicas listen on.
 CHANNEL = "toolkeeper_registry"
+
+NEWEST_SEQ = "SELECT COALESCE(MAX(seq), 0) FROM audit"
+"""The newest audit sequence number (0 for an empty trail): a store's change cursor."""
 
 
 def version_key(version: Version) -> str:

@@ -19,6 +19,7 @@ from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import StoreError
 from toolkeeper.registry.migrations import SQLITE_MIGRATIONS, latest_version
 from toolkeeper.registry.rows import (
+    NEWEST_SEQ,
     audit_from_row,
     audit_params,
     changed_keys,
@@ -172,13 +173,13 @@ class SQLiteStore:
 
     def snapshot(self) -> Snapshot:
         with self._read() as conn:
-            cursor = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()[0]
+            cursor = conn.execute(NEWEST_SEQ).fetchone()[0]
             rows = conn.execute("SELECT document FROM contracts").fetchall()
         return Snapshot(int(cursor), tuple(spec_from_document(r[0]) for r in rows))
 
     def changes_since(self, cursor: int) -> Snapshot:
         with self._read() as conn:
-            new_cursor = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()[0]
+            new_cursor = conn.execute(NEWEST_SEQ).fetchone()[0]
             keys = changed_keys(conn.execute(
                 "SELECT name, version FROM audit WHERE seq > ? AND rule IS NULL",
                 (cursor,)).fetchall())
