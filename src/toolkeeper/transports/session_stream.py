@@ -39,7 +39,7 @@ from toolkeeper.protocol.faults import invalid_request
 from toolkeeper.protocol.headers import MCP_SESSION_ID
 from toolkeeper.transports.sse import KEEPALIVE, SSE_HEADERS, sse_frame
 
-__all__ = ["ChangeFeed", "ChangeSubscription", "SessionStreams"]
+__all__ = ["ChangeFeed", "ChangeSubscription", "SessionStreams", "change_notifications"]
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -62,6 +62,11 @@ class ChangeFeed(Protocol):
     def open(self) -> ChangeSubscription: ...
 
     def close(self) -> None: ...
+
+
+def change_notifications(batch: tuple[str, ...]) -> list[bytes]:
+    """A feed's batch as the encoded notifications a listening client is sent, in order."""
+    return [encode_message(notification_message(method)) for method in batch]
 
 
 async def _json(send: Send, reply: Reply) -> None:
@@ -153,8 +158,7 @@ class SessionStreams:
                 if batch is None:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                     return
-                body = b"".join(sse_frame(encode_message(notification_message(method)))
-                                for method in batch)
+                body = b"".join(map(sse_frame, change_notifications(batch)))
                 await send({"type": "http.response.body", "body": body, "more_body": True})
                 upcoming = asyncio.ensure_future(stream.next())
         finally:

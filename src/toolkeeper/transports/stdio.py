@@ -35,9 +35,12 @@ from toolkeeper.protocol import (
     error_message,
 )
 from toolkeeper.protocol.codes import INVALID_REQUEST
-from toolkeeper.protocol.envelope import notification_message
 from toolkeeper.transports.http import DEFAULT_MAX_BODY
-from toolkeeper.transports.session_stream import ChangeFeed, ChangeSubscription
+from toolkeeper.transports.session_stream import (
+    ChangeFeed,
+    ChangeSubscription,
+    change_notifications,
+)
 
 __all__ = ["StdioServer", "run_stdio"]
 
@@ -118,8 +121,8 @@ class StdioServer:
 
         async def pump() -> None:
             while (batch := await subscription.next()) is not None:
-                for method in batch:
-                    await self._write(encode_message(notification_message(method)))
+                for line in change_notifications(batch):
+                    await self._write(line)
 
         self._announcing = (subscription, asyncio.ensure_future(pump()))
 
