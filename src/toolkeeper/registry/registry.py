@@ -214,9 +214,9 @@ class Registry:
         have come after the request. (On SQLite the store is asked directly; on PostgreSQL
         changes arrive by LISTEN, and the store reports itself stale while its listener is
         reconnecting, so reads then catch up by themselves.)"""
-        if since_ns and self._checked_ns >= since_ns and not self._behind:
-            return self._generation
-        return self.generation
+        if not (since_ns and self._checked_ns >= since_ns and not self._behind):
+            self._refresh()
+        return self._generation
 
     def required_scopes(self) -> frozenset[str]:
         """Every scope any stored contract requires (retired versions included): one check for
@@ -277,7 +277,8 @@ class Registry:
                 subscribers = self._apply_changes()
             if started > self._checked_ns:  # reached only when the check and any catch-up
                 self._checked_ns = started  # succeeded
-        self._notify(subscribers)
+        if subscribers:
+            self._notify(subscribers)
 
     def _mark_behind(self) -> None:
         with self._lock:
