@@ -6,7 +6,8 @@
 * :func:`serve_stdio` / :func:`run_stdio` - newline-delimited JSON-RPC on stdin/stdout.
 """
 
-from toolkeeper.transports.http import ASGIApp, HttpConfig, StreamableHTTPApp, create_asgi_app
+from toolkeeper.transports.asgi_io import ASGIApp
+from toolkeeper.transports.http import HttpConfig, StreamableHTTPApp, create_asgi_app
 from toolkeeper.transports.runner import (
     RunningServer,
     ServerThread,

@@ -31,12 +31,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
-from collections.abc import Awaitable, Callable, Hashable, Mapping, MutableMapping, Sized
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
-from typing import Any, Final, TypeVar
+from typing import Final
 
 from toolkeeper.protocol import (
     Accepted,
@@ -48,31 +47,47 @@ from toolkeeper.protocol import (
     TransportFacts,
     error_reply,
 )
-from toolkeeper.protocol.envelope import InboundRequest, classify_inbound, decode_message
 from toolkeeper.protocol.faults import request_cancelled
 from toolkeeper.protocol.headers import (
     MCP_PROTOCOL_VERSION,
     MCP_SESSION_ID,
 )
-from toolkeeper.protocol.kernel import select_http_era
 from toolkeeper.protocol.raw_headers import asgi_index, header_text
-from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS, Era
+from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS
+from toolkeeper.transports.asgi_io import (
+    ASGIApp,
+    BodyTooLarge,
+    ClientDisconnected,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    encode_headers,
+    read_body,
+    respond,
+    respond_plain,
+    send_reply,
+    serve_lifespan,
+)
+from toolkeeper.transports.http_rungs import (
+    MEMO_LONGEST,
+    STREAM_METHOD,
+    accepts,
+    asks_for_a_stream,
+    check_post_headers,
+    is_json_type,
+    length_refusal,
+    short_memo,
+)
 from toolkeeper.transports.pending import Cancellable, answer_pending
 from toolkeeper.transports.security import OriginPolicy
 from toolkeeper.transports.session_stream import ChangeFeed, SessionStreams
 
 __all__ = ["ASGIApp", "HttpConfig", "StreamableHTTPApp", "create_asgi_app"]
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
 _log = logging.getLogger("toolkeeper.transports.http")
 
 DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
-_JSON: Final = (b"content-type", b"application/json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,56 +105,6 @@ class HttpConfig:
             raise ValueError(f"max_body_bytes must not be negative, not {self.max_body_bytes}")
         if not self.keepalive_s > 0:  # also refuses NaN
             raise ValueError(f"keepalive_s must be a positive number, not {self.keepalive_s}")
-
-
-class _TooLarge(Exception):
-    pass
-
-
-class _Disconnected(Exception):
-    pass
-
-
-_K = TypeVar("_K", bound=Hashable)
-_V = TypeVar("_V")
-
-MEMO_LONGEST: Final = 256
-"""The longest header value (characters or bytes) the transport's memos keep: a longer one is
-judged afresh on every request, so what a memo holds is bounded in size as well as in count
-(a caller chooses its header values; httptools sets no length limit)."""
-
-
-def short_memo(function: Callable[[_K], _V], maxsize: int) -> Callable[[_K], _V]:
-    """``function`` of one header value (or None), memoized for values up to
-    :data:`MEMO_LONGEST` long."""
-    cached = lru_cache(maxsize=maxsize)(function)
-
-    def call(value: _K) -> _V:
-        if value is None or (isinstance(value, Sized) and len(value) <= MEMO_LONGEST):
-            return cached(value)
-        return function(value)
-
-    return call
-
-
-# RFC 9110 12.4.2: qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ); zero refuses.
-_ZERO_Q: Final = re.compile(r"q\s*=\s*0(?:\.0{0,3})?")
-
-
-def _judge_accept(accept: str | None) -> tuple[bool, bool]:
-    """(JSON acceptable, SSE acceptable), with ``*/*``, ``application/*``, ``text/*``."""
-    types: set[str] = set()
-    for item in (accept or "").split(","):
-        media, *params = (p.strip().lower() for p in item.split(";"))
-        if any(_ZERO_Q.fullmatch(p) for p in params):
-            continue
-        types.add(media)
-    json = bool(types & {"application/json", "application/*", "*/*"})
-    sse = bool(types & {"text/event-stream", "text/*", "*/*"})
-    return json, sse
-
-
-_accepts: Final = short_memo(_judge_accept, 512)  # a pure function; clients send a few values
 
 
 class StreamableHTTPApp:
@@ -183,7 +148,7 @@ class StreamableHTTPApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "lifespan":
-            await _lifespan(receive, send)
+            await serve_lifespan(receive, send)
         elif kind == "http":
             started: list[bool] = []
 
@@ -195,7 +160,7 @@ class StreamableHTTPApp:
 
             try:
                 await self._http(scope, receive, tracking_send)
-            except _Disconnected:
+            except ClientDisconnected:
                 return
             except asyncio.CancelledError:
                 if not self._stopping:
@@ -208,19 +173,19 @@ class StreamableHTTPApp:
                 if task is not None:
                     task.uncancel()
                 if not started:
-                    await _plain(send, 503, b"Service Unavailable: the server is stopping")
+                    await respond_plain(send, 503, b"Service Unavailable: the server is stopping")
             except Exception:
                 _log.exception("transport fault while serving %s %s", scope.get("method"),
                                scope.get("path"))
                 if not started:
-                    await _plain(send, 500, b"Internal Server Error")
+                    await respond_plain(send, 500, b"Internal Server Error")
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1000})
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         config = self.config
         if config.path is not None and scope["path"] != config.path:
-            await _plain(send, 404, b"Not Found")
+            await respond_plain(send, 404, b"Not Found")
             return
         raw = scope["headers"]
         if not isinstance(raw, list | tuple):  # ASGI promises an iterable: read it once
@@ -236,35 +201,35 @@ class StreamableHTTPApp:
         # parser strips it (httptools keeps trailing OWS), so the transport does.
         headers = HeaderView.from_asgi(raw)
         if method == "POST":
-            refusal = _check_post_headers(headers, config.max_body_bytes)
+            refusal = check_post_headers(headers, config.max_body_bytes)
             if refusal is not None:
-                await _plain(send, *refusal)
+                await respond_plain(send, *refusal)
                 return
         repeated = headers.repeated
         if repeated and ("host" in repeated or "origin" in repeated):
             # RFC 9112 3.2: several Host fields are a 400; a proxy and this server could each
             # read a different one (the same for Origin, which guards against DNS rebinding).
-            await _plain(send, 400, b"Duplicate Host or Origin header")
+            await respond_plain(send, 400, b"Duplicate Host or Origin header")
             return
         if not self._host_allowed(headers.get("host")):
-            await _plain(send, 421, b"Invalid Host header")
+            await respond_plain(send, 421, b"Invalid Host header")
             return
         if not self._origin_allowed(headers.get("origin")):
-            await _plain(send, 403, b"Invalid Origin header")
+            await respond_plain(send, 403, b"Invalid Origin header")
             return
         if method != "POST":
             await self._other_method(method, headers, scope, receive, send)
             return
         sse_ok = self._sse_ok(headers.get("accept"))
         if sse_ok is None:
-            await _respond(send, 406, [], b"")
+            await respond(send, 406, [], b"")
             return
         await self._post(scope, receive, send, raw, headers, None, sse_ok)
 
     def _sse_ok(self, accept: str | None) -> bool | None:
         """Step 4: whether an SSE answer is acceptable, or None when the Accept header rules
         out every answer this mode gives (406)."""
-        json_ok, sse_ok = _accepts(accept)
+        json_ok, sse_ok = accepts(accept)
         if not json_ok or not (sse_ok or self._config.json_response):
             return None
         return sse_ok
@@ -277,7 +242,7 @@ class StreamableHTTPApp:
         the other four values get one memoized verdict per combination."""
         length = index.get(b"content-length")
         try:
-            if length is not None and _length_refusal(
+            if length is not None and length_refusal(
                     [header_text(length)], self._config.max_body_bytes) is not None:
                 return None
             content_type, host = index.get(b"content-type"), index.get(b"host")
@@ -293,7 +258,7 @@ class StreamableHTTPApp:
     def _judge_raw(self, raw: tuple[bytes | None, ...]) -> bool | None:
         content_type, host, origin, accept = (
             None if value is None else header_text(value) for value in raw)
-        if (not _is_json_type(content_type) or not self._host_allowed(host)
+        if (not is_json_type(content_type) or not self._host_allowed(host)
                 or not self._origin_allowed(origin)):
             return None
         return self._sse_ok(accept)
@@ -305,28 +270,28 @@ class StreamableHTTPApp:
         """Step 5 on: read the body, let the kernel answer it, write the answer."""
         config = self.config
         try:
-            body = await _read_body(receive, config.max_body_bytes)
-        except _TooLarge:
-            await _plain(send, 413, b"Request body too large")
+            body = await read_body(receive, config.max_body_bytes)
+        except BodyTooLarge:
+            await respond_plain(send, 413, b"Request body too large")
             return
-        if not sse_ok and _STREAM_METHOD in body and _asks_for_a_stream(body, raw, headers):
-            await _respond(send, 406, [], b"")  # rung 8, before the kernel's rungs 9 to 18
+        if not sse_ok and STREAM_METHOD in body and asks_for_a_stream(body, raw, headers):
+            await respond(send, 406, [], b"")  # rung 8, before the kernel's rungs 9 to 18
             return
         client = scope.get("client")
         outcome = self.kernel.handle_asgi(body, raw,
                                           f"{client[0]}:{client[1]}" if client else None,
                                           headers, index, time.perf_counter_ns())
         if isinstance(outcome, Pending) and outcome.stream and not sse_ok:
-            await _respond(send, 406, [], b"")
+            await respond(send, 406, [], b"")
         elif isinstance(outcome, Reply):
-            await _reply(send, outcome)
+            await send_reply(send, outcome)
         elif isinstance(outcome, Accepted):
             if outcome.cancel is not None:
                 self._cancel(outcome.headers, outcome.cancel)
-            await _respond(send, 202, _encode_headers(outcome.headers), b"")
+            await respond(send, 202, encode_headers(outcome.headers), b"")
         else:
-            await answer_pending(outcome, receive, send, partial(_reply, send),
-                                 _encode_headers(outcome.headers) if outcome.headers else [],
+            await answer_pending(outcome, receive, send, partial(send_reply, send),
+                                 encode_headers(outcome.headers) if outcome.headers else [],
                                  json_only=config.json_response and not outcome.stream,
                                  keepalive_s=config.keepalive_s,
                                  cancellable=self._cancellable(outcome) if outcome.headers
@@ -370,33 +335,14 @@ class StreamableHTTPApp:
             status = self.kernel.end_session(TransportFacts("http", headers))
             if status == 200 and self._session_streams is not None:
                 self._session_streams.end(session_id)
-            await _respond(send, status, [], b"")
+            await respond(send, status, [], b"")
             return
         streams = self._session_streams
         if method == "GET" and not modern and session_id is not None and streams is not None:
-            await streams.serve(TransportFacts("http", headers), _accepts(headers.get("accept"))[1],
+            await streams.serve(TransportFacts("http", headers), accepts(headers.get("accept"))[1],
                                 receive, send)
             return
-        await _respond(send, 405, [(b"allow", b"POST")], b"")
-
-
-_STREAM_METHOD: Final = b"subscriptions/listen"
-
-
-def _asks_for_a_stream(body: bytes, raw: list[tuple[bytes, bytes]] | tuple[
-        tuple[bytes, bytes], ...], headers: HeaderView | None) -> bool:
-    """Whether the body is a valid modern request to a method answered as a stream (mcp-wire
-    4.4 rung 8: it needs ``text/event-stream`` in Accept, in every server mode). Judged only
-    when SSE is not acceptable and the body names the method somewhere."""
-    try:
-        message = decode_message(body)
-        inbound = classify_inbound(message)
-    except Exception:  # a JsonRpcError: the kernel answers it at its own rung
-        return False
-    return (isinstance(inbound, InboundRequest)
-            and inbound.method == _STREAM_METHOD.decode()
-            and select_http_era(message, headers if headers is not None
-                                else HeaderView.from_asgi(raw)) is Era.MODERN)
+        await respond(send, 405, [(b"allow", b"POST")], b"")
 
 
 def _session_of(headers: tuple[tuple[str, str], ...]) -> str | None:
@@ -404,89 +350,6 @@ def _session_of(headers: tuple[tuple[str, str], ...]) -> str | None:
         if name == MCP_SESSION_ID:
             return value
     return None
-
-
-def _is_digits(value: str) -> bool:
-    # ASCII only: str.isdigit() also accepts digits int() refuses, such as U+00B2 (Latin-1 0xB2).
-    return value.isascii() and value.isdigit()
-
-
-def _length_refusal(lengths: list[str], limit: int) -> tuple[int, bytes] | None:
-    """Step 0a on the Content-Length values given (none: nothing to refuse)."""
-    if lengths:
-        digits = lengths[0].strip()
-        if len(set(lengths)) != 1 or not _is_digits(digits):
-            return 400, b"Invalid Content-Length header"
-        significant = digits.lstrip("0") or "0"  # int() refuses over 4,300 digits
-        if len(significant) > len(str(limit)) or int(significant) > limit:
-            return 413, b"Request body too large"
-    return None
-
-
-def _check_post_headers(headers: HeaderView, limit: int) -> tuple[int, bytes] | None:
-    refusal = _length_refusal(headers.get_all("content-length"), limit)
-    if refusal is not None:
-        return refusal
-    if not _is_json_type(headers.get("content-type")):
-        return 400, b"Invalid Content-Type header"
-    return None
-
-
-def _judge_json_type(content_type: str | None) -> bool:
-    return content_type is not None and content_type.strip().lower().startswith(
-        "application/json")
-
-
-_is_json_type: Final = short_memo(_judge_json_type, 256)  # a pure function of one value
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _Disconnected
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge
-        if not message.get("more_body", False):
-            return b"".join((*chunks, chunk)) if chunks else chunk
-        chunks.append(chunk)
-
-
-def _encode_headers(headers: tuple[tuple[str, str], ...]) -> list[tuple[bytes, bytes]]:
-    return [(n.encode("latin-1"), v.encode("latin-1")) for n, v in headers]
-
-
-async def _respond(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes
-                   ) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [*headers, (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-async def _plain(send: Send, status: int, text: bytes) -> None:
-    await _respond(send, status, [(b"content-type", b"text/plain; charset=utf-8")], text)
-
-
-async def _reply(send: Send, reply: Reply) -> None:
-    body = reply.body
-    headers = [_JSON, *_encode_headers(reply.headers)] if reply.headers else [_JSON]
-    headers.append((b"content-length", str(len(body)).encode()))
-    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
 
 
 def create_asgi_app(kernel: ServerKernel, config: HttpConfig | None = None, *,

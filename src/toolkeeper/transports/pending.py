@@ -14,19 +14,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from toolkeeper.protocol import Pending, Reply, encode_message
+from toolkeeper.transports.asgi_io import Receive, Send, until_disconnect
 from toolkeeper.transports.sse import KEEPALIVE, SSE_HEADERS, sse_frame
 
 __all__ = ["Cancellable", "answer_pending"]
 
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 SendReply = Callable[[Reply], Awaitable[None]]
 
 
@@ -64,11 +62,6 @@ def _resume(coro: Coroutine[Any, Any, Reply], suspended_on: Any
             except StopIteration as stop:
                 reply = stop.value
                 return reply
-
-
-async def _wait_disconnect(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
 
 
 class _Exchange:
@@ -152,7 +145,7 @@ class _Exchange:
         self._gone = gone = asyncio.Event()
         if self.disconnected:
             gone.set()
-        receiving = asyncio.ensure_future(_wait_disconnect(receive))
+        receiving = asyncio.ensure_future(until_disconnect(receive))
         leaving = asyncio.ensure_future(gone.wait())
         try:
             while True:

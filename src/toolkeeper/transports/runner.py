@@ -21,7 +21,7 @@ from typing import Final, Protocol, runtime_checkable
 
 import uvicorn
 
-from toolkeeper.transports.http import ASGIApp
+from toolkeeper.transports.asgi_io import ASGIApp
 
 __all__ = [
     "GRACEFUL_SHUTDOWN_S",

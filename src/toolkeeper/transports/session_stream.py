@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Protocol
 
 import msgspec
@@ -37,13 +36,11 @@ from toolkeeper.protocol.dispatch import error_reply
 from toolkeeper.protocol.envelope import notification_message
 from toolkeeper.protocol.faults import invalid_request
 from toolkeeper.protocol.headers import MCP_SESSION_ID
+from toolkeeper.transports.asgi_io import Receive, Send, send_reply, until_disconnect
 from toolkeeper.transports.sse import KEEPALIVE, SSE_HEADERS, sse_frame
 
 __all__ = ["ChangeFeed", "ChangeSubscription", "SessionStreams", "change_notifications"]
 
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 
 class ChangeSubscription(Protocol):
@@ -67,19 +64,6 @@ class ChangeFeed(Protocol):
 def change_notifications(batch: tuple[str, ...]) -> list[bytes]:
     """A feed's batch as the encoded notifications a listening client is sent, in order."""
     return [encode_message(notification_message(method)) for method in batch]
-
-
-async def _json(send: Send, reply: Reply) -> None:
-    body = reply.body
-    await send({"type": "http.response.start", "status": reply.status,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-async def _until_disconnect(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
 
 
 class SessionStreams:
@@ -111,17 +95,17 @@ class SessionStreams:
             return
         target = self._kernel.session_for_stream(facts)
         if isinstance(target, Reply):
-            await _json(send, target)
+            await send_reply(send, target)
             return
         if target in self._open:
             reply = error_reply(None, invalid_request(
                 "Conflict: only one standalone stream is allowed per session"))
-            await _json(send, msgspec.structs.replace(reply, status=409))
+            await send_reply(send, msgspec.structs.replace(reply, status=409))
             return
         try:
             stream = self._feed.open()
         except Exception as exc:  # full or closing (-32603); wire_error hides anything else
-            await _json(send, msgspec.structs.replace(error_reply(None, exc), status=503))
+            await send_reply(send, msgspec.structs.replace(error_reply(None, exc), status=503))
             return
         self._open[target] = stream
         try:
@@ -137,7 +121,7 @@ class SessionStreams:
 
     async def _pump(self, session_id: str, stream: ChangeSubscription, receive: Receive,
                     send: Send) -> None:
-        watcher: asyncio.Future[Any] = asyncio.ensure_future(_until_disconnect(receive))
+        watcher: asyncio.Future[Any] = asyncio.ensure_future(until_disconnect(receive))
         upcoming: asyncio.Future[Any] = asyncio.ensure_future(stream.next())
         try:
             while True:

@@ -1,0 +1,109 @@
+"""The ASGI plumbing every HTTP exchange of the transport shares: the callable types, reading
+a bounded request body, and writing a whole response (ASGI 3.0, HTTP scope).
+
+These only frame bytes; what to answer is decided by :mod:`~toolkeeper.transports.http` and
+the protocol kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, Final
+
+from toolkeeper.protocol import Reply
+
+__all__ = [
+    "ASGIApp",
+    "BodyTooLarge",
+    "ClientDisconnected",
+    "Message",
+    "Receive",
+    "Scope",
+    "Send",
+    "encode_headers",
+    "read_body",
+    "respond",
+    "respond_plain",
+    "send_reply",
+    "serve_lifespan",
+    "until_disconnect",
+]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_JSON: Final = (b"content-type", b"application/json")
+_PLAIN: Final = (b"content-type", b"text/plain; charset=utf-8")
+
+
+class BodyTooLarge(Exception):
+    """The request body grew past its limit while it was read (413)."""
+
+
+class ClientDisconnected(Exception):
+    """The client went away before the request body was complete."""
+
+
+async def read_body(receive: Receive, limit: int) -> bytes:
+    """The whole request body, refused as soon as it passes ``limit`` bytes (nothing more of
+    it is read or kept)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnected
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        if not message.get("more_body", False):
+            return b"".join((*chunks, chunk)) if chunks else chunk
+        chunks.append(chunk)
+
+
+async def until_disconnect(receive: Receive) -> None:
+    """Return when the client disconnects (every other message is dropped)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def encode_headers(headers: tuple[tuple[str, str], ...]) -> list[tuple[bytes, bytes]]:
+    """Header pairs as ASGI wants them (the protocol kernel's are Latin-1 text)."""
+    return [(n.encode("latin-1"), v.encode("latin-1")) for n, v in headers]
+
+
+async def respond(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes
+                  ) -> None:
+    """A whole response: ``headers`` plus its Content-Length, then ``body``."""
+    await send({"type": "http.response.start", "status": status,
+                "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def respond_plain(send: Send, status: int, text: bytes) -> None:
+    """A transport-level refusal: a fixed text/plain body (never a traceback)."""
+    await respond(send, status, [_PLAIN], text)
+
+
+async def send_reply(send: Send, reply: Reply) -> None:
+    """A kernel :class:`~toolkeeper.protocol.Reply` as a JSON response, with its headers."""
+    body = reply.body
+    headers = [_JSON, *encode_headers(reply.headers)] if reply.headers else [_JSON]
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def serve_lifespan(receive: Receive, send: Send) -> None:
+    """The lifespan protocol, with nothing to start or stop."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
