@@ -384,6 +384,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"{cpu['sdk']:.1f} us (SDK/toolkeeper {cpu['sdk'] / cpu['toolkeeper']:.2f}x, "
                   f"toolkeeper/echo {cpu['toolkeeper'] / cpu['echo']:.2f}x, floor/echo "
                   f"{cpu['floor'] / cpu['echo']:.2f}x)", flush=True)
+            # Read as CPU per request, the two (b) targets leave one budget: at most 1.5x the
+            # echo's and at most a tenth of the SDK's.
+            budget = min(1.5 * cpu["echo"], cpu["sdk"] / 10)
+            print(f"(b) in server CPU, both targets allow at most {budget:.1f} us per request "
+                  f"(min of 1.5 x echo, SDK / 10): toolkeeper {cpu['toolkeeper']:.1f} us "
+                  f"({cpu['toolkeeper'] / budget:.2f}x the budget), the floor "
+                  f"{cpu['floor']:.1f} us ({cpu['floor'] / budget:.2f}x)", flush=True)
         verdicts.append(f"(b) {tk / sdk:.2f}x SDK, echo/toolkeeper {echo / tk:.2f}x")
     print(f"load average {os.getloadavg()[0]:.2f} at end; " + "; ".join(verdicts))
     return 0
