@@ -71,6 +71,20 @@ async def _log_nan(arguments: dict[str, Any], ctx: ToolContext) -> str:
     return "logged"
 
 
+async def _bad_message(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    await ctx.progress(1, 2, 5)  # type: ignore[arg-type]  # a handler bug, as NaN is
+    return "after"
+
+
+async def _bad_logger(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    await ctx.log("info", "x", logger=5)  # type: ignore[arg-type]  # a handler bug
+    return "after"
+
+
+async def _nan_async(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return {"x": -math.inf}  # the express lane's path (a context-taking async handler)
+
+
 def _require_nested(arguments: dict[str, Any], ctx: ToolContext) -> str:
     ctx.require_capabilities({"elicitation": {"url": {}}})
     return "elicited"
@@ -79,6 +93,7 @@ def _require_nested(arguments: dict[str, Any], ctx: ToolContext) -> str:
 TOOLS: dict[str, Any] = {
     "hc.nan_dict": lambda arguments: {"x": math.nan},
     "hc.inf_result": lambda arguments: ToolResult((text("inf"),), {"x": math.inf}),
+    "hc.nan_async": _nan_async,
     "hc.nan_typed": lambda arguments: ToolResult((text("nan"),), {"x": math.nan}),
     "hc.bad_block": lambda arguments: [{"type": "text"}],
     "hc.unknown_block": lambda arguments: [{"type": "video", "url": "x"}],
@@ -92,6 +107,8 @@ TOOLS: dict[str, Any] = {
     "hc.bare": _bare_progress,
     "hc.log_object": _log_object,
     "hc.log_nan": _log_nan,
+    "hc.bad_message": _bad_message,
+    "hc.bad_logger": _bad_logger,
     "hc.nested": _require_nested,
     "hc.nested_bind": lambda arguments: "elicited",
     "hc.ok": lambda arguments: "ok",
