@@ -94,9 +94,14 @@ TOOLS: dict[str, Any] = {
     "hc.nan_dict": lambda arguments: {"x": math.nan},
     "hc.inf_result": lambda arguments: ToolResult((text("inf"),), {"x": math.inf}),
     "hc.nan_async": _nan_async,
+    "hc.typed_ok": lambda arguments: {"x": 1.5},
+    "hc.typed_bad": lambda arguments: {"x": "one"},
+    "hc.typed_text": lambda arguments: "no structured content",
+    "hc.typed_error": lambda arguments: ToolResult((text("bad"),), {"x": "one"}, is_error=True),
     "hc.nan_typed": lambda arguments: ToolResult((text("nan"),), {"x": math.nan}),
     "hc.bad_block": lambda arguments: [{"type": "text"}],
     "hc.unknown_block": lambda arguments: [{"type": "video", "url": "x"}],
+    "hc.bad_annotation": lambda arguments: ToolResult((text("t", annotations={"priority": 5}),)),
     "hc.meta_block": lambda arguments: [{"type": "text", "text": "m", "_meta": {"k": 1}}],
     "hc.exit_inline": lambda arguments: _raise(SystemExit(3)),
     "hc.exit_async": lambda arguments, ctx: _raise_async(SystemExit(3)),
@@ -113,7 +118,8 @@ TOOLS: dict[str, Any] = {
     "hc.nested_bind": lambda arguments: "elicited",
     "hc.ok": lambda arguments: "ok",
 }
-_OUTPUT = {"hc.nan_typed": NUMBER_OUTPUT}
+_OUTPUT = {name: NUMBER_OUTPUT for name in (
+    "hc.nan_typed", "hc.typed_ok", "hc.typed_bad", "hc.typed_text", "hc.typed_error")}
 _REQUIRES: dict[str, dict[str, Any]] = {"hc.nested_bind": {"elicitation": {"url": {}}}}
 
 

@@ -133,6 +133,31 @@ def test_a_non_finite_number_breaking_the_output_schema_is_the_generic_failure(
     assert "structuredContent" not in result
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_structured_content_is_checked_against_the_output_schema_as_the_sdk_checks_it(
+        http: tuple[str, Gateway], mode: str) -> None:
+    """A conforming result passes the SDK's own re-validation; a breaking or missing one is the
+    generic failure (never sent for the SDK to refuse); an isError result is not checked."""
+    url, gateway = http
+    tools = ("hc.typed_ok", "hc.typed_bad", "hc.typed_text", "hc.typed_error")
+
+    async def calls() -> list[Any]:
+        with anyio.fail_after(BOUND_S):
+            async with Client(url, mode=mode) as client:
+                await client.list_tools()  # the SDK validates against the listed schema
+                return [await client.call_tool(name, {}) for name in tools]
+
+    before = {name: len(outcomes(gateway, name)) for name in tools}
+    ok, bad, missing, error = anyio.run(calls)
+    assert (ok.is_error, ok.structured_content) == (False, {"x": 1.5})
+    for failed in (bad, missing):
+        assert failed.is_error is True and FAILED in failed.content[0].text
+        assert failed.structured_content is None
+    assert (error.is_error, error.structured_content) == (True, {"x": "one"})
+    assert [outcomes(gateway, name)[before[name]:] for name in tools] == [
+        ["ok"], ["error"], ["error"], ["error"]]
+
+
 @pytest.mark.xfail(strict=True, reason="BUG: NaN in log data is sent as null (msgspec), "
                    "silently changing the handler's data")
 def test_a_log_line_with_a_non_finite_number_is_never_sent_as_null(
@@ -146,7 +171,7 @@ def test_a_log_line_with_a_non_finite_number_is_never_sent_as_null(
 @pytest.mark.xfail(strict=True, reason="BUG: content blocks a handler returns (or text() with "
                    "out-of-range annotations) are sent unchecked; the SDK client cannot parse "
                    "the result and call_tool raises instead of seeing an isError result")
-@pytest.mark.parametrize("tool", ["hc.bad_block", "hc.unknown_block"])
+@pytest.mark.parametrize("tool", ["hc.bad_block", "hc.unknown_block", "hc.bad_annotation"])
 @pytest.mark.parametrize("mode", MODES)
 def test_a_malformed_content_block_reaches_the_sdk_as_a_failure_result(
         http: tuple[str, Gateway], tool: str, mode: str) -> None:
