@@ -130,3 +130,11 @@ def test_a_reply_that_cannot_be_encoded_is_sent_as_the_generic_internal_error_to
     assert (answer["id"], answer["error"]["code"]) == (7, INTERNAL_ERROR)
     assert b"content" not in body and "result" not in answer
     assert [r.name for r in caplog.records] == ["toolkeeper.protocol"]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_a_non_finite_number_is_never_encoded_as_null(bad: float) -> None:
+    with pytest.raises(ValueError):
+        encode_message({"jsonrpc": "2.0", "id": 1, "result": {"deep": [{"x": (1, bad)}]}})
+    # null itself, and finite numbers beside it, are encoded as ever
+    assert encode_message({"a": None, "b": [1.5, None]}) == b'{"a":null,"b":[1.5,null]}'

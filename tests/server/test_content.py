@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolkeeper.server import audio, embedded_resource, image, resource_link, text
+from toolkeeper.server.content import check_content
 
 
 def test_text_blocks_with_and_without_annotations() -> None:
@@ -36,3 +37,37 @@ def test_embedded_resources_hold_exactly_one_of_text_and_blob() -> None:
         embedded_resource("mem://z")
     with pytest.raises(ValueError):
         embedded_resource("mem://z", text="a", blob=b"b")
+
+
+def test_every_helper_block_passes_the_content_check() -> None:
+    check_content([text("t", annotations={"audience": ["user"], "priority": 0.5}),
+                   image(b"x", "image/png"), audio(b"x", "audio/wav"),
+                   resource_link("file:///a", "a", title="A", size=1),
+                   embedded_resource("mem://x", text="t"), embedded_resource("mem://y", blob=b"")])
+
+
+@pytest.mark.parametrize("block", [
+    {"type": "video", "data": "x"},
+    {"text": "no type"},
+    "text",
+    {"type": "text"},
+    {"type": "text", "text": 5},
+    {"type": "image", "data": "x"},
+    {"type": "resource_link", "uri": "file:///a"},
+    {"type": "resource_link", "uri": "file:///a", "name": "a", "size": "3"},
+    {"type": "resource_link", "uri": "file:///a", "name": "a", "title": 1},
+    {"type": "resource"},
+    {"type": "resource", "resource": {"uri": "mem://x"}},
+    {"type": "resource", "resource": {"uri": "mem://x", "text": "t", "blob": "AA=="}},
+    {"type": "resource", "resource": {"text": "t"}},
+    {"type": "text", "text": "t", "_meta": []},
+    {"type": "text", "text": "t", "annotations": []},
+    {"type": "text", "text": "t", "annotations": {"priority": 5}},
+    {"type": "text", "text": "t", "annotations": {"priority": True}},
+    {"type": "text", "text": "t", "annotations": {"audience": ["robot"]}},
+    {"type": "text", "text": "t", "annotations": {"audience": [["user"]]}},
+    {"type": "text", "text": "t", "annotations": {"lastModified": 0}},
+])
+def test_a_block_a_client_could_not_parse_is_refused(block: object) -> None:
+    with pytest.raises(ValueError):
+        check_content([text("fine"), block])

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any, Final
 
-__all__ = ["NOT_JSON_MESSAGES", "Link", "find_not_json", "has_lone_surrogate", "is_json_data",
-           "link_parts"]
+__all__ = ["NOT_JSON_MESSAGES", "Link", "find_not_json", "has_lone_surrogate", "has_non_finite",
+           "is_json_data", "link_parts"]
 
 Location = tuple[str | int, ...]
 
@@ -41,6 +41,22 @@ def has_lone_surrogate(text: str) -> bool:
         text.encode("utf-8")
     except UnicodeEncodeError:
         return True
+    return False
+
+
+def has_non_finite(value: Any) -> bool:
+    """Whether a NaN or an infinity sits anywhere in ``value``'s dicts, lists and tuples (what
+    msgspec's encoder writes as ``null``, so callers ask only when its output holds one)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, float):
+            if not math.isfinite(node):
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
     return False
 
 

@@ -40,7 +40,12 @@ import jsonschema_rs
 import msgspec
 
 from toolkeeper.contracts.canonical import canonical_json, json_type_name, loads_json
-from toolkeeper.contracts.json_values import NOT_JSON_MESSAGES, find_not_json, is_json_data
+from toolkeeper.contracts.json_values import (
+    NOT_JSON_MESSAGES,
+    find_not_json,
+    has_non_finite,
+    is_json_data,
+)
 from toolkeeper.errors import ContractError, SchemaError
 
 __all__ = ["CompiledSchema", "Issue", "compile_schema", "format_path", "validate"]
@@ -400,24 +405,10 @@ def compile_schema(schema: dict[str, Any] | bool, *, assert_formats: bool = Fals
         why = next((text for kind, text in _NOT_JSON.items() if isinstance(exc, kind)),
                    "it is not JSON")
         raise SchemaError(f"not a valid JSON Schema 2020-12: {why}") from None
-    if b"null" in key and _has_non_finite(schema):  # the encoder writes NaN and infinities as null
+    if b"null" in key and has_non_finite(schema):  # the encoder writes NaN and infinities as null
         raise SchemaError("not a valid JSON Schema 2020-12: NaN and infinities are not JSON "
                           "numbers")
     return _compile_cached(key, assert_formats)
-
-
-def _has_non_finite(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if type(node) is float:
-            if not math.isfinite(node):
-                return True
-        elif isinstance(node, dict):
-            stack.extend(node.values())
-        elif isinstance(node, list | tuple):
-            stack.extend(node)
-    return False
 
 
 def validate(schema: dict[str, Any] | CompiledSchema, instance: Any) -> list[Issue]:

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import msgspec
 
+from toolkeeper.contracts.json_values import has_non_finite
 from toolkeeper.errors import JsonRpcError
 from toolkeeper.protocol.codes import INVALID_REQUEST, PARSE_ERROR
 
@@ -77,8 +78,13 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
 
 def encode_message(message: Mapping[str, Any]) -> bytes:
     """Canonical (sorted-key, compact) JSON bytes of a message; ``msgspec.Raw`` values are
-    spliced in verbatim."""
-    return _ENCODER.encode(message)
+    spliced in verbatim. A NaN or an infinity is a ValueError: JSON has no such number, and
+    msgspec would write ``null``, silently changing the data (the walk that finds them runs
+    only when the output holds a ``null``)."""
+    encoded = _ENCODER.encode(message)
+    if b"null" in encoded and has_non_finite(message):
+        raise ValueError("NaN and infinities are not JSON numbers")
+    return encoded
 
 
 def is_request_id(value: object) -> bool:

@@ -42,7 +42,7 @@ from toolkeeper.protocol.faults import invalid_params
 from toolkeeper.protocol.versions import UNSTRUCTURED_VERSIONS
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server.calllog import CallLog, CallRecord, arguments_digest
-from toolkeeper.server.content import ToolResult, text, to_tool_result
+from toolkeeper.server.content import ToolResult, check_content, text, to_tool_result
 from toolkeeper.server.gate import SCHEMA_VERSION_KEY, requested_version
 from toolkeeper.server.handlers import HandlerBinding, ToolContext, ToolHandlers, capability_error
 from toolkeeper.server.routes import Route, Routes, closed_schema
@@ -68,6 +68,14 @@ def invalid_arguments_result(issues: list[Issue]) -> ToolResult:
     return ToolResult((text(f"Invalid arguments ({len(issues)} error"
                             f"{'s' if len(issues) != 1 else ''}):\n{lines}"),),
                       {"errors": errors}, is_error=True)
+
+
+def _thrown_in(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised at the await that caught it rather than inside the handler:
+    its traceback has no frame below the catching one (how ``coroutine.close()`` throws
+    GeneratorExit into a call that awaits its handler)."""
+    trace = exc.__traceback__
+    return trace is None or trace.tb_next is None
 
 
 def _cancel_requested() -> bool:
@@ -277,9 +285,11 @@ class ToolCalls:
         return wire
 
     def _result(self, route: Route, value: Any) -> ToolResult:
-        """A handler's value as a ToolResult, its structured content checked against the
-        output schema (raises for a value that is not a result)."""
+        """A handler's value as a ToolResult, its content blocks checked and its structured
+        content checked against the output schema (raises for a value that is not a result or
+        a block a client could not parse)."""
         result = value if type(value) is ToolResult else to_tool_result(value)
+        check_content(result.content)
         if route.output_validator is not None:
             result = self._checked(route.plan.spec, route.output_validator, result)
         return result
@@ -292,20 +302,22 @@ class ToolCalls:
     def _failed(self, route: Route, handle: int, started: float, exc: BaseException
                 ) -> ToolResult:
         """Complete the call log for a handler that raised (called while ``exc`` is being
-        handled). A CapabilityRequiredError (the one protocol error a handler may raise,
-        through its context) and a BaseException (cancellation of the running task)
-        propagate; any other exception, JsonRpcError included, and a CancelledError raised
-        while the task was not being cancelled (an await of something cancelled elsewhere), is
-        the generic failure result (SPEC 3.4.5)."""
+        handled). Two kinds propagate: a CapabilityRequiredError (the one protocol error a
+        handler may raise, through its context) and the call's own end, a CancelledError
+        while its task is being cancelled or a GeneratorExit thrown in by its coroutine's
+        close. Anything else a handler raises is the generic failure result (SPEC 3.4.5):
+        every Exception, JsonRpcError included, a CancelledError nobody asked for, and the
+        BaseExceptions that would otherwise end the server (SystemExit, KeyboardInterrupt, a
+        GeneratorExit of the handler's own)."""
         spec = route.plan.spec
         if isinstance(exc, CapabilityRequiredError):
             outcome = "protocol_error"
-        elif isinstance(exc, Exception) or (isinstance(exc, asyncio.CancelledError)
-                                            and not _cancel_requested()):
-            outcome = "exception"  # (a CancelledError nobody asked for: the handler's own)
-            _log.exception("tool %s %s raised", spec.name, spec.version)
-        else:
+        elif ((isinstance(exc, asyncio.CancelledError) and _cancel_requested())
+              or (isinstance(exc, GeneratorExit) and _thrown_in(exc))):
             outcome = "cancelled"
+        else:
+            outcome = "exception"
+            _log.exception("tool %s %s raised", spec.name, spec.version)
         self._log.completed(handle, outcome, (time.perf_counter() - started) * 1000.0)
         if outcome != "exception":
             raise exc

@@ -14,6 +14,7 @@ from toolkeeper.contracts.canonical import canonical_json
 __all__ = [
     "ToolResult",
     "audio",
+    "check_content",
     "embedded_resource",
     "image",
     "resource_link",
@@ -23,6 +24,21 @@ __all__ = [
 
 ContentBlock = dict[str, Any]
 _NO_STRUCTURED: Final = object()
+
+_REQUIRED: Final[dict[str, tuple[str, ...]]] = {
+    "text": ("text",),
+    "image": ("data", "mimeType"),
+    "audio": ("data", "mimeType"),
+    "resource_link": ("uri", "name"),
+    "resource": (),
+}
+"""Each content block type of ``CallToolResult.content`` (both eras, mcp-wire 7.2) and the
+string members it requires (``resource`` requires an object, checked apart)."""
+
+_OPTIONAL_STRINGS: Final[dict[str, tuple[str, ...]]] = {
+    "resource_link": ("title", "description", "mimeType"),
+}
+_AUDIENCES: Final = frozenset({"user", "assistant"})
 
 
 def _with_annotations(block: ContentBlock, annotations: Mapping[str, Any] | None
@@ -101,6 +117,59 @@ class ToolResult(msgspec.Struct, frozen=True):
         if self.has_structured:
             out["structuredContent"] = self.structured
         return out
+
+
+def check_content(blocks: Sequence[Any]) -> None:
+    """Refuse (ValueError) content a client could not parse as MCP content blocks: an unknown
+    type, a required member missing or not a string, an embedded resource without its uri and
+    exactly one of text and blob, annotations out of range (audience other than user and
+    assistant, priority outside 0 to 1), a ``_meta`` that is not an object. The official
+    client refuses the whole result then, so a handler's malformed block is its failure."""
+    for index, block in enumerate(blocks):
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        required = _REQUIRED.get(kind) if type(kind) is str else None
+        if required is None or type(kind) is not str:
+            raise ValueError(f"content[{index}]: not a content block of a known type")
+        for key in required:
+            if type(block.get(key)) is not str:
+                raise ValueError(f"content[{index}]: {kind} needs a string {key!r}")
+        if kind == "resource" or len(block) > len(required) + 1:  # more to check
+            _check_optional(index, kind, block)
+
+
+def _check_optional(index: int, kind: str, block: Mapping[str, Any]) -> None:
+    where = f"content[{index}]"
+    for key in _OPTIONAL_STRINGS.get(kind, ()):
+        if key in block and type(block[key]) is not str:
+            raise ValueError(f"{where}: {kind} {key!r} must be a string")
+    if kind == "resource_link" and "size" in block and type(block["size"]) is not int:
+        raise ValueError(f"{where}: resource_link 'size' must be an integer")
+    if kind == "resource":
+        resource = block.get("resource")
+        if not (isinstance(resource, Mapping) and type(resource.get("uri")) is str
+                and (type(resource.get("text")) is str) != (type(resource.get("blob")) is str)
+                and ("text" in resource) != ("blob" in resource)):
+            raise ValueError(f"{where}: resource needs a uri and exactly one of text and blob")
+    if "_meta" in block and not isinstance(block["_meta"], Mapping):
+        raise ValueError(f"{where}: '_meta' must be an object")
+    if "annotations" in block:
+        _check_annotations(where, block["annotations"])
+
+
+def _check_annotations(where: str, annotations: Any) -> None:
+    if not isinstance(annotations, Mapping):
+        raise ValueError(f"{where}: annotations must be an object")
+    audience = annotations.get("audience")
+    if audience is not None and not (isinstance(audience, list | tuple)
+                                     and all(type(a) is str and a in _AUDIENCES
+                                                 for a in audience)):
+        raise ValueError(f"{where}: annotations audience must list user or assistant")
+    priority = annotations.get("priority")
+    if priority is not None and not (type(priority) in (int, float) and 0 <= priority <= 1):
+        raise ValueError(f"{where}: annotations priority must be a number from 0 to 1")
+    modified = annotations.get("lastModified")
+    if modified is not None and type(modified) is not str:
+        raise ValueError(f"{where}: annotations lastModified must be a string")
 
 
 def _is_block(value: object) -> bool:

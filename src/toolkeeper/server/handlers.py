@@ -101,13 +101,16 @@ class ToolContext:
     async def progress(self, progress: float, total: float | None = None,
                        message: str | None = None) -> None:
         """Report progress; sent only when the caller gave a progress token (SSE on HTTP).
-        ``progress`` and ``total`` must be finite numbers (ValueError otherwise, whether or
-        not anything is sent: JSON has no NaN, and a client drops a progress without one)."""
+        ``progress`` and ``total`` must be finite numbers and ``message`` a string (ValueError
+        otherwise, whether or not anything is sent: JSON has no NaN, and a client drops a
+        progress without one or with a message that is not a string)."""
         if not (isinstance(progress, _NUMBER) and progress.__class__ is not bool
                 and -_INF < progress < _INF) or (total is not None and not (
                     isinstance(total, _NUMBER) and total.__class__ is not bool
                     and -_INF < total < _INF)):  # inline: progress is called in loops
             raise ValueError(f"progress {progress!r} of {total!r}: not finite numbers")
+        if message is not None and message.__class__ is not str:
+            raise ValueError(f"progress message {message!r}: not a string")
         token = self._call.progress_token
         if token is None:
             return
@@ -120,9 +123,13 @@ class ToolContext:
 
     async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
         """Log to the caller; sent only at or above the level the caller asked for (modern:
-        ``_meta`` logLevel on this request; legacy: ``logging/setLevel``)."""
+        ``_meta`` logLevel on this request; legacy: ``logging/setLevel``). ``logger``, if
+        given, must be a string (ValueError: a client drops the line otherwise); ``data`` must
+        be JSON when the line is sent (a NaN or an infinity is a ValueError then)."""
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}")
+        if logger is not None and logger.__class__ is not str:
+            raise ValueError(f"logger {logger!r}: not a string")
         if not log_level_allows(self._call.log_level, level):
             return
         params: dict[str, Any] = {"level": level, "data": data}

@@ -127,14 +127,21 @@ class StdioServer:
         self._announcing = (subscription, asyncio.ensure_future(pump()))
 
     def _start(self, pending: Pending) -> None:
+        finished: list[bool] = []  # the request is answered or cancelled: nothing more of it
+
         async def emit(message: dict[str, Any]) -> None:
-            await self._write(encode_message(message))
+            # A handler's leftover task may still report: progress and logs of a request end
+            # with its response, as the HTTP exchange ends them with its stream.
+            if not finished:
+                await self._write(encode_message(message))
 
         async def complete() -> None:
             try:
                 reply = await pending.complete(emit)
             except asyncio.CancelledError:
+                finished.append(True)
                 return  # cancelled by the client: no response (MCP cancellation)
+            finished.append(True)
             await self._write(reply.body)
 
         task = asyncio.ensure_future(complete())
