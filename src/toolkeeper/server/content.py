@@ -125,16 +125,19 @@ def check_content(blocks: Sequence[Any]) -> None:
     exactly one of text and blob, annotations out of range (audience other than user and
     assistant, priority outside 0 to 1), a ``_meta`` that is not an object. The official
     client refuses the whole result then, so a handler's malformed block is its failure."""
-    for index, block in enumerate(blocks):
-        kind = block.get("type") if isinstance(block, Mapping) else None
+    index = 0
+    for block in blocks:
+        kind = (block.get("type") if type(block) is dict or isinstance(block, Mapping)
+                else None)
         required = _REQUIRED.get(kind) if type(kind) is str else None
         if required is None or type(kind) is not str:
             raise ValueError(f"content[{index}]: not a content block of a known type")
         for key in required:
             if type(block.get(key)) is not str:
                 raise ValueError(f"content[{index}]: {kind} needs a string {key!r}")
-        if kind == "resource" or len(block) > len(required) + 1:  # more to check
+        if len(block) > len(required) + 1 or kind == "resource":  # more to check
             _check_optional(index, kind, block)
+        index += 1
 
 
 def _check_optional(index: int, kind: str, block: Mapping[str, Any]) -> None:
