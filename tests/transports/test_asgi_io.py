@@ -9,6 +9,7 @@ import pytest
 
 from toolkeeper.protocol import Reply
 from toolkeeper.transports.asgi_io import (
+    BodyTimeout,
     BodyTooLarge,
     ClientDisconnected,
     Message,
@@ -42,6 +43,34 @@ def test_a_body_over_the_limit_is_refused_at_the_chunk_that_passes_it() -> None:
     with pytest.raises(BodyTooLarge):
         asyncio.run(read_body(receive, 4))
     assert len(receive.taken) == 2
+
+
+def test_a_body_part_that_never_comes_times_out_and_one_at_hand_needs_no_timer() -> None:
+    async def never() -> Message:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def stalled_after_first() -> bytes:
+        parts = [{"type": "http.request", "body": b"ab", "more_body": True}]
+
+        async def receive() -> Message:
+            if parts:
+                return parts.pop()
+            return await never()
+
+        return await read_body(receive, 100, 0.05)
+
+    with pytest.raises(BodyTimeout):
+        asyncio.run(read_body(never, 100, 0.05))
+    with pytest.raises(BodyTimeout):
+        asyncio.run(stalled_after_first())
+    ready = _receiver({"type": "http.request", "body": b"ab"})
+
+    async def read_ready() -> tuple[bytes, int]:
+        body = await read_body(ready, 100, 0.05)
+        return body, len(asyncio.get_running_loop()._scheduled)  # type: ignore[attr-defined]
+
+    assert asyncio.run(read_ready()) == (b"ab", 0)  # no timer was ever scheduled
 
 
 def test_a_disconnect_before_the_body_ends_is_reported() -> None:

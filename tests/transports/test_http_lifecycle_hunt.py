@@ -50,7 +50,8 @@ KIT: Final = Path(__file__).resolve().parent / "lifecycle_kit.py"
 
 @pytest.fixture(scope="module")
 def live() -> Iterator[Live]:
-    with live_server(HttpConfig(keepalive_s=0.05, max_body_bytes=10_000)) as value:
+    with live_server(HttpConfig(keepalive_s=0.05, max_body_bytes=10_000,
+                                body_timeout_s=1.0)) as value:
         yield value
 
 
@@ -125,10 +126,6 @@ def test_two_hundred_clients_that_leave_before_the_reply_or_mid_stream_leave_not
     assert fresh.probe.finished == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a client that leaves while its handler streams progress does not cancel it: "
-    "uvicorn's send returns silently once the client is gone, so the handler never suspends "
-    "again, runs to its end (monopolising the loop) and is logged ok"))
 def test_a_client_that_leaves_mid_progress_stream_cancels_a_handler_that_only_awaits_progress(
         fresh: Live) -> None:
     count = 20_000  # 1 KiB each: far more than the socket buffers hold
@@ -261,19 +258,20 @@ def test_expect_100_continue_with_a_declared_length_over_the_limit_is_413_withou
     assert (status, text) == (413, b"Request body too large")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a request body that stalls is waited for forever: no read bound, so a client "
-    "trickling its body (slowloris) holds a connection, a task and its buffer indefinitely"))
-def test_a_request_body_that_stalls_is_cut_off_within_a_bound(live: Live) -> None:
-    """The only bound uvicorn applies is its keep-alive timeout (5 s, idle connections between
-    requests); a body stalled mid-way is allowed that long and one second more."""
+@pytest.mark.parametrize("sent", [0, 10])
+def test_a_request_body_that_stalls_is_cut_off_within_a_bound(live: Live, sent: int) -> None:
+    """HttpConfig.body_timeout_s (1 s here) bounds the wait for the next part of a body, the
+    first included: the stalled request is answered 408 and its connection closed."""
     port = live.server.port
     body = call_body("t.echo", 6)
-    conn = Conn(port, modern_call_head("t.echo", port, length=len(body)) + body[:10])
+    conn = Conn(port, modern_call_head("t.echo", port, length=len(body)) + body[:sent])
     try:
+        status, headers, text = conn.response()
+        assert (status, headers["connection"], text) == (408, "close", b"Request body timed out")
         assert conn.closed_by_server(6.0)
     finally:
         conn.close()
+
 
 
 # --- methods and paths ----------------------------------------------------------------------
@@ -488,10 +486,6 @@ def test_sigterm_ends_listen_and_get_streams_at_once_and_answers_a_silent_call_5
         b"Service Unavailable: the server is stopping")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a call already streaming SSE when the graceful wait ends is cut off: the app returns "
-    "without ending the response (no final event, no last chunk) and uvicorn logs 'ASGI "
-    "callable returned without completing response'"))
 def test_sigterm_ends_a_call_streaming_sse_with_a_complete_response(stopped: Stopped) -> None:
     assert stopped.seen["sse call"][0] == "ended"
     assert "ASGI callable returned without completing response" not in stopped.stderr

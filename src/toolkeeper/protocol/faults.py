@@ -23,6 +23,8 @@ __all__ = [
     "invalid_request",
     "method_not_found",
     "missing_capability",
+    "request_cancelled",
+    "server_stopping",
     "unsupported_version",
     "wire_error",
 ]
@@ -46,6 +48,12 @@ def wire_error(exc: BaseException) -> dict[str, Any]:
 def request_cancelled() -> JsonRpcError:
     """Legacy HTTP: the answer to a request its client cancelled (-32800, mcp-wire 5)."""
     return JsonRpcError(codes.REQUEST_CANCELLED, "Request cancelled")
+
+
+def server_stopping() -> JsonRpcError:
+    """The answer to a request the server abandons because it is stopping (-32603), sent as
+    the last event of a response already streaming (one not yet begun gets HTTP 503)."""
+    return JsonRpcError(codes.INTERNAL_ERROR, "Server is stopping")
 
 
 def invalid_request(message: str) -> JsonRpcError:

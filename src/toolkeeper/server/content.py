@@ -125,8 +125,7 @@ def check_content(blocks: Sequence[Any]) -> None:
     exactly one of text and blob, annotations out of range (audience other than user and
     assistant, priority outside 0 to 1), a ``_meta`` that is not an object. The official
     client refuses the whole result then, so a handler's malformed block is its failure."""
-    index = 0
-    for block in blocks:
+    for index, block in enumerate(blocks):
         kind = (block.get("type") if type(block) is dict or isinstance(block, Mapping)
                 else None)
         required = _REQUIRED.get(kind) if type(kind) is str else None
@@ -137,7 +136,6 @@ def check_content(blocks: Sequence[Any]) -> None:
                 raise ValueError(f"content[{index}]: {kind} needs a string {key!r}")
         if len(block) > len(required) + 1 or kind == "resource":  # more to check
             _check_optional(index, kind, block)
-        index += 1
 
 
 def _check_optional(index: int, kind: str, block: Mapping[str, Any]) -> None:

@@ -7,13 +7,16 @@ the protocol kernel.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any, Final
+import asyncio
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, MutableMapping
+from typing import Any, Final, TypeVar
 
 from toolkeeper.protocol import Reply
 
 __all__ = [
     "ASGIApp",
+    "BodyTimeout",
     "BodyTooLarge",
     "ClientDisconnected",
     "Message",
@@ -24,6 +27,7 @@ __all__ = [
     "read_body",
     "respond",
     "respond_plain",
+    "resume",
     "send_reply",
     "serve_lifespan",
     "until_disconnect",
@@ -43,17 +47,21 @@ class BodyTooLarge(Exception):
     """The request body grew past its limit while it was read (413)."""
 
 
+class BodyTimeout(Exception):
+    """The next part of the request body did not arrive in time (408)."""
+
+
 class ClientDisconnected(Exception):
     """The client went away before the request body was complete."""
 
 
-async def read_body(receive: Receive, limit: int) -> bytes:
+async def read_body(receive: Receive, limit: int, timeout_s: float | None = None) -> bytes:
     """The whole request body, refused as soon as it passes ``limit`` bytes (nothing more of
-    it is read or kept)."""
+    it is read or kept), or when its next part takes over ``timeout_s`` to arrive."""
     chunks: list[bytes] = []
     size = 0
     while True:
-        message = await receive()
+        message = await (receive() if timeout_s is None else _received(receive, timeout_s))
         if message["type"] == "http.disconnect":
             raise ClientDisconnected
         chunk = message.get("body", b"")
@@ -63,6 +71,60 @@ async def read_body(receive: Receive, limit: int) -> bytes:
         if not message.get("more_body", False):
             return b"".join((*chunks, chunk)) if chunks else chunk
         chunks.append(chunk)
+
+
+@types.coroutine
+def _received(receive: Receive, timeout_s: float) -> Generator[Any, Any, Message]:
+    """``await receive()``, bounded by ``timeout_s`` (BodyTimeout) only when it has to wait:
+    a server usually hands over the body with the request, and a timer for every request
+    would cost more than the rest of reading it."""
+    waiting = receive().__await__()
+    try:
+        suspended_on = waiting.send(None)
+    except StopIteration as ready:
+        message: Message = ready.value
+        return message
+    return (yield from _bounded(waiting, suspended_on, timeout_s).__await__())
+
+
+async def _bounded(waiting: Generator[Any, Any, Message], suspended_on: Any, timeout_s: float
+                   ) -> Message:
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await resume(waiting, suspended_on)
+    except TimeoutError:
+        raise BodyTimeout from None
+
+
+_T = TypeVar("_T")
+
+
+@types.coroutine
+def resume(awaiting: Coroutine[Any, Any, _T] | Generator[Any, Any, _T], suspended_on: Any
+           ) -> Generator[Any, Any, _T]:
+    """The rest of ``await awaiting`` for an awaitable already run to its first suspension
+    (``suspended_on`` is what it yielded): PEP 380 delegation without the first ``send``.
+    Lets a caller run the common case, an awaitable that completes at once, without the
+    machinery (a watcher, a timer) that only waiting needs."""
+    yielded = suspended_on
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            awaiting.close()
+            raise
+        except BaseException as exc:  # thrown in by the task (cancellation): pass it on
+            try:
+                yielded = awaiting.throw(exc)
+            except StopIteration as stop:
+                thrown_out: _T = stop.value
+                return thrown_out
+        else:
+            try:
+                yielded = awaiting.send(sent)
+            except StopIteration as stop:
+                result: _T = stop.value
+                return result
 
 
 async def until_disconnect(receive: Receive) -> None:

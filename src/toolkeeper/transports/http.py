@@ -56,6 +56,7 @@ from toolkeeper.protocol.raw_headers import asgi_index, header_text
 from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS
 from toolkeeper.transports.asgi_io import (
     ASGIApp,
+    BodyTimeout,
     BodyTooLarge,
     ClientDisconnected,
     Message,
@@ -88,6 +89,8 @@ __all__ = ["ASGIApp", "HttpConfig", "StreamableHTTPApp", "create_asgi_app"]
 _log = logging.getLogger("toolkeeper.transports.http")
 
 DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
+_PLAIN: Final = (b"content-type", b"text/plain; charset=utf-8")
+_CLOSE: Final = (b"connection", b"close")  # the rest of a stalled body is never read
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,12 +102,18 @@ class HttpConfig:
     policy: OriginPolicy = field(default_factory=OriginPolicy)
     json_response: bool = False
     keepalive_s: float = 15.0
+    body_timeout_s: float = 5.0
+    """The longest wait for the next part of a request body (a client that stalls mid-body is
+    answered 408 and its connection closed); the same bound uvicorn keeps on an idle
+    connection."""
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 0:
             raise ValueError(f"max_body_bytes must not be negative, not {self.max_body_bytes}")
-        if not self.keepalive_s > 0:  # also refuses NaN
-            raise ValueError(f"keepalive_s must be a positive number, not {self.keepalive_s}")
+        for name in ("keepalive_s", "body_timeout_s"):
+            value = getattr(self, name)
+            if not value > 0:  # also refuses NaN
+                raise ValueError(f"{name} must be a positive number, not {value}")
 
 
 class StreamableHTTPApp:
@@ -270,9 +279,12 @@ class StreamableHTTPApp:
         """Step 5 on: read the body, let the kernel answer it, write the answer."""
         config = self.config
         try:
-            body = await read_body(receive, config.max_body_bytes)
+            body = await read_body(receive, config.max_body_bytes, config.body_timeout_s)
         except BodyTooLarge:
             await respond_plain(send, 413, b"Request body too large")
+            return
+        except BodyTimeout:
+            await respond(send, 408, [_PLAIN, _CLOSE], b"Request body timed out")
             return
         if not sse_ok and STREAM_METHOD in body and asks_for_a_stream(body, raw, headers):
             await respond(send, 406, [], b"")  # rung 8, before the kernel's rungs 9 to 18

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from toolkeeper.protocol import Pending, Reply, encode_message
-from toolkeeper.transports.asgi_io import Receive, Send, until_disconnect
+from toolkeeper.protocol import Pending, Reply, encode_message, error_reply
+from toolkeeper.protocol.faults import server_stopping
+from toolkeeper.transports.asgi_io import Receive, Send, resume, until_disconnect
 from toolkeeper.transports.sse import KEEPALIVE, SSE_HEADERS, sse_frame
 
 __all__ = ["Cancellable", "answer_pending"]
@@ -36,32 +36,6 @@ class Cancellable:
 
     register: Callable[[Callable[[], None]], Callable[[], None]]
     reply: Reply
-
-
-@types.coroutine
-def _resume(coro: Coroutine[Any, Any, Reply], suspended_on: Any
-            ) -> Generator[Any, Any, Reply]:
-    """The rest of ``await coro`` for a coroutine already run to its first suspension
-    (``suspended_on`` is what it yielded): PEP 380 delegation without the first ``send``."""
-    yielded = suspended_on
-    while True:
-        try:
-            sent = yield yielded
-        except GeneratorExit:
-            coro.close()
-            raise
-        except BaseException as exc:  # thrown in by the task (cancellation): pass it on
-            try:
-                yielded = coro.throw(exc)
-            except StopIteration as stop:
-                reply: Reply = stop.value
-                return reply
-        else:
-            try:
-                yielded = coro.send(sent)
-            except StopIteration as stop:
-                reply = stop.value
-                return reply
 
 
 class _Exchange:
@@ -114,13 +88,17 @@ class _Exchange:
         await self._stream(KEEPALIVE)
 
     async def _stream(self, body: bytes) -> None:
-        """Commit to SSE if not yet, then write ``body`` as more of the response."""
+        """Commit to SSE if not yet, then write ``body`` as more of the response, then give
+        the loop a turn: a server may drop writes to a closed connection silently (uvicorn
+        does), so a handler that reports without awaiting anything else would otherwise
+        never let the watcher see its client leave (nor other requests run)."""
         async with self.lock:
             try:
                 await self._commit()
                 await self.send({"type": "http.response.body", "body": body, "more_body": True})
             except OSError:
                 self._client_left()
+        await asyncio.sleep(0)
 
     async def finish(self, reply: Reply, send_reply: SendReply) -> None:
         async with self.lock:
@@ -186,7 +164,7 @@ async def answer_pending(pending: Pending, receive: Receive, send: Send, send_re
     unregister = (None if cancellable is None
                   else cancellable.register(partial(exchange.cancel, request)))
     try:
-        reply = await _resume(run, suspended_on)
+        reply = await resume(run, suspended_on)
         if unregister is not None:
             unregister()  # a cancel from now on comes too late: the reply is written
         watcher.cancel()
@@ -196,6 +174,11 @@ async def answer_pending(pending: Pending, receive: Receive, send: Send, send_re
             request.uncancel()
             await exchange.finish(cancellable.reply, send_reply)
         elif not exchange.disconnected:
+            if exchange.committed:
+                # The server cancels a streamed answer (it is stopping): end the stream with
+                # an error event for the request rather than leave it cut off mid-response.
+                await exchange.finish(error_reply(pending.request_id, server_stopping()),
+                                      send_reply)
             raise
         else:
             request.uncancel()  # the client left: nothing to answer
