@@ -25,6 +25,7 @@ __all__ = [
     "call",
     "encode",
     "lines_are_json",
+    "run_redirected",
     "spawn",
 ]
 
@@ -220,6 +221,19 @@ def spawn(directory: Path, *extra: str) -> Served:
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stderr is not None
     return Served(process, _Drain(process.stderr))
+
+
+def run_redirected(directory: Path, redirect: str, stdin: bytes | None = None
+                   ) -> subprocess.CompletedProcess[bytes]:
+    """``toolkeeper serve --stdio`` (the hunt estate) run to its end under a shell
+    ``redirect`` such as ``>&-`` (stdout closed) or ``>/dev/full``; stderr captured."""
+    (directory / "hunt_handlers.py").write_text(HANDLERS)
+    command = [sys.executable, "-m", "toolkeeper.cli.serve_cmd", "--stdio",
+               "--registry", f"sqlite:///{directory / 'registry.db'}",
+               "--estate", str(_estate(directory))]
+    return subprocess.run(["/bin/sh", "-c", f'exec "$@" {redirect}', "sh", *command],
+                          input=stdin, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, timeout=4 * BOUND_S, check=False)
 
 
 def lines_are_json(lines: list[bytes]) -> list[bytes]:

@@ -28,10 +28,13 @@ from stdio_hunt_kit import (
     call,
     encode,
     lines_are_json,
+    run_redirected,
     spawn,
 )
-from stream_kit import demo_gateway
+from stream_kit import Lines, tool_call
+from stream_kit import demo_gateway as stream_demo_gateway
 
+from toolkeeper.server import ToolContext
 from toolkeeper.transports import serve_stdio
 
 
@@ -172,7 +175,7 @@ def test_a_legacy_session_over_the_process_hears_progress_then_its_answer(
 def _run(raw: bytes, *, max_line_bytes: int = 4 * 1024 * 1024) -> list[dict[str, Any]]:
     stdout = io.BytesIO()
     asyncio.run(asyncio.wait_for(serve_stdio(
-        demo_gateway().kernel, stdin=io.BytesIO(raw), stdout=stdout,
+        stream_demo_gateway().kernel, stdin=io.BytesIO(raw), stdout=stdout,
         max_line_bytes=max_line_bytes), BOUND_S))
     return [json.loads(x) for x in stdout.getvalue().splitlines()]
 
@@ -232,3 +235,60 @@ def test_a_legacy_stream_ignores_client_responses_and_refuses_a_second_initializ
 def test_an_enveloped_request_on_a_legacy_stream_is_invalid_request() -> None:
     out = _run(encode(INIT, INITIALIZED, _tools_list(3)))
     assert (_ids(out), _codes(out)) == (["init", 3], [None, -32600])
+
+
+# --- in process: notifications of a finished request -----------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="BUG: a handler's ctx.progress/ctx.log after its "
+                   "response still writes notifications for the finished request to stdout")
+def test_no_notification_of_a_request_is_written_after_its_response() -> None:
+    late_done: list[asyncio.Task[None]] = []
+
+    async def scenario() -> list[dict[str, Any]]:
+        release = asyncio.Event()
+
+        async def leaky(arguments: dict[str, Any], ctx: ToolContext) -> str:
+            async def after() -> None:  # a background job the handler left behind
+                await release.wait()
+                await ctx.progress(5, None, "late")
+                await ctx.log("info", "late")
+            late_done.append(asyncio.ensure_future(after()))
+            return "done"
+
+        lines = Lines()
+        run = asyncio.ensure_future(lines.server(stream_demo_gateway({"t.leaky": leaky})).run())
+        lines.put(tool_call("t.leaky", 1, progressToken="tok",
+                            **{"io.modelcontextprotocol/logLevel": "debug"}))
+        await asyncio.wait_for(lines.wrote.wait(), BOUND_S)
+        assert lines.answers(1)  # answered
+        release.set()
+        await asyncio.wait_for(late_done[0], BOUND_S)
+        lines.put(None)
+        await asyncio.wait_for(run, BOUND_S)
+        return lines.out
+
+    out = asyncio.run(scenario())
+    assert [m.get("id", m.get("method")) for m in out] == [1]  # progress MUST stop at completion
+
+
+# --- as a real process: unusable standard streams --------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="BUG: a failing stdout write other than EPIPE (ENOSPC) "
+                   "crashes serve --stdio with a traceback")
+def test_a_stdout_that_refuses_writes_ends_the_server_without_a_traceback(
+        tmp_path: Path) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("needs /dev/full")
+    done = run_redirected(tmp_path, ">/dev/full", encode(_tools_list(1)))
+    assert done.returncode != 0
+    assert b"Traceback" not in done.stderr
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: serve --stdio started with stdin or stdout closed "
+                   "crashes with an AttributeError traceback (sys.stdin/sys.stdout is None)")
+@pytest.mark.parametrize("redirect", ["<&-", ">&-"])
+def test_a_closed_standard_stream_at_start_is_refused_without_a_traceback(
+        tmp_path: Path, redirect: str) -> None:
+    done = run_redirected(tmp_path, redirect, None if redirect == "<&-" else b"")
+    assert done.returncode != 0
+    assert b"Traceback" not in done.stderr
