@@ -179,6 +179,24 @@ class Served:
         except subprocess.TimeoutExpired:
             return None
 
+    def blocked_reading_stdin(self, timeout: float = BOUND_S) -> bool:
+        """Whether, within ``timeout``, one of the server's threads sits in ``read(0, ...)`` on
+        its stdin pipe (Linux /proc; a bounded poll of kernel state, there is no event for it)."""
+        deadline = time.monotonic() + timeout
+        tick = threading.Event()
+        tasks = Path(f"/proc/{self.process.pid}/task")
+        while time.monotonic() < deadline:
+            for task in tasks.iterdir():
+                try:
+                    wchan = (task / "wchan").read_text()
+                    fields = (task / "syscall").read_text().split()
+                except OSError:
+                    continue
+                if wchan.endswith("pipe_read") and len(fields) > 1 and fields[1] == "0x0":
+                    return True
+            tick.wait(0.01)
+        return False
+
     def stderr(self) -> str:
         """The whole stderr (call once the process has exited)."""
         return self.drain.text()
