@@ -37,7 +37,6 @@ from stream_kit import demo_gateway as stream_demo_gateway
 from toolkeeper.server import ToolContext
 from toolkeeper.transports import serve_stdio
 
-
 EXIT_BOUND_S = 3.0
 """How long a server that should stop at once gets (the bug: it never does)."""
 
