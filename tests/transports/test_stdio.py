@@ -123,3 +123,24 @@ def test_requests_run_concurrently_and_a_cancelled_one_gets_no_response() -> Non
     asyncio.run(scenario())
     assert [m["id"] for m in written] == [1, 3]
     assert gateway.call_log.records[-1].outcome == "cancelled"  # type: ignore[attr-defined]
+
+
+def test_the_descriptor_reader_splits_lines_and_bounds_them_like_readline() -> None:
+    import os
+
+    from toolkeeper.transports.stdio import _TOO_LONG, _fd_reader, _reader
+
+    data = (b"ok\n" + b"x" * 8 + b"\n" + b"y" * 9 + b"\n" + b"z" * 40 + b"\nafter\n"
+            + b"last")
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, data)
+    os.close(write_fd)
+    try:
+        by_fd = _fd_reader(read_fd, 8)
+        got = [by_fd() for _ in range(7)]
+    finally:
+        os.close(read_fd)
+    by_line = _reader(io.BytesIO(data), 8)
+    expected = [by_line() for _ in range(7)]
+    assert got == expected == [b"ok\n", b"x" * 8 + b"\n", _TOO_LONG, _TOO_LONG, b"after\n",
+                               b"last", None]

@@ -16,11 +16,12 @@ import hashlib
 import importlib
 import importlib.util
 import logging
+import os
 import re
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, BinaryIO
 
 import click
 
@@ -169,6 +170,10 @@ def serve(demo: bool, estates: tuple[Path, ...], registry_url: str | None, stdio
           allow_host: tuple[str, ...], allow_origin: tuple[str, ...], json_response: bool,
           log_level: str) -> None:
     """Run the MCP gateway (both protocol eras on one endpoint)."""
+    if stdio and (sys.stdin is None or sys.stdout is None):
+        fail(ToolkeeperError("standard input or output is closed: nothing to serve on",
+                             code="serve.stdio_closed"))
+    protocol_out = _claim_stdout() if stdio else None
     logging.basicConfig(stream=sys.stderr, level=log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("toolkeeper.serve")
@@ -194,7 +199,12 @@ def serve(demo: bool, estates: tuple[Path, ...], registry_url: str | None, stdio
     try:
         if stdio:
             log.info("serving on stdio")
-            run_stdio(gateway.kernel, changes=gateway.changes)
+            try:
+                run_stdio(gateway.kernel, changes=gateway.changes, stdout=protocol_out)
+            except OSError as exc:  # the output refused a write: the reader is gone
+                fail(ToolkeeperError(f"standard output refused a write: {exc.strerror or exc}",
+                                     code="serve.stdout_failed"), code=EXIT_REFUSED)
+            log.info("stopped")
             return
         config = HttpConfig(path=path, policy=_policy(host, allow_host, allow_origin),
                             json_response=json_response)
@@ -212,6 +222,18 @@ def serve(demo: bool, estates: tuple[Path, ...], registry_url: str | None, stdio
         log.info("stopped")
     finally:
         registry.close()
+
+
+def _claim_stdout() -> BinaryIO:
+    """For ``--stdio``: keep standard output for protocol messages only. The protocol gets a
+    private duplicate of descriptor 1, and descriptor 1 and ``sys.stdout`` then point at
+    standard error, so a handler's ``print`` (or a module's, at import) lands in the log
+    instead of corrupting the stream."""
+    sys.stdout.flush()
+    private = os.dup(sys.stdout.fileno())
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    return os.fdopen(private, "wb")
 
 
 def register(group: click.Group) -> None:

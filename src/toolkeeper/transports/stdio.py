@@ -1,25 +1,36 @@
 """stdio: newline-delimited JSON-RPC on stdin/stdout, both eras (the first request decides),
 logs on stderr only.
 
-Requests run concurrently, so a long handler does not block ``ping`` and
-``notifications/cancelled`` can stop it (a cancelled request gets no response). A request that
+Requests run concurrently, so a handler that awaits does not block ``ping`` and
+``notifications/cancelled`` can stop it (a cancelled request gets no response); a plain
+``def`` handler runs on the event loop (see :mod:`toolkeeper.server.handlers`). A request that
 reuses the id of one still running is refused -32600 (ids name requests in flight). Notifications
-a handler emits (progress, log) are written as their own lines before its response. A line
-longer than ``max_line_bytes`` is discarded and answered -32600 with ``"id": null``. At end of
-input the server cancels open streams (``subscriptions/listen``: they would never end) and
-waits for the other in-flight requests, then returns. With a change feed, a legacy connection
-hears ``notifications/tools/list_changed`` once its session is initialized (the 2025
-mechanism; the modern era listens with ``subscriptions/listen``).
+a handler emits (progress, log) are written as their own lines before its response, never after
+it. A line longer than ``max_line_bytes`` is discarded and answered -32600 with ``"id": null``.
+
+The server stops at end of input, on :meth:`StdioServer.stop` (``run_stdio`` calls it on
+SIGINT and SIGTERM), or when its output fails (the reader closed it: nothing written can be
+heard). It then cancels open streams (``subscriptions/listen``: they would never end), gives
+the other in-flight requests ``GRACE_S`` to finish and write their replies (none when the output
+failed), and cancels what is left. With a change feed, a legacy connection hears
+``notifications/tools/list_changed`` once its session is initialized (the 2025 mechanism; the
+modern era listens with ``subscriptions/listen``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
+import os
+import queue
+import signal
 import sys
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
+from functools import partial
 from typing import Any, BinaryIO, Final
 
 from toolkeeper.protocol import (
@@ -35,6 +46,7 @@ from toolkeeper.protocol import (
     error_message,
 )
 from toolkeeper.protocol.codes import INVALID_REQUEST
+from toolkeeper.transports.asgi_io import resume
 from toolkeeper.transports.http import DEFAULT_MAX_BODY
 from toolkeeper.transports.session_stream import (
     ChangeFeed,
@@ -42,9 +54,12 @@ from toolkeeper.transports.session_stream import (
     change_notifications,
 )
 
-__all__ = ["StdioServer", "run_stdio"]
+__all__ = ["GRACE_S", "StdioServer", "run_stdio", "serve_stdio"]
 
 _log = logging.getLogger("toolkeeper.transports.stdio")
+
+GRACE_S: Final = 5.0
+"""How long requests in flight may take to finish once the server stops (HTTP's bound)."""
 
 class _Oversized:
     """What the line reader gives for a line over the size limit (discarded)."""
@@ -59,24 +74,68 @@ class StdioServer:
     """The stream loop over a line source and a byte sink (stdin/stdout in production)."""
 
     def __init__(self, kernel: ServerKernel, read_line: ReadLine, write: Write, *,
-                 changes: ChangeFeed | None = None) -> None:
+                 changes: ChangeFeed | None = None, grace_s: float = GRACE_S) -> None:
         self._kernel = kernel
         self._read_line = read_line
         self._write_raw = write
+        self._grace_s = grace_s
         self._lock = asyncio.Lock()
         self._tasks: dict[RequestId, asyncio.Task[None]] = {}
         self._streams: set[asyncio.Task[None]] = set()
         self._changes = changes
         self._announcing: tuple[ChangeSubscription, asyncio.Task[None]] | None = None
+        self._stopping: asyncio.Future[None] | None = None
+        self.output_error: OSError | None = None
+        """Why the output refused a write (a closed stream is EBADF), if it did: the server
+        then stopped."""
+
+    def stop(self) -> None:
+        """End the session as end of input would (idempotent; call from the loop's thread)."""
+        if self._stopping is None:
+            self._stopping = asyncio.get_running_loop().create_future()
+        if not self._stopping.done():
+            self._stopping.set_result(None)
 
     async def _write(self, data: bytes) -> None:
         async with self._lock:
-            await self._write_raw(data + b"\n")
+            if self.output_error is not None:
+                return  # nobody can hear it
+            try:
+                await self._write_raw(data + b"\n")
+            except (OSError, ValueError) as exc:  # EPIPE, ENOSPC; ValueError: stream closed
+                self.output_error = (exc if isinstance(exc, OSError)
+                                     else OSError(errno.EBADF, "stream closed"))
+                _log.warning("stdio: output failed (%s): stopping",
+                             self.output_error.strerror or "stream closed")
+                self.stop()
+
+    async def _next_line(self) -> bytes | _Oversized | None:
+        """The next input line, or None at end of input or once stopped."""
+        stopping = self._stopping
+        assert stopping is not None
+        if stopping.done():
+            return None
+        # A line at hand is taken without a turn of the loop, so the lines that arrived
+        # together are dispatched in one go (a cancel then finds its request not yet started).
+        waiting = self._read_line().__await__()
+        try:
+            suspended_on = waiting.send(None)
+        except StopIteration as ready:
+            line: bytes | _Oversized | None = ready.value
+            return line
+        reading = asyncio.ensure_future(_rest_of(waiting, suspended_on))
+        await asyncio.wait((reading, stopping), return_when=asyncio.FIRST_COMPLETED)
+        if reading.done():
+            return reading.result()
+        reading.cancel()
+        return None
 
     async def run(self) -> None:
+        if self._stopping is None:
+            self._stopping = asyncio.get_running_loop().create_future()
         conn = self._kernel.open_stream(TransportFacts("stdio"))
         while True:
-            line = await self._read_line()
+            line = await self._next_line()
             if line is None:
                 break
             if isinstance(line, _Oversized):
@@ -100,16 +159,28 @@ class StdioServer:
             if (self._announcing is None and self._changes is not None
                     and conn.era is Era.LEGACY and conn.session.phase is Phase.READY):
                 self._announce(self._changes)
-        for task in self._streams:
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        await self._finish_in_flight()
         if self._announcing is not None:
             subscription, task = self._announcing
             subscription.close()
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+    async def _finish_in_flight(self) -> None:
+        """Cancel open streams, give the other requests the grace period (none when the output
+        failed), then cancel what is left and wait for it to unwind (bounded as well)."""
+        for task in self._streams:
+            task.cancel()
+        tasks = set(self._tasks.values())
+        if tasks and self.output_error is None:
+            _, tasks = await asyncio.wait(tasks, timeout=self._grace_s)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            _, stuck = await asyncio.wait(tasks, timeout=self._grace_s)
+            if stuck:
+                _log.warning("stdio: %d request(s) did not end when cancelled", len(stuck))
 
     def _announce(self, changes: ChangeFeed) -> None:
         """A legacy session is ready: write each change the feed reports as its own line."""
@@ -172,28 +243,145 @@ def _reader(stream: BinaryIO, limit: int) -> Callable[[], bytes | _Oversized | N
     return read
 
 
+async def _rest_of(waiting: Generator[Any, Any, bytes | _Oversized | None], suspended_on: Any
+                   ) -> bytes | _Oversized | None:
+    return await resume(waiting, suspended_on)
+
+
+def _fd_reader(fd: int, limit: int) -> Callable[[], bytes | _Oversized | None]:
+    """:func:`_reader` over a file descriptor read with ``os.read``: no Python file object,
+    so a daemon thread blocked here holds no lock that the interpreter's shutdown (which
+    closes ``sys.stdin``) would wait for."""
+    buffer = bytearray()
+    eof = False
+
+    def fill() -> bool:
+        nonlocal eof
+        if eof:
+            return False
+        chunk = os.read(fd, 65536)
+        if chunk:
+            buffer.extend(chunk)
+        else:
+            eof = True
+        return bool(chunk)
+
+    def read() -> bytes | _Oversized | None:
+        while True:
+            newline = buffer.find(b"\n")
+            if newline >= 0:
+                line = bytes(buffer[:newline + 1])
+                del buffer[:newline + 1]
+                return _TOO_LONG if newline > limit else line
+            if len(buffer) > limit:  # over the limit with no end in sight: skip to the next
+                buffer.clear()
+                while fill():
+                    newline = buffer.find(b"\n")
+                    if newline >= 0:
+                        del buffer[:newline + 1]
+                        break
+                    buffer.clear()
+                return _TOO_LONG
+            if not fill():
+                if not buffer:
+                    return None
+                line = bytes(buffer)  # the last line, without its newline
+                buffer.clear()
+                return line
+
+    return read
+
+
+def _line_source(stream: BinaryIO, limit: int) -> Callable[[], bytes | _Oversized | None]:
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # an in-memory stream
+        return _reader(stream, limit)
+    return _fd_reader(fd, limit)
+
+
+class _DaemonReader:
+    """Lines read by one daemon thread, one at a time as asked: a thread blocked in
+    ``readline`` never holds up the loop's shutdown or the interpreter's exit, as a worker of
+    the loop's default executor would (``asyncio.run`` joins those)."""
+
+    def __init__(self, read: Callable[[], bytes | _Oversized | None]) -> None:
+        self._read = read
+        self._asks: queue.SimpleQueue[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = (
+            queue.SimpleQueue())
+        self._thread: threading.Thread | None = None
+
+    async def __call__(self) -> bytes | _Oversized | None:
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[bytes | _Oversized | None] = loop.create_future()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, name="toolkeeper-stdin",
+                                            daemon=True)
+            self._thread.start()
+        self._asks.put((loop, answer))
+        return await answer
+
+    def _serve(self) -> None:
+        while True:
+            loop, answer = self._asks.get()
+            try:
+                line = self._read()
+            except BaseException as exc:  # handed to the awaiting coroutine
+                settle = partial(_settle_error, answer, exc)
+            else:
+                settle = partial(_settle, answer, line)
+            try:
+                loop.call_soon_threadsafe(settle)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                return
+
+
+def _settle(answer: asyncio.Future[Any], line: Any) -> None:
+    if not answer.done():
+        answer.set_result(line)
+
+
+def _settle_error(answer: asyncio.Future[Any], exc: BaseException) -> None:
+    if not answer.done():
+        answer.set_exception(exc)
+
+
 async def serve_stdio(kernel: ServerKernel, *, stdin: BinaryIO | None = None,
                       stdout: BinaryIO | None = None,
                       max_line_bytes: int = DEFAULT_MAX_BODY,
-                      changes: ChangeFeed | None = None) -> None:
+                      changes: ChangeFeed | None = None, grace_s: float = GRACE_S,
+                      signals: bool = False) -> None:
     """Serve ``kernel`` on binary stdin/stdout until end of input (``changes``: the gateway's
-    change hub, for a legacy session's list_changed notifications)."""
+    change hub, for a legacy session's list_changed notifications; ``signals``: SIGINT and
+    SIGTERM stop it gracefully, main thread only). Raises ValueError when a standard stream
+    is closed at the start, and the OSError of the write the output refused, if one did."""
+    if (stdin is None and sys.stdin is None) or (stdout is None and sys.stdout is None):
+        raise ValueError("standard input or output is closed")
     source = stdin if stdin is not None else sys.stdin.buffer
     sink = stdout if stdout is not None else sys.stdout.buffer
     loop = asyncio.get_running_loop()
-    read = _reader(source, max_line_bytes)
-
-    async def read_line() -> bytes | _Oversized | None:
-        return await loop.run_in_executor(None, read)
 
     async def write(data: bytes) -> None:
         sink.write(data)
-        with contextlib.suppress(BrokenPipeError):
-            sink.flush()
+        sink.flush()
 
-    await StdioServer(kernel, read_line, write, changes=changes).run()
+    server = StdioServer(kernel, _DaemonReader(_line_source(source, max_line_bytes)), write,
+                         changes=changes, grace_s=grace_s)
+    installed: list[signal.Signals] = []
+    if signals:
+        for number in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(number, server.stop)
+            installed.append(number)
+    try:
+        await server.run()
+    finally:
+        for number in installed:
+            loop.remove_signal_handler(number)
+    if server.output_error is not None:
+        raise server.output_error
 
 
 def run_stdio(kernel: ServerKernel, **options: Any) -> None:
-    """Blocking entry point of ``toolkeeper serve --stdio``."""
-    asyncio.run(serve_stdio(kernel, **options))
+    """Blocking entry point of ``toolkeeper serve --stdio`` (SIGINT and SIGTERM stop it
+    gracefully)."""
+    asyncio.run(serve_stdio(kernel, signals=True, **options))
