@@ -152,7 +152,7 @@ def test_structured_content_is_checked_against_the_output_schema_as_the_sdk_chec
         assert failed.structured_content is None
     assert (error.is_error, error.structured_content) == (True, {"x": "one"})
     assert [outcomes(gateway, name)[before[name]:] for name in tools] == [
-        ["ok"], ["error"], ["error"], ["error"]]
+        ["ok"], ["invalid_output"], ["invalid_output"], ["error"]]
 
 
 def test_a_log_line_with_a_non_finite_number_is_never_sent_as_null(

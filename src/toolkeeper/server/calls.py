@@ -70,6 +70,10 @@ def invalid_arguments_result(issues: list[Issue]) -> ToolResult:
                       {"errors": errors}, is_error=True)
 
 
+class _InvalidOutput(Exception):
+    """A result whose structured content breaks (or lacks) the contract's output schema."""
+
+
 def _thrown_in(exc: BaseException) -> bool:
     """Whether ``exc`` was raised at the await that caught it rather than inside the handler:
     its traceback has no frame below the catching one (how ``coroutine.close()`` throws
@@ -312,6 +316,8 @@ class ToolCalls:
         spec = route.plan.spec
         if isinstance(exc, CapabilityRequiredError):
             outcome = "protocol_error"
+        elif isinstance(exc, _InvalidOutput):
+            outcome = "invalid_output"  # told in the log already, without a traceback
         elif ((isinstance(exc, asyncio.CancelledError) and _cancel_requested())
               or (isinstance(exc, GeneratorExit) and _thrown_in(exc))):
             outcome = "cancelled"
@@ -319,24 +325,25 @@ class ToolCalls:
             outcome = "exception"
             _log.exception("tool %s %s raised", spec.name, spec.version)
         self._log.completed(handle, outcome, (time.perf_counter() - started) * 1000.0)
-        if outcome != "exception":
+        if outcome in ("protocol_error", "cancelled"):
             raise exc
         return _failure(spec.name)
 
     def _checked(self, spec: ToolSpec, output: CompiledSchema, result: ToolResult
                  ) -> ToolResult:
-        """A successful result's structured content must honour the output schema."""
+        """A successful result's structured content must honour the output schema (else
+        _InvalidOutput, logged here: the handler's failure, logged ``invalid_output``)."""
         if result.is_error:
             return result
         if not result.has_structured:
             _log.error("tool %s %s returned no structured content for its output schema",
                        spec.name, spec.version)
-            return _failure(spec.name)
+            raise _InvalidOutput
         issues = output.errors(result.structured)
         if issues:
             _log.error("tool %s %s returned structured content that breaks its output schema: "
                        "%s", spec.name, spec.version, [i.to_dict() for i in issues])
-            return _failure(spec.name)
+            raise _InvalidOutput
         return result
 
     def _wire(self, call: Call, route: Route, result: ToolResult) -> dict[str, Any]:
