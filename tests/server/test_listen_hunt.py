@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,14 +27,18 @@ from listen_hunt_kit import (
     stdio_peer,
     tool,
 )
-from mcp import Client
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import get_default_environment
 from sdk_hunt_kit import stdio_transport
 
+import toolkeeper
 from toolkeeper.contracts.semver import Version
+from toolkeeper.contracts.spec import DataClassification
 from toolkeeper.protocol import SUBSCRIPTION_ID_KEY
-from toolkeeper.registry import Registry
+from toolkeeper.registry import Principal, Registry
 from toolkeeper.server import build_gateway
 from toolkeeper.server.changes import TOOLS_LIST_CHANGED, ChangeHub
+from toolkeeper.server.principal import fixed_principal
 
 LIST_CHANGED = "notifications/tools/list_changed"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
@@ -458,3 +463,66 @@ def test_a_publish_by_another_replica_on_postgresql_reaches_a_listen_stream_by_n
             replica.retire("second.tool", Version.parse("1.0.0"))
             assert next(messages)["method"] == LIST_CHANGED
             assert list_names(client, url) == ["first.tool"]
+
+
+# --- the CLI's stdio server, another process writing the SQLite file --------------------------
+
+
+def cli_params(db: Path) -> StdioServerParameters:
+    env = {**get_default_environment(), "PYTHONPATH": str(Path(toolkeeper.__file__).parents[1])}
+    return StdioServerParameters(command=sys.executable, env=env, args=[
+        "-m", "toolkeeper", "serve", "--stdio", "--log-level", "warning",
+        "--registry", f"sqlite:///{db}"])
+
+
+async def _cli_modern(params: StdioServerParameters, other: Registry) -> tuple[str, list[str]]:
+    with anyio.fail_after(WAIT_S * 2):
+        async with Client(params, mode="2026-07-28") as client, \
+                client.listen(tools_list_changed=True) as subscription:
+            await anyio.to_thread.run_sync(other.publish, tool("second.tool"))
+            async for event in subscription:
+                return type(event).__name__, [t.name for t in (await client.list_tools()).tools]
+    raise AssertionError("the stream ended without an event")
+
+
+async def _cli_legacy(params: StdioServerParameters, other: Registry) -> list[str]:
+    heard = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if getattr(getattr(message, "root", message), "method", None) == LIST_CHANGED:
+            heard.set()
+
+    with anyio.fail_after(WAIT_S * 2):
+        async with Client(params, mode="legacy", message_handler=on_message) as client:
+            await client.list_tools()  # the session is initialized: the server announces
+            await anyio.to_thread.run_sync(other.publish, tool("third.tool"))
+            await heard.wait()
+            return [t.name for t in (await client.list_tools()).tools]
+
+
+def test_the_cli_stdio_server_tells_the_sdk_of_another_processs_publish_in_both_eras(
+        tmp_path: Path) -> None:
+    db = tmp_path / "registry.db"
+    with Registry.open(f"sqlite:///{db}") as other:
+        other.publish(tool("first.tool"))
+        assert anyio.run(_cli_modern, cli_params(db), other) == (
+            "ToolsListChanged", ["first.tool", "second.tool"])
+        assert anyio.run(_cli_legacy, cli_params(db), other) == [
+            "first.tool", "second.tool", "third.tool"]
+
+
+def test_a_change_outside_the_listeners_view_still_fires_as_spec_2_3_says(
+        client: httpx.Client) -> None:
+    """SPEC 2.3: any registry change invalidates every view and "the same change fires
+    notifications/tools/list_changed to listening clients"; the notification means "re-fetch",
+    and the re-fetch shows this listener the same list as before."""
+    principal = Principal("local", frozenset(), DataClassification.RESTRICTED)
+    with Registry.open("memory:") as registry, \
+            served(registry, resolve_principal=fixed_principal(principal)) as (url, _), \
+            listening(client, url, 1, toolsListChanged=True) as (_, messages):
+        assert next(messages)["method"] == ACKNOWLEDGED
+        before = list_names(client, url)
+        registry.publish(tool("acme.only", tenants=["acme"]))
+        registry.publish(tool("scoped.only", requiredScopes=["admin"]))
+        assert next(messages)["method"] == LIST_CHANGED
+        assert list_names(client, url) == before
