@@ -111,11 +111,13 @@ class StdioPeer:
 
 
 @asynccontextmanager
-async def stdio_peer(kernel: ServerKernel, changes: ChangeFeed | None = None
-                     ) -> AsyncIterator[tuple[StdioPeer, StdioServer]]:
-    """A stdio loop on ``kernel`` with its peer; end of input when the block is left."""
+async def stdio_peer(kernel: ServerKernel, changes: ChangeFeed | None = None, *,
+                     own_changes: bool = False) -> AsyncIterator[tuple[StdioPeer, StdioServer]]:
+    """A stdio loop on ``kernel`` with its peer; end of input when the block is left
+    (``own_changes``: the server owns the feed, as in a ``serve --stdio`` process)."""
     peer = StdioPeer()
-    server = StdioServer(kernel, peer.read_line, peer.write, changes=changes, grace_s=1.0)
+    server = StdioServer(kernel, peer.read_line, peer.write, changes=changes, grace_s=1.0,
+                         own_changes=own_changes)
     running = asyncio.ensure_future(server.run())
     try:
         yield peer, server

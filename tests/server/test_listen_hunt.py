@@ -238,9 +238,6 @@ def test_on_stdio_a_legacy_session_hears_list_changed_once_initialized_and_not_b
         asyncio.run(scenario())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: on stdio a server stop (SIGINT/SIGTERM, output still open) cancels an open listen "
-    "with no final SubscriptionsListenResult; HTTP ends it gracefully (mcp-wire 7.7)"))
 def test_on_stdio_a_server_stop_ends_an_open_listen_with_its_final_result() -> None:
     """mcp-wire 7.7: the graceful end of a listen stream is the final SubscriptionsListenResult;
     over HTTP a server stop sends it, and stdio's output is still writable on stop()."""
@@ -248,7 +245,8 @@ def test_on_stdio_a_server_stop_ends_an_open_listen_with_its_final_result() -> N
         gateway = build_gateway(registry)
 
         async def scenario() -> list[dict[str, Any]]:
-            async with stdio_peer(gateway.kernel, gateway.changes) as (peer, server):
+            async with stdio_peer(gateway.kernel, gateway.changes, own_changes=True) as (
+                    peer, server):
                 peer.send(listen_message(5, toolsListChanged=True))
                 assert (await peer.receive())["method"] == ACKNOWLEDGED
                 server.stop()

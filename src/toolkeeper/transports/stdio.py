@@ -10,11 +10,14 @@ it. A line longer than ``max_line_bytes`` is discarded and answered -32600 with 
 
 The server stops at end of input, on :meth:`StdioServer.stop` (``run_stdio`` calls it on
 SIGINT and SIGTERM), or when its output fails (the reader closed it: nothing written can be
-heard). It then cancels open streams (``subscriptions/listen``: they would never end), gives
-the other in-flight requests ``GRACE_S`` to finish and write their replies (none when the output
-failed), and cancels what is left. With a change feed, a legacy connection hears
-``notifications/tools/list_changed`` once its session is initialized (the 2025 mechanism; the
-modern era listens with ``subscriptions/listen``).
+heard). It then ends open streams (``subscriptions/listen``, which would never end by
+themselves): with their final result when it owns the change feed (``run_stdio``: one
+connection per process), else cancelled. It gives the other in-flight requests ``GRACE_S`` to
+finish and write their replies (none when the output failed), and cancels what is left.
+
+With a change feed, a legacy connection hears ``notifications/tools/list_changed`` once its
+session is initialized (the 2025 mechanism; the modern era listens with
+``subscriptions/listen``).
 """
 
 from __future__ import annotations
@@ -74,8 +77,10 @@ class StdioServer:
     """The stream loop over a line source and a byte sink (stdin/stdout in production)."""
 
     def __init__(self, kernel: ServerKernel, read_line: ReadLine, write: Write, *,
-                 changes: ChangeFeed | None = None, grace_s: float = GRACE_S) -> None:
+                 changes: ChangeFeed | None = None, grace_s: float = GRACE_S,
+                 own_changes: bool = False) -> None:
         self._kernel = kernel
+        self._own_changes = own_changes  # one connection per process: its feed is ours
         self._read_line = read_line
         self._write_raw = write
         self._grace_s = grace_s
@@ -168,10 +173,15 @@ class StdioServer:
                 await task
 
     async def _finish_in_flight(self) -> None:
-        """Cancel open streams, give the other requests the grace period (none when the output
-        failed), then cancel what is left and wait for it to unwind (bounded as well)."""
-        for task in self._streams:
-            task.cancel()
+        """End open streams (gracefully, with their final result, when this server owns the
+        change feed: it closes it; else cancelled), give the other requests the grace period
+        (none when the output failed), then cancel what is left and wait for it to unwind
+        (bounded as well)."""
+        if self._own_changes and self._changes is not None and self.output_error is None:
+            self._changes.close()
+        else:
+            for task in self._streams:
+                task.cancel()
         tasks = set(self._tasks.values())
         if tasks and self.output_error is None:
             _, tasks = await asyncio.wait(tasks, timeout=self._grace_s)
@@ -350,9 +360,11 @@ async def serve_stdio(kernel: ServerKernel, *, stdin: BinaryIO | None = None,
                       stdout: BinaryIO | None = None,
                       max_line_bytes: int = DEFAULT_MAX_BODY,
                       changes: ChangeFeed | None = None, grace_s: float = GRACE_S,
-                      signals: bool = False) -> None:
+                      signals: bool = False, own_changes: bool = False) -> None:
     """Serve ``kernel`` on binary stdin/stdout until end of input (``changes``: the gateway's
-    change hub, for a legacy session's list_changed notifications; ``signals``: SIGINT and
+    change hub, for a legacy session's list_changed notifications, and ``own_changes`` when
+    this connection is its only user, so stopping ends listen streams with their final
+    result; ``signals``: SIGINT and
     SIGTERM stop it gracefully, main thread only). Raises ValueError when a standard stream
     is closed at the start, and the OSError of the write the output refused, if one did."""
     if (stdin is None and sys.stdin is None) or (stdout is None and sys.stdout is None):
@@ -366,7 +378,7 @@ async def serve_stdio(kernel: ServerKernel, *, stdin: BinaryIO | None = None,
         sink.flush()
 
     server = StdioServer(kernel, _DaemonReader(_line_source(source, max_line_bytes)), write,
-                         changes=changes, grace_s=grace_s)
+                         changes=changes, grace_s=grace_s, own_changes=own_changes)
     installed: list[signal.Signals] = []
     if signals:
         for number in (signal.SIGINT, signal.SIGTERM):
@@ -384,4 +396,4 @@ async def serve_stdio(kernel: ServerKernel, *, stdin: BinaryIO | None = None,
 def run_stdio(kernel: ServerKernel, **options: Any) -> None:
     """Blocking entry point of ``toolkeeper serve --stdio`` (SIGINT and SIGTERM stop it
     gracefully)."""
-    asyncio.run(serve_stdio(kernel, signals=True, **options))
+    asyncio.run(serve_stdio(kernel, signals=True, own_changes=True, **options))
