@@ -155,3 +155,25 @@ def test_a_stream_whose_loop_is_gone_is_dropped_on_the_next_publish() -> None:
     assert len(hub) == 1
     hub.tools_changed()
     assert len(hub) == 0
+
+
+def test_a_burst_while_the_loop_is_busy_queues_one_wake_up_per_stream() -> None:
+    hub = ChangeHub()
+
+    async def scenario() -> tuple[int, tuple[str, ...] | None]:
+        stream = hub.open()
+        loop = asyncio.get_running_loop()
+        before = len(loop._ready)  # type: ignore[attr-defined]  # the loop's callback queue
+        posters = [threading.Thread(target=lambda: [stream.post(TOOLS_LIST_CHANGED)
+                                                    for _ in range(100)]) for _ in range(4)]
+        for poster in posters:  # the loop does not run meanwhile: it is busy with this code
+            poster.start()
+        for poster in posters:
+            poster.join(5)
+        queued = len(loop._ready) - before  # type: ignore[attr-defined]
+        batch = await asyncio.wait_for(stream.next(), 5)
+        stream.close()
+        return queued, batch
+
+    queued, batch = asyncio.run(scenario())
+    assert (queued, batch) == (1, (TOOLS_LIST_CHANGED,))

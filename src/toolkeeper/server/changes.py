@@ -12,7 +12,9 @@ Bounds:
 * at most ``max_streams`` streams at once; one more is refused (-32603, like the SDK's
   "Subscription limit reached");
 * a stream's backlog is the *set* of notification methods not yet delivered: list_changed means
-  "re-fetch", so a burst coalesces into one notification and a slow reader cannot grow it;
+  "re-fetch", so a burst coalesces into one notification and a slow reader cannot grow it; a
+  stream has at most one wake-up queued on its loop, however many changes arrive while the
+  loop is busy;
 * SQLite cannot push another process's writes, so an idle stream re-reads the registry every
   ``refresh_s`` seconds (a cheap ``PRAGMA data_version`` check): such a change is delivered within
   that bound, and in-process or PostgreSQL changes at once;
@@ -54,13 +56,23 @@ class ChangeStream:
         self._pending: set[str] = set()
         self._wake = asyncio.Event()
         self._ended = False
+        # Posted from any thread, handed over by one queued callback at a time: a burst while
+        # the loop is busy queues one wake-up, not one per change.
+        self._staged: set[str] = set()
+        self._staged_lock = threading.Lock()
+        self._scheduled = False
 
     # --- producer side (any thread) ------------------------------------------------------------
 
     def post(self, method: str) -> None:
         """Queue ``method`` for delivery (thread-safe; a no-op once the loop is gone)."""
+        with self._staged_lock:
+            self._staged.add(method)
+            if self._scheduled:
+                return  # the queued hand-over will take it
+            self._scheduled = True
         try:
-            self._loop.call_soon_threadsafe(self._arrive, method)
+            self._loop.call_soon_threadsafe(self._arrive)
         except RuntimeError:  # the consumer's loop is closed: nobody is listening any more
             self._hub.discard(self)
 
@@ -71,8 +83,11 @@ class ChangeStream:
         except RuntimeError:
             self._hub.discard(self)
 
-    def _arrive(self, method: str) -> None:
-        self._pending.add(method)
+    def _arrive(self) -> None:
+        with self._staged_lock:
+            staged, self._staged = self._staged, set()
+            self._scheduled = False
+        self._pending |= staged
         self._wake.set()
 
     def _finish(self) -> None:
