@@ -83,3 +83,16 @@ def test_a_view_with_nothing_to_leave_out_serves_both_eras_the_same_bytes(regist
                                                                          ) -> None:
     view = gateway_for(registry).views.view(USER)
     assert view.legacy_tools_json is view.tools_json
+
+
+def test_calls_to_unknown_tools_build_the_deprecated_inclusive_view_once(registry: Registry
+                                                                          ) -> None:
+    gateway = gateway_for(registry)
+    driver = Driver(gateway.kernel)
+    for attempt in range(5):
+        answer = driver.call(f"nope{attempt}", {})
+        assert answer["error"]["code"] == -32602
+    assert gateway.views.builds == 2  # the served view and the one with deprecated versions
+    registry.publish(contract("zeta", "1.0.0", {"type": "object"}))
+    driver.call("nope", {})
+    assert gateway.views.builds == 4

@@ -23,7 +23,7 @@ from toolkeeper.registry import Principal, Registry
 
 __all__ = ["ToolViews", "View"]
 
-_Key = tuple[int, str, frozenset[str], str]
+_Key = tuple[int, str, frozenset[str], str, bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +81,13 @@ class ToolViews:
 
     def view(self, principal: Principal, *, include_deprecated: bool = False,
              since_ns: int = 0) -> View:
-        """The principal's view (with deprecated versions too when asked; not cached), as of a
-        registry check begun after ``since_ns`` (see :meth:`Registry.generation_since`)."""
-        if include_deprecated:
-            return View.build(self._registry.discover(principal, include_deprecated=True))
+        """The principal's view (with deprecated versions too when asked: the gate's lookup
+        for a tool the served view lacks, cached alike so a stream of calls to unknown tools
+        builds it once), as of a registry check begun after ``since_ns`` (see
+        :meth:`Registry.generation_since`)."""
         generation = self._registry.generation_since(since_ns)
-        key = (generation, principal.tenant, principal.scopes, principal.clearance.value)
+        key = (generation, principal.tenant, principal.scopes, principal.clearance.value,
+               include_deprecated)
         with self._lock:
             if generation != self._generation:
                 self._views.clear()
@@ -95,7 +96,8 @@ class ToolViews:
             if cached is not None:
                 self._views.move_to_end(key)
                 return cached
-        view = View.build(self._registry.discover(principal))
+        view = View.build(self._registry.discover(principal,
+                                                  include_deprecated=include_deprecated))
         with self._lock:
             if generation == self._generation:
                 self._views[key] = view
