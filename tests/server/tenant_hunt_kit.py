@@ -26,12 +26,19 @@ from toolkeeper.protocol import (
     decode_message,
 )
 from toolkeeper.registry import Principal, Registry
-from toolkeeper.server import Gateway, ToolContext, ToolHandlers, build_app, build_gateway
+from toolkeeper.server import (
+    CallRecord,
+    Gateway,
+    InMemoryCallLog,
+    ToolHandlers,
+    build_app,
+    build_gateway,
+)
 from toolkeeper.transports import serve_in_thread
 
 __all__ = [
     "MODERN", "TOKENS", "UNAUTHORIZED", "BearerResolver", "HttpPeer", "StreamPeer", "estate",
-    "gateway", "http_gateway", "modern_headers", "recording_handlers",
+    "gateway", "http_gateway", "modern_headers", "recording_handlers", "records",
 ]
 
 MODERN = "2026-07-28"
@@ -251,5 +258,8 @@ def http_gateway(**options: Any) -> Iterator[tuple[str, Gateway]]:
         yield running.url, built
 
 
-def context_principal(ctx: ToolContext) -> Any:
-    return ctx.principal
+def records(built: Gateway) -> tuple[CallRecord, ...]:
+    """The gateway's call log records (the kit's gateways keep an in-memory log)."""
+    log = built.call_log
+    assert isinstance(log, InMemoryCallLog)
+    return log.records

@@ -19,12 +19,11 @@ from tenant_hunt_kit import (
     gateway,
     http_gateway,
     modern_headers,
+    records,
 )
 
-from toolkeeper.protocol import TransportFacts, decode_message
+from toolkeeper.protocol import TransportFacts
 from toolkeeper.registry import Principal
-
-pytestmark = pytest.mark.timeout(30) if hasattr(pytest.mark, "timeout") else []
 
 ERAS = [pytest.param(False, id="modern"), pytest.param(True, id="legacy")]
 
@@ -39,12 +38,6 @@ HIDDEN: list[Any] = [
 ]
 PINS = [None, "1.0.0", "1.1.0", "1.2.0", "2.0.0", "2.0.1", "3.0.0", "9.9.9", "2.0.0+b1", "not-semver",
         "01.0.0"]
-
-
-def _visible(peer: StreamPeer) -> dict[str, str]:
-    tools = peer.decoded("tools/list")["result"]["tools"]
-    return {t["name"]: t["_meta"]["schemaVersion"] if "_meta" in t and "schemaVersion"
-            in t["_meta"] else t.get("version", "?") for t in tools}
 
 
 @pytest.mark.parametrize("legacy", ERAS)
@@ -108,6 +101,38 @@ def test_a_pinned_call_runs_only_under_a_version_the_caller_may_see(legacy: bool
     assert deprecated["_meta"]["successor"] == "2.0.0"
 
 
+def _migration_estate(with_successor: bool) -> Any:
+    from gateway_kit import contract
+    from tenant_hunt_kit import OPEN, recording_handlers
+
+    from toolkeeper.contracts.semver import Version
+    from toolkeeper.registry import Registry
+    from toolkeeper.server import build_gateway
+    registry = Registry.open("memory:")
+    registry.publish(contract("shared", "1.0.0", OPEN))
+    if with_successor:
+        registry.publish(contract("shared", "2.0.0", OPEN, tenants=["globex"]))
+    registry.deprecate("shared", Version.parse("1.0.0"), message="migrate",
+                       successor=Version.parse("2.0.0") if with_successor else None)
+    return build_gateway(registry, recording_handlers(), resolve_principal=BearerResolver())
+
+
+@pytest.mark.parametrize("legacy", ERAS)
+def test_a_pinned_deprecated_version_never_names_a_successor_of_another_tenant(
+        legacy: bool) -> None:
+    real, absent = _migration_estate(True).kernel, _migration_estate(False).kernel
+    for version in (None, "1.0.0", "2.0.0", "3.0.0"):
+        for method in ("tools/call", "tools/list"):
+            got = StreamPeer(real, "acme-admin", legacy=legacy).request(
+                method, "shared" if method == "tools/call" else None, version=version)
+            want = StreamPeer(absent, "acme-admin", legacy=legacy).request(
+                method, "shared" if method == "tools/call" else None, version=version)
+            assert got == want, (method, version, got, want)
+    pinned = StreamPeer(real, "globex", legacy=legacy).decoded("tools/call", "shared",
+                                                               version="1.0.0")
+    assert pinned["result"]["_meta"]["successor"] == "2.0.0"
+
+
 # --- caches -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("cached", [False, True], ids=["fresh-objects", "same-objects"])
@@ -117,7 +142,8 @@ def test_interleaved_principals_never_get_each_others_cached_route_or_view(
     built = gateway(resolver=BearerResolver(cached=cached))
     peers = {token: StreamPeer(built.kernel, token, legacy=legacy)
              for token in ("acme-admin", "acme-basic", "globex", "acme-admin-twin")}
-    served = {"acme-admin": {"vault": "2.0.1", "shared": "1.0.0", "ledger": "2.0.0"},
+    served: dict[str, dict[str, str | None]] = {
+              "acme-admin": {"vault": "2.0.1", "shared": "1.0.0", "ledger": "2.0.0"},
               "acme-admin-twin": {"vault": "2.0.1", "shared": "1.0.0", "ledger": "2.0.0"},
               "acme-basic": {"vault": "1.0.0", "shared": "1.0.0", "ledger": "2.0.0"},
               "globex": {"vault": "2.0.1", "shared": "2.0.1", "ledger": None}}
@@ -141,11 +167,32 @@ TOKEN_TENANT = {"acme-admin": "acme", "acme-admin-twin": "acme", "acme-basic": "
                 "globex": "globex"}
 
 
+@pytest.mark.parametrize("legacy", ERAS)
+def test_over_http_interleaved_principals_each_run_their_own_served_version(
+        legacy: bool) -> None:
+    served = {"acme-admin": ("2.0.1", "1.0.0"), "acme-basic": ("1.0.0", "1.0.0"),
+              "globex": ("2.0.1", "2.0.1"), "acme-admin-twin": ("2.0.1", "1.0.0")}
+    with http_gateway(resolver=BearerResolver(cached=True)) as (url, built), \
+            httpx.Client(timeout=10) as http:
+        peers = {token: HttpPeer(url, http, token, legacy) for token in served}
+        if legacy:
+            for peer in peers.values():
+                assert peer.initialize().status_code == 200
+        for _ in range(2):
+            for token, (vault, shared) in served.items():
+                for tool, version in (("vault", vault), ("shared", shared)):
+                    for pin in (None, version):
+                        body = peers[token].post("tools/call", tool, version=pin).json()
+                        assert body["result"]["structuredContent"] == {
+                            "ran": version, "tenant": TOKEN_TENANT[token]}, (token, tool, pin)
+        assert {r.principal for r in records(built)} == {"acme", "globex"}
+
+
 def test_the_call_log_names_the_tenant_of_each_caller_whatever_was_cached_before() -> None:
     built = gateway(resolver=BearerResolver(cached=True))
     for token in ("acme-admin", "globex", "acme-basic", "globex"):
         StreamPeer(built.kernel, token, legacy=False).decoded("tools/call", "shared")
-    assert [(r.principal, r.version) for r in built.call_log.records] == [
+    assert [(r.principal, r.version) for r in records(built)] == [
         ("acme", "1.0.0"), ("globex", "2.0.1"), ("acme", "1.0.0"), ("globex", "2.0.1")]
 
 
@@ -263,7 +310,7 @@ def test_a_refusing_resolver_refuses_every_method_with_its_own_error_and_nothing
         error = peer.decoded(method, "shared" if method == "tools/call" else None)["error"]
         assert error == {"code": UNAUTHORIZED, "message": "Unauthorized",
                          "data": {"reason": "unknown_token"}}
-    assert built.call_log.records == ()
+    assert records(built) == ()
 
 
 @pytest.mark.parametrize("resolver", [_raising, _not_a_principal, _none],
@@ -283,7 +330,7 @@ def test_a_broken_resolver_is_a_generic_internal_error_over_http_never_a_500(
                 assert response.json()["error"] == {"code": -32603,
                                                     "message": "Internal error"}
             assert b"hunter2" not in response.content and b"Boom" not in response.content
-        assert built.call_log.records == ()
+        assert records(built) == ()
 
 
 @pytest.mark.parametrize("legacy", ERAS)
@@ -311,7 +358,3 @@ def test_a_modern_listen_stream_is_refused_for_an_unknown_credential() -> None:
         response = http.post(url, headers=modern_headers("subscriptions/listen", None,
                                                          "forged"), json=body)
         assert response.json()["error"]["code"] == UNAUTHORIZED
-
-
-def test_decoded_bodies_are_json() -> None:
-    assert decode_message(b'{"a":1}') == {"a": 1}
