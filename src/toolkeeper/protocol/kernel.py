@@ -190,11 +190,19 @@ class ServerKernel:
         return session if self._tenant_of(facts) == session.owner else None
 
     def _http_initialize(self, request: InboundRequest, facts: TransportFacts) -> Outcome:
+        # Who is asking comes first: a request the resolver refuses gets its refusal and no
+        # session (nor may it evict one). The session belongs to the principal's tenant; a
+        # principal without one (the core's anonymous default) leaves it unbound.
+        try:
+            tenant = getattr(self._resolve_principal(facts), "tenant", None)
+        except Exception as exc:
+            return error_reply(request.id, exc)
+        owner = tenant if isinstance(tenant, str) else None
         session = LegacySession()
         outcome = self._legacy.after_envelope(request, session, facts)
         if not isinstance(outcome, Reply) or outcome.is_error:
             return outcome
-        session.owner = self._tenant_of(facts)
+        session.owner = owner
         self.sessions.admit(session)  # never refused: a full table evicts its idlest session
         assert session.id is not None
         return msgspec.structs.replace(outcome, headers=((MCP_SESSION_ID, session.id),))
