@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from gateway_kit import Driver
 from tenant_hunt_kit import (
     UNAUTHORIZED,
     BearerResolver,
@@ -22,8 +23,10 @@ from tenant_hunt_kit import (
     records,
 )
 
+from toolkeeper.errors import JsonRpcError
 from toolkeeper.protocol import TransportFacts
-from toolkeeper.registry import Principal
+from toolkeeper.registry import Principal, Registry
+from toolkeeper.server import build_gateway
 
 ERAS = [pytest.param(False, id="modern"), pytest.param(True, id="legacy")]
 
@@ -360,3 +363,21 @@ def test_a_modern_listen_stream_is_refused_for_an_unknown_credential() -> None:
         response = http.post(url, headers=modern_headers("subscriptions/listen", None,
                                                          "forged"), json=body)
         assert response.json()["error"]["code"] == UNAUTHORIZED
+
+
+def test_an_async_resolver_is_refused_when_the_gateway_is_built() -> None:
+    async def resolver(facts: Any) -> Principal:
+        raise AssertionError("never called")
+
+    with Registry.open("memory:") as registry, pytest.raises(TypeError):
+        build_gateway(registry, resolve_principal=resolver)
+
+
+def test_a_resolver_error_with_a_malformed_code_is_the_generic_internal_error() -> None:
+    def resolver(facts: Any) -> Principal:
+        raise JsonRpcError("nope", "leaky detail")  # type: ignore[arg-type]  # the author's bug
+
+    with Registry.open("memory:") as registry:
+        gateway = build_gateway(registry, resolve_principal=resolver)
+        answer = Driver(gateway.kernel).request("tools/list")
+    assert answer["error"] == {"code": -32603, "message": "Internal error"}

@@ -36,7 +36,8 @@ INTERNAL_MESSAGE = "Internal error"
 
 def wire_error(exc: BaseException) -> dict[str, Any]:
     """The JSON-RPC ``error`` object for an exception (the only exception-to-wire mapping)."""
-    if isinstance(exc, JsonRpcError):
+    if (isinstance(exc, JsonRpcError) and type(exc.rpc_code) is int
+            and isinstance(exc.message, str)):  # (one built elsewhere may be malformed)
         out: dict[str, Any] = {"code": exc.rpc_code, "message": exc.message}
         if exc.rpc_data is not None:
             out["data"] = exc.rpc_data

@@ -9,6 +9,7 @@ listening clients; legacy sessions get it on their standalone GET stream). Trans
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -92,6 +93,10 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     ``server/discover`` ``public``), a change hub subscribed to ``registry``."""
     handlers = handlers if handlers is not None else ToolHandlers()
     call_log = call_log if call_log is not None else InMemoryCallLog()
+    if resolve_principal is not None and _is_async(resolve_principal):
+        # It would hand back a coroutine, not a principal, and fail every request.
+        raise TypeError("resolve_principal must be a plain function of the transport facts, "
+                        "not an async one: resolve credentials the transport already has")
     resolver: PrincipalResolver = (resolve_principal if resolve_principal is not None
                                    else LocalPrincipal(registry))
     views = ToolViews(registry)
@@ -110,3 +115,8 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
         instructions=instructions, discover_cache=CacheHint(discover_ttl_ms, "public"),
         resolve_principal=resolver, sessions=sessions)
     return Gateway(kernel, registry, handlers, call_log, views, resolver, hub)
+
+
+def _is_async(function: object) -> bool:
+    call = getattr(function, "__call__", None)  # noqa: B004 - the method itself is inspected
+    return any(inspect.iscoroutinefunction(f) for f in (function, call) if f is not None)
