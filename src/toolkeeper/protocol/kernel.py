@@ -174,11 +174,9 @@ class ServerKernel:
         """The tenant of the request's principal, when the resolver gives one with a tenant
         (a resolver that refuses the request: None here; its refusal is answered later)."""
         try:
-            principal = self._resolve_principal(facts)
+            return _tenant(self._resolve_principal(facts))
         except Exception:
             return None
-        tenant = getattr(principal, "tenant", None)
-        return tenant if isinstance(tenant, str) else None
 
     def _owned_session(self, session_id: str, facts: TransportFacts) -> LegacySession | None:
         """The live session with that id, if the request's principal may use it: sessions are
@@ -194,10 +192,9 @@ class ServerKernel:
         # session (nor may it evict one). The session belongs to the principal's tenant; a
         # principal without one (the core's anonymous default) leaves it unbound.
         try:
-            tenant = getattr(self._resolve_principal(facts), "tenant", None)
+            owner = _tenant(self._resolve_principal(facts))
         except Exception as exc:
             return error_reply(request.id, exc)
-        owner = tenant if isinstance(tenant, str) else None
         session = LegacySession()
         outcome = self._legacy.after_envelope(request, session, facts)
         if not isinstance(outcome, Reply) or outcome.is_error:
@@ -263,6 +260,13 @@ class ServerKernel:
                 return _initialize_on_modern(message)
             return self._modern.handle(message, facts, http=False)
         return self._legacy.handle(message, conn.session, facts)
+
+
+def _tenant(principal: Any) -> str | None:
+    """The principal's tenant, when it has one (the core's principal is opaque: anything a
+    resolver returns)."""
+    tenant = getattr(principal, "tenant", None)
+    return tenant if isinstance(tenant, str) else None
 
 
 def _initialize_on_modern(message: dict[str, Any]) -> Reply:

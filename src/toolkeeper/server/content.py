@@ -131,8 +131,7 @@ def check_content(blocks: Sequence[Any]) -> None:
             continue  # the common block, as text() builds it
         kind = (block.get("type") if type(block) is dict or isinstance(block, Mapping)
                 else None)
-        required = _REQUIRED.get(kind) if type(kind) is str else None
-        if required is None or type(kind) is not str:
+        if type(kind) is not str or (required := _REQUIRED.get(kind)) is None:
             raise ValueError(f"content[{index}]: not a content block of a known type")
         for key in required:
             if type(block.get(key)) is not str:
