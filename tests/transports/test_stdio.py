@@ -4,6 +4,7 @@ requests, cancellation, and bounded lines (in-process, over in-memory streams)."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 from typing import Any
@@ -125,10 +126,10 @@ def test_requests_run_concurrently_and_a_cancelled_one_gets_no_response() -> Non
     assert gateway.call_log.records[-1].outcome == "cancelled"  # type: ignore[attr-defined]
 
 
-def test_the_descriptor_reader_splits_lines_and_bounds_them_like_readline() -> None:
+def test_the_line_source_splits_and_bounds_lines_alike_from_a_descriptor_or_memory() -> None:
     import os
 
-    from toolkeeper.transports.stdio import _TOO_LONG, _fd_reader, _reader
+    from toolkeeper.transports.stdio import _TOO_LONG, _line_source
 
     data = (b"ok\n" + b"x" * 8 + b"\n" + b"y" * 9 + b"\n" + b"z" * 40 + b"\nafter\n"
             + b"last")
@@ -136,11 +137,13 @@ def test_the_descriptor_reader_splits_lines_and_bounds_them_like_readline() -> N
     os.write(write_fd, data)
     os.close(write_fd)
     try:
-        by_fd = _fd_reader(read_fd, 8)
-        got = [by_fd() for _ in range(7)]
+        with os.fdopen(read_fd, "rb") as pipe:
+            by_fd = _line_source(pipe, 8)
+            got = [by_fd() for _ in range(7)]
     finally:
-        os.close(read_fd)
-    by_line = _reader(io.BytesIO(data), 8)
-    expected = [by_line() for _ in range(7)]
+        with contextlib.suppress(OSError):
+            os.close(read_fd)
+    in_memory = _line_source(io.BytesIO(data), 8)
+    expected = [in_memory() for _ in range(7)]
     assert got == expected == [b"ok\n", b"x" * 8 + b"\n", _TOO_LONG, _TOO_LONG, b"after\n",
                                b"last", None]

@@ -238,30 +238,18 @@ class StdioServer:
         task.add_done_callback(forget)
 
 
-def _reader(stream: BinaryIO, limit: int) -> Callable[[], bytes | _Oversized | None]:
-    def read() -> bytes | _Oversized | None:
-        line = stream.readline(limit + 1)
-        if not line:
-            return None
-        if len(line) > limit and not line.endswith(b"\n"):
-            while True:  # discard the rest of the oversized line
-                rest = stream.readline(65536)
-                if not rest or rest.endswith(b"\n"):
-                    break
-            return _TOO_LONG
-        return line
-    return read
-
-
 async def _rest_of(waiting: Generator[Any, Any, bytes | _Oversized | None], suspended_on: Any
                    ) -> bytes | _Oversized | None:
     return await resume(waiting, suspended_on)
 
 
-def _fd_reader(fd: int, limit: int) -> Callable[[], bytes | _Oversized | None]:
-    """:func:`_reader` over a file descriptor read with ``os.read``: no Python file object,
-    so a daemon thread blocked here holds no lock that the interpreter's shutdown (which
-    closes ``sys.stdin``) would wait for."""
+def _line_reader(read_chunk: Callable[[], bytes], limit: int
+                 ) -> Callable[[], bytes | _Oversized | None]:
+    """Lines (newline kept) from ``read_chunk`` (b"" at end of input), the last one without
+    its newline; a line longer than ``limit`` before its newline is skipped up to the next one
+    and given as ``_TOO_LONG``; None at end of input. Fed from the file descriptor with
+    ``os.read`` in production: no Python file object, so a daemon thread blocked here holds no
+    lock the interpreter's shutdown (which closes ``sys.stdin``) would wait for."""
     buffer = bytearray()
     eof = False
 
@@ -269,7 +257,7 @@ def _fd_reader(fd: int, limit: int) -> Callable[[], bytes | _Oversized | None]:
         nonlocal eof
         if eof:
             return False
-        chunk = os.read(fd, 65536)
+        chunk = read_chunk()
         if chunk:
             buffer.extend(chunk)
         else:
@@ -302,12 +290,18 @@ def _fd_reader(fd: int, limit: int) -> Callable[[], bytes | _Oversized | None]:
     return read
 
 
+_CHUNK: Final = 65536
+
+
 def _line_source(stream: BinaryIO, limit: int) -> Callable[[], bytes | _Oversized | None]:
+    """:func:`_line_reader` over ``stream``: its descriptor when it has one, else (an
+    in-memory stream) its own ``read1``/``read``."""
     try:
         fd = stream.fileno()
-    except (AttributeError, OSError, ValueError):  # an in-memory stream
-        return _reader(stream, limit)
-    return _fd_reader(fd, limit)
+    except (AttributeError, OSError, ValueError):
+        read = getattr(stream, "read1", stream.read)
+        return _line_reader(partial(read, _CHUNK), limit)
+    return _line_reader(partial(os.read, fd, _CHUNK), limit)
 
 
 class _DaemonReader:
@@ -334,26 +328,26 @@ class _DaemonReader:
     def _serve(self) -> None:
         while True:
             loop, answer = self._asks.get()
+            line: bytes | _Oversized | None = None
+            error: BaseException | None = None
             try:
                 line = self._read()
             except BaseException as exc:  # handed to the awaiting coroutine
-                settle = partial(_settle_error, answer, exc)
-            else:
-                settle = partial(_settle, answer, line)
+                error = exc
             try:
-                loop.call_soon_threadsafe(settle)
+                loop.call_soon_threadsafe(_settle, answer, line, error)
             except RuntimeError:  # the loop is closed: nobody is waiting any more
                 return
 
 
-def _settle(answer: asyncio.Future[Any], line: Any) -> None:
-    if not answer.done():
+def _settle(answer: asyncio.Future[Any], line: Any, error: BaseException | None) -> None:
+    """Hand a read's outcome to its reader, unless it stopped waiting (cancelled)."""
+    if answer.done():
+        return
+    if error is not None:
+        answer.set_exception(error)
+    else:
         answer.set_result(line)
-
-
-def _settle_error(answer: asyncio.Future[Any], exc: BaseException) -> None:
-    if not answer.done():
-        answer.set_exception(exc)
 
 
 async def serve_stdio(kernel: ServerKernel, *, stdin: BinaryIO | None = None,
