@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from sse_kit import sse_messages
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
 from toolkeeper.protocol import ServerKernel
 from toolkeeper.registry import Registry
@@ -44,19 +45,6 @@ def headers(method: str, accept: str = ACCEPT_BOTH) -> dict[str, str]:
 def listen_body(request_id: Any, **filters: Any) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "subscriptions/listen",
                        "params": {"notifications": filters, "_meta": ENVELOPE}}).encode()
-
-
-def sse_messages(response: httpx.Response) -> Iterator[dict[str, Any]]:
-    """The JSON-RPC messages of an SSE response as they arrive (keepalive comments skipped)."""
-    buffer = b""
-    for chunk in response.iter_bytes():
-        buffer += chunk
-        while b"\r\n\r\n" in buffer:
-            frame, buffer = buffer.split(b"\r\n\r\n", 1)
-            if frame.startswith(b":"):
-                continue
-            data = [line for line in frame.split(b"\r\n") if line.startswith(b"data: ")]
-            yield json.loads(data[0][6:])
 
 
 @contextmanager

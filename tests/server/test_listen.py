@@ -16,9 +16,11 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from listen_hunt_kit import listen_body
 from mcp import Client
 from sdk_hunt_kit import SignallingHub
 
+from sse_kit import sse_messages
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
 from toolkeeper.protocol import SUBSCRIPTION_ID_KEY
 from toolkeeper.registry import Registry
@@ -47,25 +49,6 @@ def headers(method: str, name: str | None = None, accept: str = ACCEPT_BOTH) -> 
     if name is not None:
         out["Mcp-Name"] = name
     return out
-
-
-def listen_body(request_id: Any, **filters: Any) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "subscriptions/listen",
-                       "params": {"notifications": filters, "_meta": ENVELOPE}}).encode()
-
-
-def sse_messages(response: httpx.Response) -> Iterator[dict[str, Any]]:
-    """The JSON-RPC messages of an SSE response as they arrive (keepalive comments skipped)."""
-    buffer = b""
-    for chunk in response.iter_bytes():
-        buffer += chunk
-        while b"\r\n\r\n" in buffer:
-            frame, buffer = buffer.split(b"\r\n\r\n", 1)
-            if frame.startswith(b":"):
-                continue
-            event, data = frame.split(b"\r\n")
-            assert (event, data[:6]) == (b"event: message", b"data: ")
-            yield json.loads(data[6:])
 
 
 @contextmanager

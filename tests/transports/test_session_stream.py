@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from sse_kit import sse_messages
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
 from toolkeeper.protocol import SessionTable
 from toolkeeper.registry import Registry
@@ -36,19 +37,6 @@ def tool(name: str) -> ToolSpec:
         "name": name, "version": "1.0.0", "title": name, "description": f"{name} (tests)",
         "inputSchema": {"type": "object", "properties": {}}, "dataClassification": "public",
         "sideEffect": "read"})
-
-
-def sse_messages(response: httpx.Response) -> Iterator[dict[str, Any]]:
-    buffer = b""
-    for chunk in response.iter_bytes():
-        buffer += chunk
-        while b"\r\n\r\n" in buffer:
-            frame, buffer = buffer.split(b"\r\n\r\n", 1)
-            if frame.startswith(b":"):
-                continue
-            event, data = frame.split(b"\r\n")
-            assert (event, data[:6]) == (b"event: message", b"data: ")
-            yield json.loads(data[6:])
 
 
 def post(client: httpx.Client, url: str, body: dict[str, Any], session_id: str | None = None
