@@ -36,25 +36,24 @@ _COLLECTED = re.compile(rb"Collected\s*:\s*(\d+)")
 def _child(loop: str, calls: int) -> None:
     """Run ``calls`` iterations of one loop after one warm-up call (inside valgrind)."""
     sys.path.insert(0, str(HERE))
-    import gateway  # noqa: PLC0415 - the bench modules sit beside this script
-    from gateway_floor import Floor, bench_floor  # noqa: PLC0415
+    import gateway  # the bench modules sit beside this script
+    from gateway_floor import CountingCallLog, Floor, bench_floor
 
     from toolkeeper.demo import demo_handlers, install_demo
     from toolkeeper.protocol.methods import TransportFacts
     from toolkeeper.registry import Registry
     from toolkeeper.server import build_app
-    from toolkeeper.server.calllog import InMemoryCallLog
 
     registry = Registry.open("memory:")
     install_demo(registry)
     handlers = demo_handlers()
-    _, gw = build_app(registry, handlers, call_log=InMemoryCallLog())
+    _, gw = build_app(registry, handlers, call_log=CountingCallLog())
     first: Any = asyncio.run(gateway._dispatch_loop(gw.kernel, 1))
     if loop == "dispatch":
         asyncio.run(gateway._dispatch_loop(gw.kernel, calls))
         return
     floor = Floor(registry, handlers, gw.resolve_principal(TransportFacts("http", None)),
-                  InMemoryCallLog())
+                  CountingCallLog())
     bench_floor(floor, gateway.BODY, gateway.asgi_pairs(), first[3].body, calls)
 
 
