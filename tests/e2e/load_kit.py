@@ -118,6 +118,13 @@ class Exchange:
     status: int
     message: dict[str, Any]
     notes: tuple[dict[str, Any], ...] = ()
+    legacy: bool = False
+
+    @property
+    def answer_status(self) -> int:
+        """The HTTP status of a -32602 answering this request: 400 in the modern era, 200 in
+        the legacy era (mcp-wire 4.5 and 10)."""
+        return 200 if self.legacy else 400
 
     @property
     def result(self) -> dict[str, Any]:
@@ -171,6 +178,7 @@ def _well_formed(response: httpx.Response, request_id: Any) -> tuple[dict[str, A
 
 class _Client:
     _ids = itertools.count(1)
+    legacy = False
 
     def __init__(self, http: httpx.Client, url: str) -> None:
         self.http = http
@@ -183,7 +191,7 @@ class _Client:
         received = time.monotonic()
         self.last_session = response.headers.get("mcp-session-id", "")
         message, notes = _well_formed(response, body["id"])
-        return Exchange(sent, received, response.status_code, message, notes)
+        return Exchange(sent, received, response.status_code, message, notes, self.legacy)
 
     def _next_id(self) -> int:
         return next(self._ids)
@@ -222,6 +230,8 @@ class ModernClient(_Client):
 class LegacyClient(_Client):
     """The 2025-11-25 era: ``initialize``, ``notifications/initialized``, then requests
     carrying ``Mcp-Session-Id``."""
+
+    legacy = True
 
     def __init__(self, http: httpx.Client, url: str) -> None:
         super().__init__(http, url)

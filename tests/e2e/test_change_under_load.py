@@ -92,7 +92,7 @@ def _v1(registry: Registry) -> ToolSpec:
 def _pinned_v1(ex: Exchange) -> frozenset[int]:
     error = ex.error
     if error is not None:
-        assert ex.status == 400 and error["code"] == -32602, ex.message
+        assert ex.status == ex.answer_status and error["code"] == -32602, ex.message
         assert error["data"] == {"reason": "schema_version_retired", "tool": TOOL,
                                  "requestedVersion": "1.0.0", "currentVersion": "2.0.0",
                                  "action": "relist"}, ex.message
@@ -112,7 +112,7 @@ def _pinned_v1(ex: Exchange) -> frozenset[int]:
 def _pinned_v2(ex: Exchange) -> frozenset[int]:
     error = ex.error
     if error is not None:
-        assert ex.status == 400 and error["code"] == -32602, ex.message
+        assert ex.status == ex.answer_status and error["code"] == -32602, ex.message
         assert error["data"] == {"reason": "schema_version_unknown", "tool": TOOL,
                                  "requestedVersion": "2.0.0", "currentVersion": "1.0.0",
                                  "action": "relist"}, ex.message
@@ -266,7 +266,8 @@ def _state(client: Any) -> dict[str, Any]:
             out[str(pin)] = {k: v for k, v in exchange.result["_meta"].items()
                              if not k.startswith("io.")}
         else:
-            assert (exchange.status, error["code"]) == (400, -32602), exchange.message
+            assert (exchange.status, error["code"]) == (exchange.answer_status, -32602), \
+                exchange.message
             data = error.get("data")
             out[str(pin)] = ((data["reason"], data["currentVersion"]) if data is not None
                              else error["message"])

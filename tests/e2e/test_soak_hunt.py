@@ -111,12 +111,13 @@ def _check_served(soak: Soak, served: str, sent: float, received: float) -> None
 
 
 def _check_pinned_family(soak: Soak, version: str, final: dict[str, Any], status: int,
-                         sent: float, received: float) -> bool:
+                         sent: float, received: float, *, legacy: bool) -> bool:
     """A call pinned to ``soak.echo`` ``version``; True when it was dispatched."""
     line = soak.timeline
     error = final.get("error")
     if error is not None:
-        assert status == 400 and error["code"] == -32602, final
+        # mcp-wire 4.5 and 10: 400 in the modern era, 200 in the legacy era.
+        assert status == (200 if legacy else 400) and error["code"] == -32602, final
         data = error["data"]
         assert data["tool"] == FAMILY and data["requestedVersion"] == version, data
         assert data["action"] == "relist", data
@@ -270,7 +271,7 @@ class Worker(threading.Thread):
             "tools/call", {"name": FAMILY, "arguments": {"n": 7}}, FAMILY, meta)
         if pinned:
             if _check_pinned_family(self.soak, version, final, response.status_code, sent,
-                                    received):
+                                    received, legacy=False):
                 _era_fields(final["result"], True)
                 self.tally.logged(FAMILY, version, "modern")
             return
@@ -370,7 +371,7 @@ class Worker(threading.Thread):
         response, sent, received = self.post(body, headers)
         final, notes = _final(response, request_id)
         if kind == 1:
-            assert response.status_code == 400 and final["error"]["data"] == {
+            assert response.status_code == 200 and final["error"]["data"] == {
                 "reason": "schema_version_retired", "tool": "db.query",
                 "requestedVersion": "3.0.0", "currentVersion": "4.0.0",
                 "action": "relist"}, final
@@ -378,7 +379,7 @@ class Worker(threading.Thread):
         if kind == 4:
             version = params["_meta"]["schemaVersion"]
             if _check_pinned_family(self.soak, version, final, response.status_code, sent,
-                                    received):
+                                    received, legacy=True):
                 _era_fields(final["result"], False)
                 self.tally.logged(FAMILY, version, "legacy")
             return
