@@ -151,16 +151,19 @@ else:
             self._head_timer = None
             super().connection_lost(exc)
 
+        # The two methods below run once per request: the timer work is inlined.
         def on_headers_complete(self) -> None:
-            _cancel(self._head_timer)
-            self._head_timer = None
+            if (timer := self._head_timer) is not None:
+                timer.cancel()
+                self._head_timer = None
             super().on_headers_complete()
 
         def on_response_complete(self) -> None:
             waiting = not self.pipeline  # else the next request's head is already complete
             super().on_response_complete()
             if waiting and not self.transport.is_closing():
-                self._head_timer = self.limits.arm(self.loop, self.transport)
+                self._head_timer = self.loop.call_later(self.limits.head_timeout_s, _close,
+                                                        self.transport)
 
     _PROTOCOLS["httptools"] = _BoundedHttpTools
 
