@@ -164,7 +164,9 @@ def test_duplicate_host_or_origin_headers_are_400(served: Served, duplicate: lis
 
 @pytest.mark.parametrize("options", [
     {"keepalive_s": 0.0}, {"keepalive_s": -1.0}, {"keepalive_s": float("nan")},
-    {"max_body_bytes": -1},
+    {"max_body_bytes": -1}, {"head_timeout_s": 0.0}, {"head_timeout_s": float("inf")},
+    {"idle_timeout_s": float("nan")}, {"idle_timeout_s": float("inf")},
+    {"max_connections": 0}, {"backlog": 0},
 ])
 def test_a_transport_config_that_would_spin_or_refuse_everything_is_a_value_error(
         options: dict[str, float]) -> None:

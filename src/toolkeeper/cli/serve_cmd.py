@@ -47,6 +47,8 @@ __all__ = ["register", "serve"]
 _LEVELS = ("debug", "info", "warning", "error")
 _WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 _CONTRACT_SUFFIXES = (".json", ".yaml", ".yml")
+_DEFAULTS = HttpConfig()
+_SECONDS = click.FloatRange(min=0, min_open=True, max=86400)
 ESTATE_ACTOR = "toolkeeper-serve"
 
 
@@ -164,10 +166,24 @@ def _policy(host: str, allow_hosts: tuple[str, ...], allow_origins: tuple[str, .
               help="Also accept this Origin; repeatable.")
 @click.option("--json-response", is_flag=True,
               help="Always answer JSON (progress and log notifications are dropped).")
+@click.option("--head-timeout", type=_SECONDS, default=_DEFAULTS.head_timeout_s,
+              show_default=True, metavar="SECONDS",
+              help="Close a connection whose request head is not complete this long after "
+                   "it was accepted or its last response ended.")
+@click.option("--idle-timeout", type=_SECONDS, default=_DEFAULTS.idle_timeout_s,
+              show_default=True, metavar="SECONDS",
+              help="Close a kept-alive connection silent this long after a response.")
+@click.option("--max-connections", type=click.IntRange(min=1),
+              default=_DEFAULTS.max_connections, show_default=True,
+              help="Answer 503 and close new connections beyond this many open ones "
+                   "(lowered below the open-file limit when that is smaller).")
+@click.option("--backlog", type=click.IntRange(min=1), default=_DEFAULTS.backlog,
+              show_default=True, help="Connections the kernel queues for accepting.")
 @click.option("--log-level", type=click.Choice(_LEVELS), default="info", show_default=True)
 def serve(demo: bool, estates: tuple[Path, ...], registry_url: str | None, stdio: bool,
           host: str, port: int, path: str, handler_refs: tuple[str, ...],
           allow_host: tuple[str, ...], allow_origin: tuple[str, ...], json_response: bool,
+          head_timeout: float, idle_timeout: float, max_connections: int, backlog: int,
           log_level: str) -> None:
     """Run the MCP gateway (both protocol eras on one endpoint)."""
     if stdio and (sys.stdin is None or sys.stdout is None):
@@ -207,7 +223,9 @@ def serve(demo: bool, estates: tuple[Path, ...], registry_url: str | None, stdio
             log.info("stopped")
             return
         config = HttpConfig(path=path, policy=_policy(host, allow_host, allow_origin),
-                            json_response=json_response)
+                            json_response=json_response, head_timeout_s=head_timeout,
+                            idle_timeout_s=idle_timeout, max_connections=max_connections,
+                            backlog=backlog)
 
         def ready(running: RunningServer) -> None:
             log.info("toolkeeper gateway listening on %s", running.url)

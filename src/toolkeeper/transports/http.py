@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -89,6 +90,7 @@ __all__ = ["ASGIApp", "HttpConfig", "StreamableHTTPApp", "create_asgi_app"]
 _log = logging.getLogger("toolkeeper.transports.http")
 
 DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
+DEFAULT_BACKLOG: Final = 2048  # uvicorn's
 _PLAIN: Final = (b"content-type", b"text/plain; charset=utf-8")
 _CLOSE: Final = (b"connection", b"close")  # the rest of a stalled body is never read
 
@@ -104,17 +106,34 @@ class HttpConfig:
     keepalive_s: float = 15.0
     body_timeout_s: float = 5.0
     """The longest wait for the next part of a request body (a client that stalls mid-body is
-    answered 408 and its connection closed); the same bound uvicorn keeps on an idle
-    connection."""
+    answered 408 and its connection closed)."""
+    # Connection bounds, kept by the runner (see toolkeeper.transports.connection_bounds):
+    head_timeout_s: float = 10.0
+    """The longest a connection may take to send a complete request head, counted from its
+    accept or from the end of the previous response; then it is closed unanswered."""
+    idle_timeout_s: float = 5.0
+    """How long a kept-alive connection may stay silent after a response (uvicorn's
+    ``timeout_keep_alive``); then it is closed. The head limit runs from the response too, so
+    this one matters only when it is the shorter."""
+    max_connections: int = 1000
+    """Open connections beyond which a new one is answered 503 and closed at once; lowered to
+    the process's descriptor limit less a headroom when that is smaller."""
+    backlog: int = DEFAULT_BACKLOG
+    """Connections the kernel queues for accepting (``listen``; the kernel may cap it)."""
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 0:
             raise ValueError(f"max_body_bytes must not be negative, not {self.max_body_bytes}")
-        for name in ("keepalive_s", "body_timeout_s"):
+        for name in ("keepalive_s", "body_timeout_s", "head_timeout_s", "idle_timeout_s"):
             value = getattr(self, name)
             if not value > 0:  # also refuses NaN
                 raise ValueError(f"{name} must be a positive number, not {value}")
-
+        for name in ("head_timeout_s", "idle_timeout_s"):  # event-loop timers: finite
+            if math.isinf(getattr(self, name)):
+                raise ValueError(f"{name} must be finite")
+        for name in ("max_connections", "backlog"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
 
 class StreamableHTTPApp:
     """The MCP endpoint as an ASGI callable."""

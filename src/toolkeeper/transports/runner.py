@@ -7,11 +7,17 @@ connections made at once wait in the backlog: there is nothing to poll for.
 Shutdown is bounded: an app with a ``begin_shutdown()`` method (the Streamable HTTP app) is told
 first, so its open streams end and their responses finish; uvicorn then waits at most
 ``GRACEFUL_SHUTDOWN_S`` for connections before cancelling what is left.
+
+Connections are bounded by the app's :class:`~toolkeeper.transports.HttpConfig` (defaults for an
+app without one): ``head_timeout_s`` for a request head, ``idle_timeout_s`` for a kept-alive
+connection's silence, ``max_connections`` open at once (lowered below the descriptor limit) and
+the listen ``backlog``; see :mod:`toolkeeper.transports.connection_bounds`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import signal
 import socket
 import threading
@@ -22,6 +28,8 @@ from typing import Final, Protocol, runtime_checkable
 import uvicorn
 
 from toolkeeper.transports.asgi_io import ASGIApp
+from toolkeeper.transports.connection_bounds import bounded_protocol, effective_cap
+from toolkeeper.transports.http import DEFAULT_BACKLOG, HttpConfig
 
 __all__ = [
     "GRACEFUL_SHUTDOWN_S",
@@ -36,6 +44,8 @@ GRACEFUL_SHUTDOWN_S: Final = 5
 """How long uvicorn waits for open responses at shutdown before cancelling them."""
 
 _STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
+
+_log = logging.getLogger("toolkeeper.transports.runner")
 
 
 @runtime_checkable
@@ -75,25 +85,39 @@ class RunningServer:
         return self.base_url + self.path
 
 
-def listen(host: str, port: int) -> socket.socket:
+def listen(host: str, port: int, backlog: int = DEFAULT_BACKLOG) -> socket.socket:
     """A listening TCP socket on ``host:port`` (port 0: an ephemeral one)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
-        sock.listen(128)
+        sock.listen(backlog)
     except OSError:
         sock.close()
         raise
     return sock
 
 
+def _bounds(app: ASGIApp) -> HttpConfig:
+    config = getattr(app, "config", None)
+    return config if isinstance(config, HttpConfig) else HttpConfig()
+
+
 def _config(app: ASGIApp, log_level: str, host: str = "127.0.0.1", port: int = 8000
             ) -> uvicorn.Config:
+    bounds = _bounds(app)
+    cap = effective_cap(bounds.max_connections)
+    if cap < bounds.max_connections:
+        _log.warning("at most %d connections (max_connections %d is above the descriptor "
+                     "limit less its headroom)", cap, bounds.max_connections)
     return uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
                           ws="none", access_log=log_level in ("debug", "info"),
-                          timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
+                          timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+                          http=bounded_protocol(bounds.head_timeout_s, cap),
+                          # uvicorn hands it to loop.call_later, which takes a float
+                          timeout_keep_alive=bounds.idle_timeout_s,  # type: ignore[arg-type]
+                          backlog=bounds.backlog)
 
 
 class ServerThread:
@@ -112,7 +136,7 @@ class ServerThread:
     def start(self) -> RunningServer:
         if self._thread is not None:
             raise RuntimeError("server already started")
-        sock = listen(self._host, self._port)
+        sock = listen(self._host, self._port, _bounds(self._app).backlog)
         port = sock.getsockname()[1]
         self._server = _Server(_config(self._app, self._log_level), self._app)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
@@ -152,7 +176,7 @@ def run_foreground(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 8000,
     socket is bound first (an OSError says the address is unusable), then ``on_ready`` learns
     the port. A signal that arrives before uvicorn listens for signals (while ``on_ready``
     runs, say) is not lost: the server stops as soon as it has started."""
-    sock = listen(host, port)
+    sock = listen(host, port, _bounds(app).backlog)
     server = _Server(_config(app, log_level, host=host, port=port), app)
 
     def stop(signum: int, frame: object) -> None:

@@ -1,0 +1,181 @@
+"""Connection bounds of the HTTP transport under uvicorn: how long a connection may take to send
+a request head, and how many connections may be open at once.
+
+uvicorn alone bounds neither. A new connection that never sends a byte, or sends its head one
+byte at a time, is held for as long as the client likes (its keep-alive timer runs only after a
+response, and the first byte received cancels it); and its ``limit_concurrency`` counts
+connections and tasks but is judged only once a head is complete, so idle and slow-header
+connections are never refused: they keep their descriptors until the process runs out, and
+while they last every new *normal* request is answered 503 instead.
+
+The protocol classes here are uvicorn's own (httptools when installed, as uvicorn's ``auto``
+would choose, else h11) with two additions:
+
+* **a head deadline**: a timer armed when a connection is accepted and when a response ends
+  (unless a pipelined request is already waiting), cancelled when the next request head is
+  complete (httptools' ``on_headers_complete``; for h11, the ``Request`` event). When it fires
+  the transport is closed without an answer: the client has asked nothing complete. This is
+  the only work added per request: one ``loop.call_later`` and one ``TimerHandle.cancel``.
+* **a connection cap**: a connection accepted while ``max_connections`` others are open is
+  answered ``503`` (``connection: close``) at once and closed, before anything is read, so a
+  flood costs each extra connection a moment rather than a descriptor held; the connections
+  already open (and their clients) are unaffected.
+
+The idle keep-alive limit (from the end of a response to the first byte of the next request)
+stays uvicorn's ``timeout_keep_alive``; the runner sets it. :func:`effective_cap` keeps the cap
+below the process's descriptor limit (``RLIMIT_NOFILE``), leaving ``DESCRIPTOR_HEADROOM`` for
+everything else the process opens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from typing import Any, ClassVar, Final
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = ["DESCRIPTOR_HEADROOM", "bounded_protocol", "effective_cap"]
+
+DESCRIPTOR_HEADROOM: Final = 128
+"""Descriptors kept below ``RLIMIT_NOFILE`` for what the process opens besides client
+connections: the listening socket, the registry, logs, upstream clients, the event loop."""
+
+_BUSY_TEXT: Final = b"Service Unavailable: too many connections"
+_BUSY: Final = (b"HTTP/1.1 503 Service Unavailable\r\n"
+                b"content-type: text/plain; charset=utf-8\r\n"
+                b"content-length: " + str(len(_BUSY_TEXT)).encode() + b"\r\n"
+                b"connection: close\r\n\r\n" + _BUSY_TEXT)
+_WARN_EVERY_S: Final = 10.0
+
+_log = logging.getLogger("toolkeeper.transports")
+
+
+def effective_cap(max_connections: int) -> int:
+    """``max_connections``, lowered to the soft ``RLIMIT_NOFILE`` less
+    ``DESCRIPTOR_HEADROOM`` (at least 1) when that is smaller."""
+    if sys.platform == "win32":  # no RLIMIT_NOFILE; the socket API has its own limits
+        return max_connections
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return max_connections
+    return max(1, min(max_connections, soft - DESCRIPTOR_HEADROOM))
+
+
+class _Limits:
+    """One server's bounds, shared by its connections (a class attribute of its protocol)."""
+
+    def __init__(self, head_timeout_s: float, max_connections: int) -> None:
+        self.head_timeout_s = head_timeout_s
+        self.max_connections = max_connections
+        self.warned_at = float("-inf")
+
+    def arm(self, loop: asyncio.AbstractEventLoop, transport: asyncio.Transport
+            ) -> asyncio.TimerHandle:
+        """The head deadline of a connection now waiting for a request head."""
+        return loop.call_later(self.head_timeout_s, _close, transport)
+
+    def admit(self, loop: asyncio.AbstractEventLoop, transport: asyncio.Transport,
+              open_count: int) -> asyncio.TimerHandle | None:
+        """A connection just made (one of ``open_count``): its head deadline, or None when it
+        is over the cap (it is then answered 503 and closed)."""
+        if open_count <= self.max_connections:
+            return self.arm(loop, transport)
+        transport.write(_BUSY)
+        transport.close()
+        now = loop.time()
+        if now - self.warned_at >= _WARN_EVERY_S:  # a flood logs once per interval
+            self.warned_at = now
+            _log.warning("refusing connections: %d open, the cap is %d",
+                         open_count - 1, self.max_connections)
+        return None
+
+
+def _close(transport: asyncio.Transport) -> None:
+    if not transport.is_closing():
+        transport.close()
+
+
+def _cancel(timer: asyncio.TimerHandle | None) -> None:
+    if timer is not None:
+        timer.cancel()
+
+
+class _BoundedH11(H11Protocol):
+    limits: ClassVar[_Limits]
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._head_timer = self.limits.admit(self.loop, transport, len(self.connections))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        _cancel(self._head_timer)
+        self._head_timer = None
+        super().connection_lost(exc)
+
+    def handle_events(self) -> None:
+        cycle = self.cycle
+        super().handle_events()
+        if self.cycle is not cycle:  # a request head completed
+            _cancel(self._head_timer)
+            self._head_timer = None
+
+    def on_response_complete(self) -> None:
+        # Armed first: a pipelined request that the base class then starts cancels it.
+        if not self.transport.is_closing():
+            self._head_timer = self.limits.arm(self.loop, self.transport)
+        super().on_response_complete()
+
+
+_PROTOCOLS: dict[str, type[Any]] = {"h11": _BoundedH11}
+
+try:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+except ImportError:  # pragma: no cover - httptools comes with uvicorn[standard]
+    pass
+else:
+    class _BoundedHttpTools(HttpToolsProtocol):
+        limits: ClassVar[_Limits]
+        _head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._head_timer = self.limits.admit(self.loop, transport, len(self.connections))
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            _cancel(self._head_timer)
+            self._head_timer = None
+            super().connection_lost(exc)
+
+        # The two methods below run once per request: the timer work is inlined.
+        def on_headers_complete(self) -> None:
+            if (timer := self._head_timer) is not None:
+                timer.cancel()
+                self._head_timer = None
+            super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            waiting = not self.pipeline  # else the next request's head is already complete
+            super().on_response_complete()
+            if waiting and not self.transport.is_closing():
+                self._head_timer = self.loop.call_later(self.limits.head_timeout_s, _close,
+                                                        self.transport)
+
+    _PROTOCOLS["httptools"] = _BoundedHttpTools
+
+_PROTOCOLS["auto"] = _PROTOCOLS.get("httptools", _BoundedH11)
+
+
+def bounded_protocol(head_timeout_s: float, max_connections: int,
+                     http: str = "auto") -> type[asyncio.Protocol]:
+    """The uvicorn HTTP protocol class for one server with these bounds. ``http``: ``"auto"``
+    (httptools when installed, else h11, as uvicorn chooses), ``"httptools"`` or ``"h11"``.
+    ``max_connections`` is used as given (see :func:`effective_cap`)."""
+    base = _PROTOCOLS.get(http)
+    if base is None:
+        raise ValueError(f"HTTP implementation {http!r} is unknown or not installed")
+    return type(base.__name__, (base,), {"limits": _Limits(head_timeout_s, max_connections)})
