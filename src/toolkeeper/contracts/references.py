@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Final
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit, uses_relative
 
@@ -273,6 +274,7 @@ def _split(reference: str, base: str) -> tuple[str | None, str]:
     return uri, fragment
 
 
+@lru_cache(maxsize=1024)
 def _normal(uri: str) -> str:
     """A URI compared as the validator does: scheme and host case-insensitive, dot segments
     removed, an empty path is ``/``."""
