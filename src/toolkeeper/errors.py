@@ -7,7 +7,10 @@ may change) plus optional structured ``data``::
     ToolkeeperError                      code: "toolkeeper.error"
     ├── ContractError                    a contract file or value is malformed ("contract.*")
     │   └── SemverError                  a version string is not semver 2.0.0 ("semver.invalid")
-    ├── SchemaError                      a JSON Schema cannot be compiled ("schema.invalid")
+    ├── SchemaError                      a JSON Schema cannot be compiled ("schema.invalid"),
+    │                                    is not self-contained ("schema.ref_external",
+    │                                    "schema.ref_unresolved", "schema.ref_cycle") or asserts
+    │                                    an unknown format ("schema.format_unknown")
     ├── RegistryError                    registry operations ("registry.*")
     │   ├── PublishRefusedError          the publish guard said no (rule, changes, minimumVersion)
     │   ├── NotFoundError                no such tool or version ("registry.not_found")

@@ -205,7 +205,6 @@ def test_repair_follows_percent_encoded_pointers_and_array_indexes(ref: str) -> 
 _UNRESOLVED: dict[str, Schema] = {
     "anchor defined twice": {"$defs": {"a": {"$anchor": "x", "type": "integer"},
                                        "b": {"$anchor": "x", "type": "object"}}},
-    "cycle of references": {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}},
     "document with a nested resource": {"$defs": {
         "x": {"type": "integer"},
         "inner": {"$id": "https://example.com/inner", "type": "object"}}},
@@ -214,7 +213,7 @@ _UNRESOLVED: dict[str, Schema] = {
 
 @pytest.mark.parametrize("case", sorted(_UNRESOLVED))
 def test_repair_leaves_a_value_under_an_inexact_reference_alone(case: str) -> None:
-    target = {"anchor defined twice": "#x", "cycle of references": "#/$defs/a",
+    target = {"anchor defined twice": "#x",
               "document with a nested resource": "#/$defs/x"}[case]
     schema = {"type": "object", **_UNRESOLVED[case],
               "properties": {"p": {"$ref": target}, "q": {"type": "integer"},
@@ -222,6 +221,14 @@ def test_repair_leaves_a_value_under_an_inexact_reference_alone(case: str) -> No
     result = repair({"p": "1", "q": "2"}, schema)
     assert result.arguments == {"p": "1", "q": 2, "d": 1}
     assert [r.path for r in result.repairs] == ["$.d", "$.q"]
+
+
+def test_repair_refuses_a_schema_whose_references_loop_without_descending() -> None:
+    schema = {"type": "object", "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+              "properties": {"p": {"$ref": "#/$defs/a"}}}
+    with pytest.raises(SchemaError) as caught:
+        repair({"p": "1"}, schema)
+    assert (caught.value.code, caught.value.path) == ("schema.ref_cycle", '$["$defs"].b["$ref"]')
 
 
 def test_repair_leaves_everything_below_an_unresolved_reference_alone() -> None:

@@ -185,6 +185,17 @@ _KNOWN = frozenset(_REQUIRED) | frozenset(_OPTIONAL)
 _KNOWN_WITH_LIFECYCLE = _KNOWN | frozenset(_LIFECYCLE)
 
 
+#: A schema's refusal as a contract's: the reference and format rules keep their own codes
+#: (:mod:`~toolkeeper.contracts.references`, :mod:`~toolkeeper.contracts.formats`), with the
+#: path of the offending keyword inside the contract; anything else is ``contract.schema``.
+_SCHEMA_CODES: Mapping[str, str] = MappingProxyType({
+    "schema.ref_external": "contract.schema_ref_external",
+    "schema.ref_unresolved": "contract.schema_ref_unresolved",
+    "schema.ref_cycle": "contract.schema_ref_cycle",
+    "schema.format_unknown": "contract.schema_format_unknown",
+})
+
+
 def _fail(path: str, message: str, code: str = "contract.invalid") -> ContractError:
     return ContractError(f"{path}: {message}", code=code, path=path)
 
@@ -235,7 +246,9 @@ def _schema(data: Mapping[str, Any], key: str, *, assert_formats: bool, trusted:
     try:
         compile_schema(value, assert_formats=assert_formats)
     except SchemaError as exc:
-        raise _fail(path, exc.message, "contract.schema") from None
+        at = path + exc.path[1:] if exc.path else path
+        raise _fail(at, exc.message.removeprefix(f"{exc.path}: "),
+                    _SCHEMA_CODES.get(exc.code, "contract.schema")) from None
     if key == "inputSchema":
         bad = find_invalid_x_mcp_header(value)
         if bad is not None:

@@ -25,6 +25,11 @@ the keyword and a message, and are post-processed by a fixed policy:
 
 A schema that is not JSON (a lone surrogate, a non-string key, an unsupported value), is nested
 too deeply, or does not compile raises :class:`~toolkeeper.errors.SchemaError` (``schema.invalid``).
+So does one that is not self-contained (``schema.ref_*``, with the path of the reference:
+:mod:`~toolkeeper.contracts.references`) or, asserting formats, names an unknown one
+(``schema.format_unknown``: :mod:`~toolkeeper.contracts.formats`); both are checked once per
+distinct schema, when it is compiled. The validator is built with a retriever that refuses every
+URI: whatever reaches it, it reads no file and opens no connection (``schema.ref_external``).
 """
 
 from __future__ import annotations
@@ -40,12 +45,14 @@ import jsonschema_rs
 import msgspec
 
 from toolkeeper.contracts.canonical import canonical_json, json_type_name, loads_json
+from toolkeeper.contracts.formats import find_unknown_format
 from toolkeeper.contracts.json_values import (
     NOT_JSON_MESSAGES,
     find_not_json,
     has_non_finite,
     is_json_data,
 )
+from toolkeeper.contracts.references import find_reference_problem
 from toolkeeper.errors import ContractError, SchemaError
 
 __all__ = ["CompiledSchema", "Issue", "compile_schema", "format_path", "validate"]
@@ -217,13 +224,25 @@ class CompiledSchema:
 
     def __init__(self, schema: dict[str, Any] | bool, *, assert_formats: bool = False) -> None:
         self.schema = schema
+        asked: list[str] = []
+
+        def refuse(uri: str) -> Any:  # the validator's only way out of the document
+            asked.append(uri)
+            raise LookupError("a contract is self-contained: nothing is retrieved")
+
         try:
             self._validator = jsonschema_rs.Draft202012Validator(
                 _strictify(schema),
                 validate_formats=assert_formats,
+                ignore_unknown_formats=not assert_formats,
                 keywords={_STRICT_INT: _StrictInteger},
+                retriever=refuse,
             )
         except (jsonschema_rs.ValidationError, ValueError, TypeError) as exc:
+            if asked:
+                raise SchemaError(f"{asked[0]!r} is outside the document: a contract is "
+                                  "self-contained, only references into it resolve",
+                                  code="schema.ref_external") from None
             first = str(exc).split("\n", 1)[0]
             raise SchemaError(f"not a valid JSON Schema 2020-12: {first}") from None
         #: ``is_valid_json(instance) -> bool``: the fast path, bound straight to the compiled
@@ -393,6 +412,11 @@ def _compile_cached(key: bytes, assert_formats: bool) -> CompiledSchema:
         schema = loads_json(key)
     except ContractError:  # encodable but too deep to decode again
         raise SchemaError("not a valid JSON Schema 2020-12: it is nested too deeply") from None
+    problem = find_reference_problem(schema) or (
+        find_unknown_format(schema) if assert_formats else None)
+    if problem is not None:
+        path = format_path(problem.location)
+        raise SchemaError(f"{path}: {problem.message}", code=problem.code, path=path)
     return CompiledSchema(schema, assert_formats=assert_formats)
 
 
