@@ -17,7 +17,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.interop.interop_kit import ClientSpec, InstallError, cached_dir, run_install
+from interop_kit import ClientSpec, InstallError, cached_dir, run_install
 
 __all__ = ["NODE_CLIENTS", "NODE_MAJOR"]
 
