@@ -96,7 +96,10 @@ function connect(args) {
   // The CLI keeps a catalog, client config and secret store under ~/.mcp-inspector; a throwaway
   // HOME keeps the run from reading or writing the user's.
   const home = mkdtempSync(join(tmpdir(), 'toolkeeper-inspector-'));
-  const env = { ...process.env, HOME: home };
+  // Node's compile cache, kept beside the install, spares each of the many CLI starts re-parsing its
+  // bundle (about 0.15 s of the CLI's 0.85 s start on this machine).
+  const compileCache = fileURLToPath(new URL('../.compile-cache/', import.meta.url));
+  const env = { ...process.env, HOME: home, NODE_COMPILE_CACHE: compileCache };
   const launcher = launcherPath();
   const common = ['--cli', '--format', 'json', '--protocol-era', ERAS[args.mode], '--connect-timeout', '10000'];
   const target =
