@@ -434,14 +434,15 @@ def test_http_gate_3_before_gate_4_an_id_less_request_is_202_before_live() -> No
     http(scenario)
 
 
-def test_http_gate_4_before_gate_5_an_unknown_method_before_live_is_400_not_404() -> None:
+def test_http_gate_4_before_gate_5_an_unknown_method_before_live_is_32600_not_32601() -> None:
+    # Both are answers to a dispatched request: HTTP 200 in the legacy era (mcp-wire 10).
     async def scenario(app: StreamableHTTPApp) -> None:
         session = await opened(app, live=False)
         early = await send(app, req("nope", 6), scope(session=session))
-        assert (early.status, early.code, early.message["id"]) == (400, -32600, 6)
+        assert (early.status, early.code, early.message["id"]) == (200, -32600, 6)
         assert (await send(app, INITIALIZED, scope(session=session))).status == 202
         late = await send(app, req("nope", 7), scope(session=session))
-        assert (late.status, late.code, late.message["error"]["data"]) == (404, -32601, "nope")
+        assert (late.status, late.code, late.message["error"]["data"]) == (200, -32601, "nope")
     http(scenario)
 
 
@@ -454,7 +455,7 @@ def test_http_gate_1_before_gate_2_a_malformed_initialized_is_refused_and_change
         bad = await send(app, {**INITIALIZED, "params": []}, scope(session=session))
         assert (bad.status, bad.code, bad.message["id"]) == (400, -32600, None)
         still = await send(app, req("tools/list", 2), scope(session=session))
-        assert (still.status, still.code) == (400, -32600)
+        assert (still.status, still.code) == (200, -32600)
     http(scenario)
 
 
@@ -462,7 +463,7 @@ def test_http_initialize_on_an_existing_session_is_refused_and_mints_nothing() -
     async def scenario(app: StreamableHTTPApp) -> None:
         session = await opened(app)
         again = await send(app, init(request_id=9), scope(session=session))
-        assert (again.status, again.code, again.message["id"]) == (400, -32600, 9)
+        assert (again.status, again.code, again.message["id"]) == (200, -32600, 9)
         assert again.headers.get("mcp-session-id") in (None, session)
         assert (await send(app, req("ping", 3), scope(session=session))).status == 200
     http(scenario)
@@ -530,8 +531,10 @@ def test_http_a_notification_or_a_posted_response_is_202_empty_with_the_session_
     http(scenario)
 
 
-def test_http_legacy_errors_travel_with_the_code_table_status() -> None:
-    # mcp-wire 4.5 status table: -32601 -> 404, -32602 / -32600 -> 400.
+def test_http_legacy_answers_travel_with_200_and_transport_refusals_with_400() -> None:
+    # mcp-wire 4.5 and 10: a dispatched request's error is HTTP 200 in the legacy era (the
+    # modern status table never applies); a body that is not one JSON-RPC message is the
+    # transport's own refusal, 400.
     async def scenario(app: StreamableHTTPApp) -> None:
         session = await opened(app)
         where = scope(session=session)
@@ -540,7 +543,7 @@ def test_http_legacy_errors_travel_with_the_code_table_status() -> None:
         no_level = await send(app, req("logging/setLevel", 4), where)
         batch = await send(app, [req("ping", 5)], where)
         assert [(a.status, a.code) for a in (unknown, bad_level, no_level, batch)] == [
-            (404, -32601), (400, -32602), (400, -32602), (400, -32600)]
+            (200, -32601), (200, -32602), (200, -32602), (400, -32600)]
         assert unknown.message["error"]["data"] == "resources/list"
         assert batch.message["id"] is None
     http(scenario)

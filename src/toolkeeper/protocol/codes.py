@@ -70,10 +70,9 @@ HTTP_STATUS: Final[Mapping[int, int]] = MappingProxyType(
         METHOD_NOT_FOUND: 404,
     }
 )
-"""JSON-RPC ``error.code`` -> HTTP status for a JSON (non-SSE) reply. Every code not listed,
-``-32603`` included, is sent with 200: a gateway must not infer success from HTTP 200."""
-
+"""Modern era: JSON-RPC ``error.code`` -> HTTP status for a JSON (non-SSE) reply. Every code not
+listed, ``-32603`` included, is sent with 200: a gateway must not infer success from HTTP 200."""
 
 def http_status_for(code: int) -> int:
-    """The HTTP status for an error code (200 when the table has no row for it)."""
+    """The modern-era HTTP status for an error code (200 when the table has no row for it)."""
     return HTTP_STATUS.get(code, 200)

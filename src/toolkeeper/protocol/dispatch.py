@@ -23,6 +23,7 @@ from toolkeeper.protocol.versions import Era
 
 __all__ = [
     "ServerIdentity",
+    "answer_error_reply",
     "error_reply",
     "finish_result",
     "finisher",
@@ -32,6 +33,12 @@ __all__ = [
 
 _MODERN_ONLY = ("resultType", "ttlMs", "cacheScope")
 _LEGACY = Era.LEGACY
+_LEGACY_ANSWER_STATUS = 200
+"""Legacy era (2025-11-25): the HTTP status of every JSON-RPC error that answers a request the
+session dispatched (unknown tool, invalid params, method not found, a tool's protocol error).
+The 2025 transport keeps 4xx for what it rejects itself (no or unknown session, a body that is
+not JSON-RPC); its clients (``mcp`` 1.x, the TypeScript SDK, MCP Inspector) read any 4xx as a
+transport failure and lose the error's code and data (mcp-wire 4.5 and 10)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +62,20 @@ class ServerIdentity:
 
 def error_reply(request_id: RequestId | None, exc: BaseException,
                 headers: tuple[tuple[str, str], ...] = ()) -> Reply:
-    """The Reply for an exception, with the table status for its code."""
+    """The Reply for an exception, with the modern table's status for its code (also what the
+    legacy transport uses for what it rejects itself: a session or an envelope)."""
     error = wire_error(exc)
     return Reply(error_message(request_id, error), http_status_for(error["code"]), headers)
+
+
+def answer_error_reply(request_id: RequestId | None, exc: BaseException, era: Era,
+                       headers: tuple[tuple[str, str], ...] = ()) -> Reply:
+    """The Reply for an exception that answers a request an era's session dispatched: the modern
+    table's status, or 200 in the legacy era (``_LEGACY_ANSWER_STATUS``), so era rules never
+    mix."""
+    if era is _LEGACY:
+        return Reply(error_message(request_id, wire_error(exc)), _LEGACY_ANSWER_STATUS, headers)
+    return error_reply(request_id, exc, headers)
 
 
 def finish_result(result: Mapping[str, Any], era: Era, cache: CacheHint | None,
@@ -127,7 +145,7 @@ def run_method(method: Method, call: Call, identity: ServerIdentity,
             return Reply(result_message(call.request_id, finish_result(
                 result, call.era, method.cache, identity)), 200, headers)
     except Exception as exc:
-        return error_reply(call.request_id, exc, headers)
+        return answer_error_reply(call.request_id, exc, call.era, headers)
     run = result.run
 
     async def complete(emit: Emit) -> Reply:
@@ -136,6 +154,6 @@ def run_method(method: Method, call: Call, identity: ServerIdentity,
             return Reply(result_message(call.request_id, finish_result(
                 value, call.era, method.cache, identity)), 200, headers)
         except Exception as exc:
-            return error_reply(call.request_id, exc, headers)
+            return answer_error_reply(call.request_id, exc, call.era, headers)
 
     return Pending(call.request_id, complete, headers, result.stream)

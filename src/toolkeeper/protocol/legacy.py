@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from toolkeeper.errors import JsonRpcError
-from toolkeeper.protocol.dispatch import ServerIdentity, error_reply, run_method
+from toolkeeper.protocol.dispatch import ServerIdentity, answer_error_reply, error_reply, run_method
 from toolkeeper.protocol.envelope import (
     InboundNotification,
     InboundRequest,
@@ -41,6 +41,7 @@ from toolkeeper.protocol.versions import Era, negotiate_handshake
 __all__ = ["LegacyPipeline", "check_legacy_envelope"]
 
 Inbound = InboundRequest | InboundNotification | InboundResponse
+_LEGACY = Era.LEGACY
 
 
 def check_legacy_envelope(message: Any) -> Inbound:
@@ -90,9 +91,9 @@ class LegacyPipeline:
         if isinstance(inbound, InboundNotification):  # gate 3
             return Accepted(headers=headers)
         if session.phase is not Phase.READY and inbound.method != "initialize":  # gate 4
-            return error_reply(inbound.id, invalid_request(
+            return answer_error_reply(inbound.id, invalid_request(
                 f"session is not initialized; {inbound.method!r} must follow initialize "
-                "and notifications/initialized"), headers)
+                "and notifications/initialized"), _LEGACY, headers)
         return self._dispatch(inbound, session, facts, headers)  # gate 5
 
     def _notify(self, method: str, params: Mapping[str, Any], session: LegacySession,
@@ -110,7 +111,7 @@ class LegacyPipeline:
             try:
                 return Reply(result_message(request.id, builtin(session, request)), 200, headers)
             except Exception as exc:
-                return error_reply(request.id, exc, headers)
+                return answer_error_reply(request.id, exc, _LEGACY, headers)
         method = self._methods.lookup(request.method, Era.LEGACY)
         try:
             if method is None:
@@ -123,7 +124,7 @@ class LegacyPipeline:
                 progress_token=read_progress_token(request.params), facts=facts,
                 principal=self._resolve_principal(facts))
         except Exception as exc:
-            return error_reply(request.id, exc, headers)
+            return answer_error_reply(request.id, exc, _LEGACY, headers)
         return run_method(method, call, self._identity, headers)
 
     def _initialize(self, session: LegacySession, request: InboundRequest) -> dict[str, Any]:

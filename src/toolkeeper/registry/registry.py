@@ -43,6 +43,16 @@ def _not_found(name: str, version: Version) -> NotFoundError:
                          data={"name": name, "version": str(version)})
 
 
+def _version(value: Version | str, what: str = "version") -> Version:
+    """A version given as a :class:`Version` or a semver string (SemverError when it is not
+    one); anything else is a TypeError that says what was expected."""
+    if isinstance(value, Version):
+        return value
+    if isinstance(value, str):
+        return Version.parse(value)
+    raise TypeError(f"{what} must be a Version or a semver string, not {type(value).__name__}")
+
+
 def _find(tx: StoreTransaction, name: str, version: Version) -> tuple[ToolSpec, list[ToolSpec]]:
     history = tx.versions()
     for spec in history:
@@ -128,9 +138,13 @@ class Registry:
         self._after_commit()
         return stored
 
-    def deprecate(self, name: str, version: Version, *, message: str | None = None,
-                  successor: Version | None = None, actor: str = "anonymous") -> ToolSpec:
-        """Deprecate a version (again: updates message and successor). Retired is terminal."""
+    def deprecate(self, name: str, version: Version | str, *, message: str | None = None,
+                  successor: Version | str | None = None, actor: str = "anonymous") -> ToolSpec:
+        """Deprecate a version (again: updates message and successor). Retired is terminal.
+        Versions are :class:`Version` values or semver strings."""
+        version = _version(version)
+        if successor is not None:
+            successor = _version(successor, "successor")
         with self._change(name) as tx:
             current, history = _find(tx, name, version)
             updated = lifecycle.deprecated(current, history, message=message, successor=successor)
@@ -142,8 +156,10 @@ class Registry:
         self._after_commit()
         return updated
 
-    def retire(self, name: str, version: Version, *, actor: str = "anonymous") -> ToolSpec:
-        """Retire a version for good; it stays stored (``get``/``versions``) but is never served."""
+    def retire(self, name: str, version: Version | str, *, actor: str = "anonymous") -> ToolSpec:
+        """Retire a version for good; it stays stored (``get``/``versions``) but is never served.
+        The version is a :class:`Version` or a semver string."""
+        version = _version(version)
         with self._change(name) as tx:
             current, _ = _find(tx, name, version)
             updated = lifecycle.retired(current)
@@ -164,13 +180,16 @@ class Registry:
                 return spec
         return None
 
-    def resolve(self, name: str, version: Version) -> ToolSpec | None:
+    def resolve(self, name: str, version: Version | str) -> ToolSpec | None:
         """That exact version unless it is retired (deprecated versions still resolve)."""
         spec = self.get(name, version)
         return None if spec is None or spec.status is Status.RETIRED else spec
 
-    def get(self, name: str, version: Version) -> ToolSpec | None:
-        """That exact version in any status, retired included."""
+    def get(self, name: str, version: Version | str) -> ToolSpec | None:
+        """That exact version in any status, retired included (a :class:`Version` or a semver
+        string)."""
+        if type(version) is not Version:
+            version = _version(version)
         self._refresh()
         with self._lock:
             return self._index.get(name, version)

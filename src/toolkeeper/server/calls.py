@@ -43,7 +43,7 @@ from toolkeeper.protocol.versions import UNSTRUCTURED_VERSIONS
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server.calllog import CallLog, CallRecord, arguments_digest
 from toolkeeper.server.content import ToolResult, check_content, text, to_tool_result
-from toolkeeper.server.gate import SCHEMA_VERSION_KEY, requested_version
+from toolkeeper.server.gate import FASTMCP_META_KEY, SCHEMA_VERSION_KEY, requested_version
 from toolkeeper.server.handlers import HandlerBinding, ToolContext, ToolHandlers, capability_error
 from toolkeeper.server.routes import Route, Routes, closed_schema
 from toolkeeper.server.views import ToolViews
@@ -176,8 +176,9 @@ class ToolCalls:
         if arguments is None:
             arguments = {}
         principal = call.principal
-        requested = params["_meta"].get(SCHEMA_VERSION_KEY)  # the envelope made _meta a dict
-        if (type(name) is not str or type(arguments) is not dict
+        meta = params["_meta"]  # the envelope made _meta a dict
+        requested = meta.get(SCHEMA_VERSION_KEY)
+        if (type(name) is not str or type(arguments) is not dict or FASTMCP_META_KEY in meta
                 or "requestState" in params or "inputResponses" in params
                 or not isinstance(principal, Principal)
                 or (requested is not None and type(requested) is not str)):

@@ -16,6 +16,12 @@ decide which contract version the call runs under, or refuse:
 
 Gate rejections carry ``{"reason", "tool", "requestedVersion", "currentVersion", "action":
 "relist"}`` so a client can re-list and retry once.
+
+FastMCP's client pins a tool version with ``call_tool(..., version=V)``, which it sends as
+``params._meta.fastmcp.version``. When that value is a semver string it is read as the
+``schemaVersion`` (so FastMCP users get pinning and re-list refusals without changing code);
+any other value is FastMCP's own business and ignored. Both present and different: -32602
+``schema_version_conflict`` with the path of the FastMCP key.
 """
 
 from __future__ import annotations
@@ -31,11 +37,13 @@ from toolkeeper.protocol.faults import invalid_params
 from toolkeeper.registry import Principal, Registry, is_visible
 from toolkeeper.server.views import ToolViews
 
-__all__ = ["RETIRED", "UNKNOWN", "Plan", "plan_call", "unknown_tool"]
+__all__ = ["CONFLICT", "RETIRED", "UNKNOWN", "Plan", "plan_call", "requested_version", "unknown_tool"]
 
 RETIRED = "schema_version_retired"
 UNKNOWN = "schema_version_unknown"
+CONFLICT = "schema_version_conflict"
 SCHEMA_VERSION_KEY = "schemaVersion"
+FASTMCP_META_KEY = "fastmcp"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,14 +72,36 @@ def _gate_error(reason: str, name: str, requested: str, current: ToolSpec | None
 
 
 def requested_version(params: Mapping[str, Any]) -> str | None:
-    """``params._meta.schemaVersion``: a string, absent (None), or -32602."""
+    """``params._meta.schemaVersion`` (or FastMCP's semver ``_meta.fastmcp.version``): a
+    string, absent (None), or -32602."""
     meta = params.get("_meta")
-    if not isinstance(meta, dict) or meta.get(SCHEMA_VERSION_KEY) is None:
+    if not isinstance(meta, dict):
         return None
-    value = meta[SCHEMA_VERSION_KEY]
-    if not isinstance(value, str):
+    value = meta.get(SCHEMA_VERSION_KEY)
+    if value is not None and not isinstance(value, str):
         raise invalid_params("params._meta.schemaVersion must be a string",
                              {"path": "$.params._meta.schemaVersion"})
+    pinned = _fastmcp_version(meta.get(FASTMCP_META_KEY))
+    if pinned is None:
+        return value
+    if value is not None and value != pinned:
+        raise invalid_params(
+            "params._meta.fastmcp.version and params._meta.schemaVersion name different "
+            "versions", {"path": "$.params._meta.fastmcp.version", "reason": CONFLICT})
+    return pinned
+
+
+def _fastmcp_version(fastmcp: Any) -> str | None:
+    """FastMCP's ``version`` when it is a semver string, else None."""
+    if not isinstance(fastmcp, dict):
+        return None
+    value = fastmcp.get("version")
+    if not isinstance(value, str):
+        return None
+    try:
+        Version.parse(value)
+    except SemverError:
+        return None
     return value
 
 
