@@ -8,9 +8,9 @@
 // - a JSON-RPC error the server sent reaches stderr only as `{"error": {"code": "error", "message"}}`
 //   (the CLI's catch-all): the JSON-RPC code and data are not exposed, so the op is an "error" with
 //   code and data null. An HTTP status on the envelope (`status`) is a transport failure.
-//   The catch-all also carries errors of the CLI's own that match none of its other classes (a
-//   stdio server that exits at once reads "error: Connection closed"), which this mapping cannot
-//   tell apart from a server's error; such an op still fails its expectation, whose code is never null.
+//   The catch-all also carries the client library's own errors (SdkError: a closed connection, a
+//   timeout, a result it rejects), which would then pass for a server's answer whose code is
+//   hidden; their messages (LOCAL_ERRORS) make those failures.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +21,23 @@ import { OP_TIMEOUT_MS, installedVersion, runDriver, serverEnv } from './common.
 
 const PACKAGE = '@modelcontextprotocol/inspector';
 const CLI_TIMEOUT_MS = OP_TIMEOUT_MS - 500; // the CLI is killed before the op's own bound fires
+
+// The messages of the SdkErrors that @modelcontextprotocol/core and /client raise themselves (the
+// CLI's catch-all envelope keeps only the message, not the class).
+const LOCAL_ERRORS = [
+  /^Not connected/,
+  /^Transport is not connected/,
+  /^Connection closed/,
+  /^Request timed out/,
+  /^Maximum total timeout exceeded/,
+  /^Version negotiation/,
+  /^Cannot run the initialize handshake/,
+  /^Invalid (result|input request)/,
+  /^Unsupported result type/,
+  /^Unexpected content type/,
+  /^(Server|Client) does not support/,
+  /is not supported by the negotiated protocol version/,
+];
 
 /** The kit's mode names -> --protocol-era. */
 const ERAS = { legacy: 'legacy', auto: 'auto', '2026-07-28': 'modern' };
@@ -63,7 +80,8 @@ function judge(kind, run) {
   const envelope = lastJsonLine(run.stderr)?.error;
   if (!envelope) return record('failure', { detail: `exit ${run.code}, no JSON on stdout or stderr` });
   const detail = `exit ${run.code} ${envelope.code}: ${String(envelope.message).split('\n')[0]}`.slice(0, 300);
-  if (envelope.status === undefined && envelope.code === 'error') return record('error', { detail });
+  const local = LOCAL_ERRORS.some((pattern) => pattern.test(String(envelope.message)));
+  if (envelope.status === undefined && envelope.code === 'error' && !local) return record('error', { detail });
   return record('failure', { detail: envelope.status === undefined ? detail : `HTTP ${envelope.status}; ${detail}` });
 }
 
