@@ -70,12 +70,12 @@ def stdio_argv(tmp_path: Path) -> list[str]:
     return [env, f"PYTHONPATH={_SRC}", *_demo_argv(tmp_path / "registry.db", "--stdio")]
 
 
-def _selected_specs(session: pytest.Session) -> dict[str, ClientSpec]:
-    specs: dict[str, ClientSpec] = {}
+def _selected_specs(session: pytest.Session) -> set[ClientSpec]:
+    specs: set[ClientSpec] = set()
     for item in session.items:
         spec = getattr(item, "callspec", None) and item.callspec.params.get("spec")  # type: ignore[attr-defined]
         if isinstance(spec, ClientSpec):
-            specs[spec.name] = spec
+            specs.add(spec)  # by value: one client may have several specs under one name
     return specs
 
 
@@ -85,19 +85,19 @@ def driver_prefix(request: pytest.FixtureRequest) -> Callable[[ClientSpec], list
     driver argv prefix; a client whose install failed fails its cells with the install's error."""
     specs = _selected_specs(request.session)
     cache = cache_root()
-    prepared: dict[str, list[str] | BaseException] = {}
+    prepared: dict[ClientSpec, list[str] | BaseException] = {}
     with ThreadPoolExecutor(max_workers=max(1, len(specs))) as pool:
-        futures = {name: pool.submit(spec.prepare, cache) for name, spec in specs.items()}
-        for name, future in futures.items():
+        futures = {spec: pool.submit(spec.prepare, cache) for spec in specs}
+        for spec, future in futures.items():
             try:
-                prepared[name] = future.result()
+                prepared[spec] = future.result()
             except Exception as exc:
-                prepared[name] = exc
+                prepared[spec] = exc
 
     def prefix(spec: ClientSpec) -> list[str]:
-        value = prepared.get(spec.name)
+        value = prepared.get(spec)
         if value is None:
-            value = prepared[spec.name] = spec.prepare(cache)
+            value = prepared[spec] = spec.prepare(cache)
         if isinstance(value, BaseException):
             pytest.fail(f"installing {spec.name} into {cache} failed: {value}", pytrace=False)
         return value

@@ -166,16 +166,9 @@ class _McpV1(_Adapter):
 
     async def call(self, client: Any, op: str, tool: str, arguments: dict[str, Any],
                    meta: dict[str, Any] | None) -> Any:
-        from mcp import types
-
-        if meta is None or "meta" in client.call_tool.__code__.co_varnames:
-            result = await client.call_tool(tool, arguments, **({"meta": meta} if meta else {}))
-        else:  # a 1.x without call_tool(meta=): the same request through send_request
-            params = types.CallToolRequestParams(name=tool, arguments=arguments,
-                                                 _meta=types.RequestParams.Meta(**meta))
-            result = await client.send_request(
-                types.ClientRequest(types.CallToolRequest(method="tools/call", params=params)),
-                types.CallToolResult)
+        # call_tool(meta=) exists in the pinned 1.x (1.30.0); an older pin without it would
+        # have to send CallToolRequestParams(_meta=...) through session.send_request.
+        result = await client.call_tool(tool, arguments, meta=meta)
         return _result_fields(result.isError, result.structuredContent)
 
     async def ping(self, client: Any) -> None:
