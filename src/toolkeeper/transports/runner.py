@@ -92,6 +92,7 @@ def listen(host: str, port: int) -> socket.socket:
 def _config(app: ASGIApp, log_level: str, host: str = "127.0.0.1", port: int = 8000
             ) -> uvicorn.Config:
     return uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
+                          log_config=None,  # its loggers propagate to the process's own
                           ws="none", access_log=log_level in ("debug", "info"),
                           timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
 
