@@ -1,4 +1,4 @@
-"""Redaction (SPEC 5.6): the one function everything calls before it writes. :func:`redact`
+"""Redaction (SPEC 5.6): the one place everything goes through before it writes. :func:`redact`
 for a JSON value about to be serialized, hashed or stored (the call log's arguments digest);
 :func:`redact_text` for text about to be logged. Both apply the rules of
 :mod:`toolkeeper.contracts.redaction_rules`: denied keys have their whole value replaced,
