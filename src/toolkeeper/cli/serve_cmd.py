@@ -31,6 +31,7 @@ from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
 from toolkeeper.errors import PublishRefusedError, ToolkeeperError
 from toolkeeper.registry import Registry
 from toolkeeper.server import ToolHandlers, build_gateway
+from toolkeeper.server.logs import configure_logging
 from toolkeeper.transports import (
     DEFAULT_ALLOWED_HOSTS,
     DEFAULT_ALLOWED_ORIGINS,
@@ -190,8 +191,7 @@ def serve(demo: bool, estates: tuple[Path, ...], registry_url: str | None, stdio
         fail(ToolkeeperError("standard input or output is closed: nothing to serve on",
                              code="serve.stdio_closed"))
     protocol_out = _claim_stdout() if stdio else None
-    logging.basicConfig(stream=sys.stderr, level=log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(log_level, sys.stderr)  # every line redacted, uvicorn's too
     log = logging.getLogger("toolkeeper.serve")
     try:
         registry = Registry.open(registry_url)

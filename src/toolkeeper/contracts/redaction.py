@@ -1,15 +1,13 @@
-"""Redaction (SPEC 5.6): applied to a JSON value before it is serialized, hashed, logged or
-written anywhere.
+"""Redaction (SPEC 5.6): the one place everything goes through before it writes. :func:`redact`
+for a JSON value about to be serialized, hashed or stored (the call log's arguments digest);
+:func:`redact_text` for text about to be logged. Both apply the rules of
+:mod:`toolkeeper.contracts.redaction_rules`: denied keys have their whole value replaced,
+secret shapes are masked wherever they appear inside a string.
 
-* **Keys** are canonicalized (case folded; the separators ``-``, ``_``, ``.`` and spaces
-  removed, which also makes camelCase and its split forms the same) and matched against a
-  denylist in the same form; a matching key's value is replaced whole, whatever it is.
-* **Values**: known secret shapes (bearer tokens, JWTs, PEM private keys, provider key
-  prefixes) are masked wherever they appear inside a string.
-* LLM-benign keys such as ``max_tokens`` are not redacted: keys match whole, never by part.
-
-:func:`redact` returns the redacted value and the evidence (which rule fired at which JSON
-path), never the value itself.
+Text has no keys, so :func:`redact_text` also finds them: a denied name followed by ``=`` or
+``:`` (``password=...``, ``'db_password': '...'``, ``"token": "..."``, ``Authorization: Basic
+...``) has its value masked; and every value of a URL's query string is masked (an access log
+line keeps its path, not ``?access_token=...``).
 """
 
 from __future__ import annotations
@@ -17,38 +15,19 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-__all__ = ["DENYLIST", "REDACTED", "Redaction", "canonical_key", "redact"]
-
-REDACTED: Final = "[REDACTED]"
-"""What a redacted value (or the secret part of a string) becomes."""
-
-_SEPARATORS: Final = re.compile(r"[-_. ]")
-
-
-def canonical_key(key: str) -> str:
-    """The form keys are compared in: case folded, ``-``, ``_``, ``.`` and spaces removed."""
-    return _SEPARATORS.sub("", key).casefold()
-
-
-DENYLIST: Final = frozenset(canonical_key(k) for k in (
-    "Authorization", "Cookie", "Set-Cookie", "X-Api-Key", "accessToken", "clientSecret",
-    "registrationAccessToken", "token", "password", "secret", "api_key", "refreshToken",
-    "idToken", "privateKey", "passwd"))
-"""The canonical keys whose values are always redacted (SPEC 5.6's list, and a few more of
-the same kind)."""
-
-_SHAPES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
-    ("value.private_key", re.compile(
-        r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
-        re.DOTALL)),
-    ("value.jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")),
-    ("value.bearer", re.compile(r"\b[Bb]earer\s+[A-Za-z0-9._~+/-]{8,}=*")),
-    ("value.provider_key", re.compile(
-        r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}"
-        r"|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35})")),
+from toolkeeper.contracts.redaction_rules import (
+    ANY_SHAPE,
+    DENYLIST,
+    REDACTED,
+    SHAPES,
+    Shape,
+    canonical_key,
+    denied_key,
+    mask_match,
 )
-_ANY_SHAPE: Final = re.compile("|".join(f"(?:{p.pattern})" for _, p in _SHAPES), re.DOTALL)
-"""Any secret shape: the one search an ordinary string costs."""
+
+__all__ = ["DENYLIST", "REDACTED", "Redaction", "canonical_key", "denied_key", "redact",
+           "redact_text"]
 
 _KEYS: dict[object, bool] = {}
 """Whether a key (as written) is denied: a bounded memo, argument names repeat."""
@@ -65,29 +44,55 @@ class Redaction(tuple[str, str]):
 def _denied(key: object) -> bool:
     if not isinstance(key, str):
         return False
-    denied = canonical_key(key) in DENYLIST
+    denied = denied_key(key)
     if len(_KEYS) < _KEYS_MAX and len(key) <= 128:
         _KEYS[key] = denied
     return denied
 
 
+def _mask_shape(shape: Shape, text: str) -> str:
+    """``text`` with ``shape``'s matches (those its check accepts) masked; the same object
+    when none was."""
+    masked = False
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal masked
+        if shape.check is not None and not shape.check(match):
+            return match.group()
+        masked = True
+        return mask_match(match)
+
+    new = shape.pattern.sub(replace, text)
+    return new if masked else text
+
+
+def _mask_shapes(text: str) -> tuple[str, list[str]]:
+    """``text`` with every secret shape masked (the same object when none was), and the rules
+    that fired, each once."""
+    fired: list[str] = []
+    for shape in SHAPES:
+        if shape.pattern.search(text) is not None:
+            new = _mask_shape(shape, text)
+            if new is not text:
+                text = new
+                if shape.rule not in fired:
+                    fired.append(shape.rule)
+    return text, fired
+
+
 def _mask(text: str, path: str, evidence: list[Redaction]) -> str:
-    for rule, pattern in _SHAPES:
-        text, count = pattern.subn(REDACTED, text)
-        if count:
-            evidence.append(Redaction((path, rule)))
+    text, fired = _mask_shapes(text)
+    evidence.extend(Redaction((path, rule)) for rule in fired)
     return text
 
 
-_search: Final = _ANY_SHAPE.search
+_search: Final = ANY_SHAPE.search
 
 
 def _walk(value: Any, path: str, evidence: list[Redaction]) -> Any:
     """``value`` redacted; the very same object when nothing in it was (the common case costs
     one dictionary lookup per key and one search per string)."""
-    if isinstance(value, str):
-        return value if _search(value) is None else _mask(value, path, evidence)
-    if isinstance(value, dict):
+    if isinstance(value, dict):  # first: the arguments of every call are one
         out: dict[Any, Any] | None = None
         for key, item in value.items():
             denied = _KEYS.get(key)  # inline: the memo answers for almost every key
@@ -117,6 +122,8 @@ def _walk(value: Any, path: str, evidence: list[Redaction]) -> Any:
                     items = list(value)
                 items[index] = new
         return value if items is None else items
+    if isinstance(value, str):
+        return value if _search(value) is None else _mask(value, path, evidence)
     return value
 
 
@@ -126,3 +133,48 @@ def redact(value: Any) -> tuple[Any, list[Redaction]]:
     object comes back when there was nothing to redact)."""
     evidence: list[Redaction] = []
     return _walk(value, "$", evidence), evidence
+
+
+_SCHEMES: Final = "basic|bearer|digest|token|bot|negotiate|ntlm|apikey|aws4-hmac-sha256"
+_NAMED_VALUE: Final = re.compile(
+    r"(?<![\w.-])(?P<name>[A-Za-z_][\w.-]*+)['\"]?[ \t]*[:=][ \t]*(?=(?P<value>"
+    r"[bB]?'(?P<single>(?:[^'\\\n]|\\.)*)'"
+    r"|[bB]?\"(?P<double>(?:[^\"\\\n]|\\.)*)\""
+    r"|[\[({][^\])}\n]*[\])}]?"  # a container's repr, to its first closing bracket
+    rf"|(?:(?i:{_SCHEMES})[ \t]+)?[^\s,;&)}}\]'\"<>]+(?:[ \t]*;[ \t]*[^\s,;&)}}\]'\"<>]+)*))")
+"""``name = value`` or ``name: value`` in text: quoted, bracketed, or a bare run (with an
+auth scheme before it, and ``; k=v`` cookie continuations after it). The value is in a
+lookahead, so the search goes on inside the value of a name that is not denied
+(``ValueError: password=...``)."""
+_QUERY: Final = re.compile(r"(?<=[\w/.~%-])\?(?P<query>[^\s#\"'<>]+)")
+_QUERY_VALUE: Final = re.compile(r"(?P<name>[^&;=]+)(?P<value>=[^&;]*)?")
+
+
+def _mask_named_values(text: str) -> str:
+    parts: list[str] = []
+    done = 0
+    for match in _NAMED_VALUE.finditer(text):
+        if match.start() < done or not denied_key(match.group("name")):
+            continue
+        group = next(g for g in ("single", "double", "value") if match.group(g) is not None)
+        start, end = match.span(group)
+        parts += (text[done:start], REDACTED)
+        done = end
+    return "".join((*parts, text[done:])) if parts else text
+
+
+def _query_value(match: re.Match[str]) -> str:
+    """``name=value`` keeps its name; a bare ``?item`` may itself be the secret."""
+    return REDACTED if match.group("value") is None else f"{match.group('name')}={REDACTED}"
+
+
+def _query(match: re.Match[str]) -> str:
+    return "?" + _QUERY_VALUE.sub(_query_value, match.group("query"))
+
+
+def redact_text(text: str) -> str:
+    """``text`` (a log line, an exception's message or traceback) with secret shapes, the
+    values of denied names and every query string value masked."""
+    text, _ = _mask_shapes(text)
+    text = _mask_named_values(text)
+    return _QUERY.sub(_query, text)

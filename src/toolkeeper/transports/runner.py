@@ -112,6 +112,7 @@ def _config(app: ASGIApp, log_level: str, host: str = "127.0.0.1", port: int = 8
         _log.warning("at most %d connections (max_connections %d is above the descriptor "
                      "limit less its headroom)", cap, bounds.max_connections)
     return uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
+                          log_config=None,  # its loggers propagate to the process's own
                           ws="none", access_log=log_level in ("debug", "info"),
                           timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
                           http=bounded_protocol(bounds.head_timeout_s, cap),

@@ -1,0 +1,62 @@
+"""The gateway's log formatter: a record's message, its exception traceback, its stack and
+uvicorn's access line (a query string) are redacted before they are written."""
+
+from __future__ import annotations
+
+import io
+import logging
+import sys
+
+import pytest
+
+from toolkeeper.contracts.redaction import REDACTED
+from toolkeeper.server.logs import LOG_FORMAT, RedactingFormatter, configure_logging
+
+SECRET = "hunter2-Qx81vLm"
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZGEiLCJuIjoxfQ.Qm9vbXNlY3JldHNpZ25hdHVyZTE"
+
+
+def _record(msg: str, *args: object, name: str = "toolkeeper.server",
+            exc_info: bool = False, stack: str | None = None) -> logging.LogRecord:
+    record = logging.LogRecord(name, logging.ERROR, __file__, 1, msg, args,
+                               sys.exc_info() if exc_info else None)
+    record.stack_info = stack
+    return record
+
+
+def test_a_message_and_its_arguments_are_redacted() -> None:
+    line = RedactingFormatter(LOG_FORMAT).format(
+        _record("login with %s failed for %r", f"password={SECRET}", {"token": JWT}))
+    assert SECRET not in line and JWT not in line
+    assert line.count(REDACTED) == 2
+
+
+def test_an_exception_traceback_and_a_stack_are_redacted() -> None:
+    try:
+        raise ValueError(f"bad arguments {{'db_password': '{SECRET}'}}")
+    except ValueError:
+        record = _record("tool %s raised", "boom", exc_info=True, stack=f"Stack: {JWT}")
+    line = RedactingFormatter(LOG_FORMAT).format(record)
+    assert "Traceback" in line and "ValueError: bad arguments" in line
+    assert SECRET not in line and JWT not in line
+
+
+def test_an_access_line_keeps_its_path_and_masks_every_query_value() -> None:
+    line = RedactingFormatter("%(message)s").format(_record(
+        '%s - "%s %s HTTP/%s" %d', "127.0.0.1:5000", "POST",
+        f"/mcp?access_token={SECRET}&page=2", "1.1", 200, name="uvicorn.access"))
+    assert line == f'127.0.0.1:5000 - "POST /mcp?access_token={REDACTED}&page={REDACTED} ' \
+                   'HTTP/1.1" 200'
+
+
+def test_configure_logging_sends_every_logger_through_the_redacting_formatter(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])  # (pytest's own capture handlers set aside)
+    monkeypatch.setattr(root, "level", root.level)
+    out = io.StringIO()
+    configure_logging("info", out)
+    assert root.level == logging.INFO
+    assert [type(h.formatter) for h in root.handlers] == [RedactingFormatter]
+    logging.getLogger("uvicorn.access").info("%s", f"GET /x?sig={SECRET}")
+    assert SECRET not in out.getvalue() and f"GET /x?sig={REDACTED}" in out.getvalue()
