@@ -134,13 +134,12 @@ def publish_cmd(files: tuple[str, ...], actor: str, registry_url: str | None,
         _report(exc, as_json)
     with _registry(registry_url, as_json) as registry:
         for spec in specs:
-            before = registry.generation
-            stored = registry.publish(spec, actor=actor)
+            outcome = registry.publish_outcome(spec, actor=actor)
             if as_json:
-                echo_json(spec_to_mapping(stored))
-            else:
-                verb = "published" if registry.generation != before else "unchanged"
-                click.echo(f"{verb} {_line(stored)}")
+                echo_json(spec_to_mapping(outcome.record))
+            else:  # the guard's decision in the transaction, not a look at the store after it
+                verb = "published" if outcome.created else "unchanged"
+                click.echo(f"{verb} {_line(outcome.record)}")
 
 
 @click.command("versions")

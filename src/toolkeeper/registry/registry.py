@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from toolkeeper.contracts.classify import classify as _default_classify
@@ -33,9 +34,18 @@ from toolkeeper.registry.store import (
     utc_now,
 )
 
-__all__ = ["Registry"]
+__all__ = ["Published", "Registry"]
 
 _log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """What a publish did: the stored ``record``, and whether this call ``created`` it
+    (``False``: the same content was stored under that version already, nothing changed)."""
+
+    record: ToolSpec
+    created: bool
 
 
 def _not_found(name: str, version: Version) -> NotFoundError:
@@ -103,6 +113,12 @@ class Registry:
         returns the existing one). Refusals raise PublishRefusedError and are audited. A spec
         that its own file form would not give (one built or changed in code: a name outside the
         MCP rules, say) is a ContractError before anything is written."""
+        return self.publish_outcome(spec, actor=actor).record
+
+    def publish_outcome(self, spec: ToolSpec, *, actor: str = "anonymous") -> Published:
+        """:meth:`publish`, also telling whether this call stored the version: ``created`` is
+        what the guard decided inside the transaction that wrote (or did not write) the row,
+        so it stays true when other writers commit around it."""
         spec_from_mapping(spec_to_mapping(spec, lifecycle=False))  # what a reader must parse
         refusal: PublishRefusedError | None = None
         with self._change(spec.name) as tx:
@@ -115,7 +131,7 @@ class Registry:
                     _verdict_of(exc)))
             else:
                 if decision.existing is not None:
-                    return decision.existing
+                    return Published(decision.existing, created=False)
                 now = utc_now()
                 stored = spec.with_lifecycle(status=Status.ACTIVE, deprecation_message=None,
                                              successor=None, publisher=actor, published_at=now)
@@ -126,7 +142,7 @@ class Registry:
         if refusal is not None:
             raise refusal
         self._after_commit()
-        return stored
+        return Published(stored, created=True)
 
     def deprecate(self, name: str, version: Version, *, message: str | None = None,
                   successor: Version | None = None, actor: str = "anonymous") -> ToolSpec:
