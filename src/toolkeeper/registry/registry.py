@@ -98,13 +98,15 @@ class Registry:
             raise
 
     @classmethod
-    def open(cls, url: str | None = None, *, create: bool = True, **options: Any) -> Registry:
+    def open(cls, url: str | None = None, *, create: bool = True, read_only: bool = False,
+             **options: Any) -> Registry:
         """Open the registry at ``url`` (``memory:``, ``sqlite:///path.db``,
         ``postgresql://...``); ``None`` means ``TOOLKEEPER_REGISTRY`` or the default SQLite file.
-        ``create=False`` (read-only use) refuses to create a SQLite file that is not there."""
+        ``create=False`` refuses to create a registry that is not there; ``read_only=True``
+        never writes to the store (writes through this registry then fail)."""
         from toolkeeper.registry.location import open_store
 
-        return cls(open_store(url, create=create), **options)
+        return cls(open_store(url, create=create, read_only=read_only), **options)
 
     # --- writes ----------------------------------------------------------------------------
 
