@@ -56,6 +56,7 @@ _MIGRATION_LOCK = 0x746B03
 
 _ERRORS: tuple[tuple[type[Exception], str, str], ...] = (
     (pg_errors.UniqueViolation, "registry.conflict", "the version is already stored"),
+    (pg_errors.ReadOnlySqlTransaction, "registry.read_only", "the registry is open read-only"),
     (pg_errors.LockNotAvailable, "registry.busy", "the registry stayed locked by another writer"),
     (pg_errors.IntegrityConstraintViolation, "registry.conflict", "the database refused"),
     (psycopg.OperationalError, "registry.unavailable", "the PostgreSQL registry is unreachable"),

@@ -44,6 +44,9 @@ def _store_error(exc: sqlite3.Error, path: Path) -> StoreError:
     if name.startswith("SQLITE_CORRUPT") or name == "SQLITE_NOTADB":
         return StoreError(f"{path} is damaged or not a SQLite database: {exc}",
                           code="registry.damaged", data={"path": str(path)})
+    if name.startswith("SQLITE_READONLY"):
+        return StoreError(f"the SQLite registry {path} is open read-only: {exc}",
+                          code="registry.read_only")
     if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
         return StoreError(f"the SQLite registry {path} stayed locked by another writer",
                           code="registry.busy")
