@@ -32,7 +32,7 @@ def test_a_malformed_principal_is_refused_with_a_stable_code(
 
 def test_the_registry_public_surface_is_pinned() -> None:
     assert sorted(toolkeeper.registry.__all__) == sorted([
-        "PUBLISH_RULES", "AuditEntry", "MemoryStore", "Principal", "Published", "Registry",
+        "PUBLISH_RULES", "AuditEntry", "MemoryStore", "Principal", "PublishOutcome", "Registry",
         "RegistryStore", "Snapshot", "StoreTransaction", "default_url", "is_visible",
         "open_store",
     ])

@@ -34,13 +34,13 @@ from toolkeeper.registry.store import (
     utc_now,
 )
 
-__all__ = ["Published", "Registry"]
+__all__ = ["PublishOutcome", "Registry"]
 
 _log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
-class Published:
+class PublishOutcome:
     """What a publish did: the stored ``record``, and whether this call ``created`` it
     (``False``: the same content was stored under that version already, nothing changed)."""
 
@@ -117,7 +117,7 @@ class Registry:
         MCP rules, say) is a ContractError before anything is written."""
         return self.publish_outcome(spec, actor=actor).record
 
-    def publish_outcome(self, spec: ToolSpec, *, actor: str = "anonymous") -> Published:
+    def publish_outcome(self, spec: ToolSpec, *, actor: str = "anonymous") -> PublishOutcome:
         """:meth:`publish`, also telling whether this call stored the version: ``created`` is
         what the guard decided inside the transaction that wrote (or did not write) the row,
         so it stays true when other writers commit around it."""
@@ -133,7 +133,7 @@ class Registry:
                     _verdict_of(exc)))
             else:
                 if decision.existing is not None:
-                    return Published(decision.existing, created=False)
+                    return PublishOutcome(decision.existing, created=False)
                 now = utc_now()
                 stored = spec.with_lifecycle(status=Status.ACTIVE, deprecation_message=None,
                                              successor=None, publisher=actor, published_at=now)
@@ -144,7 +144,7 @@ class Registry:
         if refusal is not None:
             raise refusal
         self._after_commit()
-        return Published(stored, created=True)
+        return PublishOutcome(stored, created=True)
 
     def deprecate(self, name: str, version: Version, *, message: str | None = None,
                   successor: Version | None = None, actor: str = "anonymous") -> ToolSpec:

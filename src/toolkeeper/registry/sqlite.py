@@ -5,6 +5,11 @@ processes), waiting at most ``busy_timeout`` seconds; the unique key on (name, v
 backs the guard. WAL journaling lets readers run beside a writer. SQLite cannot push changes to
 other processes, so ``stale()`` compares ``PRAGMA data_version``, which moves exactly when
 another connection committed: a read-time check, not a polling loop.
+
+A file is recognised before anything is written to it (even the journal mode): one that is not
+toolkeeper's (:func:`~toolkeeper.registry.migrations.recognise_schema`) or not a SQLite
+database at all is refused and left as it was. A read-only store opens the file with
+``mode=ro`` and never migrates it.
 """
 
 from __future__ import annotations
