@@ -47,7 +47,7 @@ def test_sqlite_url_with_two_slashes_is_relative(tmp_path: Path,
 
 
 @pytest.mark.parametrize("url", ["mysql://db", "sqlite:", "sqlite:relative.db", "memory:x",
-                                 "no-scheme"])
+                                 "no-scheme", "", "  "])
 def test_an_unusable_url_is_refused_with_a_stable_code(url: str) -> None:
     with pytest.raises(StoreError) as info:
         open_store(url)
@@ -67,3 +67,28 @@ def test_the_default_is_a_sqlite_file_in_the_user_data_directory(
     assert default_url() == f"sqlite://{tmp_path / 'toolkeeper' / 'registry.db'}"
     open_store().close()
     assert (tmp_path / "toolkeeper" / "registry.db").is_file()
+
+
+def test_an_empty_environment_variable_is_refused_not_read_as_the_default(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLKEEPER_REGISTRY", "")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    with pytest.raises(StoreError) as info:
+        open_store(None)
+    assert info.value.code == "registry.url_invalid"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_path_that_is_not_a_file_is_refused(tmp_path: Path) -> None:
+    for create in (True, False):
+        with pytest.raises(StoreError) as info:
+            open_store(f"sqlite://{tmp_path}", create=create)
+        assert info.value.code == "registry.not_a_file"
+
+
+@pytest.mark.parametrize("name", ["r x?y#z%20.db", "\u00e9t\u00e9.db"])
+def test_a_file_name_is_taken_literally_not_as_a_uri(tmp_path: Path, name: str) -> None:
+    doubled = "/" + str(tmp_path / name)  # a path starting with // is not a host name
+    open_store(f"sqlite://{doubled}").close()
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    open_store(f"sqlite://{doubled}", read_only=True).close()

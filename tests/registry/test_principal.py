@@ -32,8 +32,9 @@ def test_a_malformed_principal_is_refused_with_a_stable_code(
 
 def test_the_registry_public_surface_is_pinned() -> None:
     assert sorted(toolkeeper.registry.__all__) == sorted([
-        "PUBLISH_RULES", "AuditEntry", "MemoryStore", "Principal", "Registry", "RegistryStore",
-        "Snapshot", "StoreTransaction", "default_url", "is_visible", "open_store",
+        "PUBLISH_RULES", "AuditEntry", "MemoryStore", "Principal", "PublishOutcome", "Registry",
+        "RegistryStore", "Snapshot", "StoreTransaction", "default_url", "is_visible",
+        "open_store",
     ])
     for name in toolkeeper.registry.__all__:
         assert hasattr(toolkeeper.registry, name), name

@@ -10,6 +10,7 @@ import click
 
 from toolkeeper.cli.documents import load_contract_or_schema, parse_json, read_document
 from toolkeeper.cli.output import EXIT_OK, EXIT_REFUSED, echo_json, fail
+from toolkeeper.cli.sources import STDIN, read_source
 from toolkeeper.contracts.repair import repair
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.contracts.validate import compile_schema
@@ -32,16 +33,19 @@ _INLINE_OPENERS = ("{", "[", '"')
 
 
 def _is_file(source: str) -> bool:
+    """Whether ``source`` names something to read: a file, but also a device or a pipe
+    (``/dev/stdin``, a shell's ``<(...)``); reading a directory or an endless device is then
+    refused as the reading of any document is."""
     try:
-        return Path(source).is_file()
+        return Path(source).exists()
     except OSError:  # ENAMETOOLONG and the like: not the name of a file we can read
         return False
 
 
 def _read_arguments(source: str) -> Any:
     """A file, ``-`` for stdin, or inline JSON (any JSON value: ``'"abc"'``, ``5``, ``{...}``)."""
-    if source == "-":
-        return parse_json(sys.stdin.buffer.read())
+    if source == STDIN:
+        return parse_json(read_source(STDIN))
     looks_inline = source.lstrip().startswith(_INLINE_OPENERS)
     if not looks_inline and _is_file(source):
         return read_document(source)

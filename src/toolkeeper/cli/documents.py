@@ -17,6 +17,9 @@ used to escape as tracebacks or be stored as something else (a ``.nan`` became `
 ``yaml.too_large``     YAML aliases repeating more than :data:`MAX_ALIAS_REUSE` values
 =====================  ======================================================================
 
+The bytes come from :mod:`toolkeeper.cli.sources` (at most 4 MiB of UTF-8: ``file.too_large``,
+``file.not_utf8`` with the offset of the first bad byte, ``file.unreadable``).
+
 A mapping with any of the keys ``name``, ``version``, ``inputSchema`` is a contract and must be
 a complete, valid one (a contract missing its version is refused, never read as an
 unconstrained bare schema); any other mapping is a bare schema and must compile.
@@ -26,15 +29,14 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
 import yaml
 
+from toolkeeper.cli.sources import read_source
 from toolkeeper.contracts.canonical import loads_json
 from toolkeeper.contracts.json_values import Link, has_lone_surrogate, link_parts
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
@@ -308,8 +310,16 @@ class _Loader(yaml.SafeLoader):
             self._depth -= 1
 
 
+def _yaml_invalid(exc: yaml.YAMLError) -> ContractError:
+    """PyYAML's message (it spans lines: the problem, then where) on one line."""
+    return ContractError(f"invalid YAML: {' '.join(str(exc).split())}", code="yaml.invalid")
+
+
 def _load_yaml(raw: bytes) -> Any:
-    loader = _Loader(raw)
+    try:  # the loader's reader checks the text as it is made (a NUL byte is refused there)
+        loader = _Loader(raw)
+    except yaml.YAMLError as exc:
+        raise _yaml_invalid(exc) from None
     try:
         root = loader.get_single_node()
         if root is None:
@@ -317,18 +327,16 @@ def _load_yaml(raw: bytes) -> Any:
         _check_yaml_nodes(root)
         return loader.construct_document(root)
     except yaml.YAMLError as exc:
-        raise ContractError(f"invalid YAML: {exc}", code="yaml.invalid") from None
+        raise _yaml_invalid(exc) from None
     finally:
         loader.dispose()
 
 
 def read_document(path: str) -> Any:
     """A JSON or YAML file (``-`` is stdin, read as JSON) as JSON data, or a ContractError whose
-    message names the file."""
-    try:
-        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    except OSError as exc:
-        raise ContractError(f"cannot read {path}: {exc.strerror}", code="file.unreadable") from None
+    message names the file (the bytes are read as :func:`~toolkeeper.cli.sources.read_source`
+    reads them: at most 4 MiB of UTF-8)."""
+    raw = read_source(path)
     try:
         if path.endswith((".yaml", ".yml")):
             return json_data(_load_yaml(raw))

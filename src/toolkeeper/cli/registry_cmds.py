@@ -1,9 +1,14 @@
 """Registry commands: publish, versions, deprecate, retire, discover, audit (SPEC 2).
 
 Every command takes ``--registry URL`` (or ``TOOLKEEPER_REGISTRY``; default: the SQLite file in
-the user data directory). Exit codes: 0 done, 1 the registry refused (publish guard, lifecycle
-rule, unknown tool or version), 2 bad input (unreadable or malformed file, bad version or
-clearance, unusable registry URL or unreachable store).
+the user data directory; an empty URL is an error, never the default). Exit codes: 0 done, 1 the
+registry refused (publish guard, lifecycle rule, unknown tool or version), 2 bad input
+(unreadable or malformed file, bad version or clearance, unusable registry URL, unreachable
+store, or a store that is not a toolkeeper registry: missing, empty, damaged, another
+program's database, or from a newer toolkeeper).
+
+Only ``publish`` creates a registry. ``deprecate`` and ``retire`` change one that exists;
+``versions``, ``discover`` and ``audit`` open it read-only and never write to it.
 """
 
 from __future__ import annotations
@@ -77,10 +82,13 @@ def _options(func: F) -> F:
 
 
 @contextmanager
-def _registry(url: str | None, as_json: bool, *, create: bool = True) -> Iterator[Registry]:
-    """The registry; read-only commands pass ``create=False`` so a mistyped path is an error."""
+def _registry(url: str | None, as_json: bool, *, create: bool = True, read_only: bool = False
+              ) -> Iterator[Registry]:
+    """The registry. Commands that can only change what is there pass ``create=False``, and
+    commands that only read ``read_only=True`` (the store is never written, not even migrated),
+    so a mistyped path or a file that is not a registry is an error, never a new registry."""
     try:
-        registry = Registry.open(url, create=create)
+        registry = Registry.open(url, create=create, read_only=read_only)
     except ToolkeeperError as exc:
         _report(exc, as_json)
     try:
@@ -134,13 +142,12 @@ def publish_cmd(files: tuple[str, ...], actor: str, registry_url: str | None,
         _report(exc, as_json)
     with _registry(registry_url, as_json) as registry:
         for spec in specs:
-            before = registry.generation
-            stored = registry.publish(spec, actor=actor)
+            outcome = registry.publish_outcome(spec, actor=actor)
             if as_json:
-                echo_json(spec_to_mapping(stored))
-            else:
-                verb = "published" if registry.generation != before else "unchanged"
-                click.echo(f"{verb} {_line(stored)}")
+                echo_json(spec_to_mapping(outcome.record))
+            else:  # the guard's decision in the transaction, not a look at the store after it
+                verb = "published" if outcome.created else "unchanged"
+                click.echo(f"{verb} {_line(outcome.record)}")
 
 
 @click.command("versions")
@@ -148,7 +155,7 @@ def publish_cmd(files: tuple[str, ...], actor: str, registry_url: str | None,
 @_options
 def versions_cmd(name: str, registry_url: str | None, as_json: bool) -> None:
     """Every version of NAME, oldest first, retired included."""
-    with _registry(registry_url, as_json, create=False) as registry:
+    with _registry(registry_url, as_json, read_only=True) as registry:
         found = registry.versions(name)
         if not found:
             raise NotFoundError(f"{name} is not published", data={"name": name})
@@ -167,7 +174,7 @@ def deprecate_cmd(name: str, version: str, message: str | None, successor: str |
     """Deprecate NAME VERSION (it still resolves, but is no longer the latest)."""
     parsed = _version(version, as_json)
     parsed_successor = _version(successor, as_json) if successor is not None else None
-    with _registry(registry_url, as_json) as registry:
+    with _registry(registry_url, as_json, create=False) as registry:
         stored = registry.deprecate(name, parsed, message=message, successor=parsed_successor,
                                     actor=actor)
         _emit_record(stored, as_json)
@@ -182,7 +189,7 @@ def retire_cmd(name: str, version: str, actor: str, registry_url: str | None,
                as_json: bool) -> None:
     """Retire NAME VERSION for good (kept on record, never served again)."""
     parsed = _version(version, as_json)
-    with _registry(registry_url, as_json) as registry:
+    with _registry(registry_url, as_json, create=False) as registry:
         stored = registry.retire(name, parsed, actor=actor)
         _emit_record(stored, as_json)
 
@@ -201,7 +208,7 @@ def discover_cmd(tenant: str, scopes: tuple[str, ...], clearance: str, include_d
         principal = Principal.parse(tenant, scopes, clearance)
     except ToolkeeperError as exc:
         _report(exc, as_json)
-    with _registry(registry_url, as_json, create=False) as registry:
+    with _registry(registry_url, as_json, read_only=True) as registry:
         _emit_records(registry.discover(principal, include_deprecated=include_deprecated),
                       as_json)
 
@@ -210,7 +217,7 @@ def discover_cmd(tenant: str, scopes: tuple[str, ...], clearance: str, include_d
 @_options
 def audit_cmd(registry_url: str | None, as_json: bool) -> None:
     """The append-only audit trail, oldest first (refused publishes included)."""
-    with _registry(registry_url, as_json, create=False) as registry:
+    with _registry(registry_url, as_json, read_only=True) as registry:
         entries = registry.audit()
         if as_json:
             echo_json([e.to_dict() for e in entries])

@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, BinaryIO
@@ -43,7 +44,7 @@ from toolkeeper.transports import (
     run_stdio,
 )
 
-__all__ = ["register", "serve"]
+__all__ = ["install_estate", "read_estate", "register", "serve"]
 
 _LEVELS = ("debug", "info", "warning", "error")
 _WILDCARD_HOSTS = ("0.0.0.0", "::", "")
@@ -103,7 +104,7 @@ def _load_handlers(reference: str) -> ToolHandlers:
     return value
 
 
-def _estate_contracts(directory: Path) -> list[ToolSpec]:
+def read_estate(directory: Path) -> list[ToolSpec]:
     """Every contract file of ``directory`` (not recursive), parsed, in (name, version) order
     so older versions are published first. A file that is not a contract, or a directory
     without any, is bad input."""
@@ -113,25 +114,24 @@ def _estate_contracts(directory: Path) -> list[ToolSpec]:
             try:
                 specs.append(spec_from_mapping(read_document(str(path))))
             except ToolkeeperError as exc:
-                raise ToolkeeperError(f"--estate {path}: {exc.message}", code=exc.code,
-                                      path=exc.path) from None
+                named = exc.message if str(path) in exc.message else f"{path}: {exc.message}"
+                raise ToolkeeperError(f"--estate {named}", code=exc.code, path=exc.path,
+                                      data=exc.data) from None
     if not specs:
         raise ToolkeeperError(f"--estate {directory}: no contract files (*.json, *.yaml, *.yml)",
                               code="cli.estate_empty")
     return sorted(specs, key=lambda spec: spec.key)
 
 
-def install_estate(registry: Registry, directory: Path, *, actor: str = ESTATE_ACTOR
-                   ) -> list[str]:
-    """Publish the contracts of ``directory`` through the publish guard; returns what was
-    done. One already stored with the same content is left as it is; a file changed since its
-    version was published makes the guard refuse (``publish.immutable``, the error
-    propagates), as ``toolkeeper publish`` would."""
+def install_estate(registry: Registry, specs: Sequence[ToolSpec], *,
+                   actor: str = ESTATE_ACTOR) -> list[str]:
+    """Publish an estate's contracts (as :func:`read_estate` gives them) through the publish
+    guard; returns what was done. One already stored with the same content is left as it is;
+    a file changed since its version was published makes the guard refuse
+    (``publish.immutable``, the error propagates), as ``toolkeeper publish`` would."""
     done: list[str] = []
-    for spec in _estate_contracts(directory):
-        new = registry.get(spec.name, spec.version) is None
-        registry.publish(spec, actor=actor)
-        if new:
+    for spec in specs:
+        if registry.publish_outcome(spec, actor=actor).created:
             done.append(f"published {spec.name} {spec.version}")
     return done
 
@@ -193,7 +193,9 @@ def serve(demo: bool, estates: tuple[Path, ...], registry_url: str | None, stdio
     protocol_out = _claim_stdout() if stdio else None
     configure_logging(log_level, sys.stderr)  # every line redacted, uvicorn's too
     log = logging.getLogger("toolkeeper.serve")
-    try:
+    try:  # estates and handlers are read before the registry is opened: bad input writes
+        estate = [(directory, read_estate(directory)) for directory in estates]  # nothing
+        loaded = [_load_handlers(reference) for reference in handler_refs]
         registry = Registry.open(registry_url)
         handlers = ToolHandlers()
         if demo:
@@ -202,11 +204,11 @@ def serve(demo: bool, estates: tuple[Path, ...], registry_url: str | None, stdio
             for line in install_demo(registry):
                 log.info("demo estate: %s", line)
             handlers.merge(demo_handlers())
-        for directory in estates:
-            for line in install_estate(registry, directory):
+        for directory, specs in estate:
+            for line in install_estate(registry, specs):
                 log.info("estate %s: %s", directory, line)
-        for reference in handler_refs:
-            handlers.merge(_load_handlers(reference))
+        for user_handlers in loaded:
+            handlers.merge(user_handlers)
     except PublishRefusedError as exc:
         fail(exc, code=EXIT_REFUSED)
     except (ToolkeeperError, ValueError) as exc:

@@ -43,8 +43,8 @@ def install_demo(registry: Registry, *, actor: str = DEMO_ACTOR) -> list[str]:
     already in the registry makes the publish guard refuse, and that error propagates."""
     done: list[str] = []
     for spec in demo_contracts():
-        if registry.get(spec.name, spec.version) is None:
-            registry.publish(spec, actor=actor)
+        if registry.get(spec.name, spec.version) is None and registry.publish_outcome(
+                spec, actor=actor).created:
             done.append(f"published {spec.name} {spec.version}")
     for name, version in RETIRED:
         parsed = Version.parse(version)

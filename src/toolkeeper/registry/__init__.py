@@ -9,7 +9,7 @@ from toolkeeper.registry.guard import RULES as PUBLISH_RULES
 from toolkeeper.registry.location import default_url, open_store
 from toolkeeper.registry.memory import MemoryStore
 from toolkeeper.registry.principal import Principal
-from toolkeeper.registry.registry import Registry
+from toolkeeper.registry.registry import PublishOutcome, Registry
 from toolkeeper.registry.store import AuditEntry, RegistryStore, Snapshot, StoreTransaction
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "AuditEntry",
     "MemoryStore",
     "Principal",
+    "PublishOutcome",
     "Registry",
     "RegistryStore",
     "Snapshot",

@@ -1,16 +1,41 @@
-"""Versioned schema migrations for the SQL stores (SPEC 2.4).
+"""Versioned schema migrations for the SQL stores (SPEC 2.4), and how a store recognises a
+database as toolkeeper's before it touches it.
 
 Each backend has an ordered tuple of :class:`Migration`; a store applies, in one transaction
 each, every migration above the highest version recorded in ``schema_version``, and refuses to
 open a database migrated by a newer toolkeeper. Adding a migration is appending a row; a
 migration already released is never edited.
+
+A database is toolkeeper's when its ``schema_version`` rows up to the latest version this
+toolkeeper knows are exactly its migrations (version and description, numbered from 1) and the
+tables those migrations create are there; a database with no tables at all is new. Anything
+else belongs to something else and is refused (``registry.foreign``), never migrated: a
+migration into another program's database would mix our tables into its schema, or fail
+half-way on a table of the same name.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-__all__ = ["POSTGRES_MIGRATIONS", "SQLITE_MIGRATIONS", "Migration", "latest_version"]
+from toolkeeper.errors import StoreError
+
+__all__ = [
+    "POSTGRES_MIGRATIONS",
+    "SCHEMA_TABLE",
+    "SQLITE_MIGRATIONS",
+    "Migration",
+    "check_usable",
+    "latest_version",
+    "recognise_schema",
+]
+
+SCHEMA_TABLE = "schema_version"
+"""The table recording the migrations applied (``version``, ``description``, ``applied_at``)."""
+
+_CREATES_TABLE = re.compile(r"\s*CREATE TABLE (\w+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +43,12 @@ class Migration:
     version: int
     description: str
     statements: tuple[str, ...]
+
+    @property
+    def tables(self) -> frozenset[str]:
+        """The tables this migration creates (read from its statements)."""
+        return frozenset(found.group(1) for statement in self.statements
+                         if (found := _CREATES_TABLE.match(statement)))
 
 
 SQLITE_MIGRATIONS: tuple[Migration, ...] = (
@@ -90,3 +121,49 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
 def latest_version(migrations: tuple[Migration, ...]) -> int:
     """The schema version a fully migrated database has."""
     return migrations[-1].version if migrations else 0
+
+
+def _foreign(where: str, tables: Collection[str], why: str) -> StoreError:
+    return StoreError(f"{where} is not a toolkeeper registry ({why}); refusing to touch it",
+                      code="registry.foreign", data={"tables": sorted(tables)})
+
+
+def recognise_schema(where: str, tables: Collection[str],
+                     recorded: Sequence[tuple[int, str]] | None,
+                     migrations: tuple[Migration, ...]) -> int:
+    """The toolkeeper schema version of the database ``where`` names, from the names of its
+    tables and the (version, description) rows of its ``schema_version`` table (``None``: there
+    is none with those columns): 0 for a database without tables. A database that is not
+    toolkeeper's is ``registry.foreign``; one from a newer toolkeeper
+    ``registry.schema_too_new``."""
+    if not recorded:  # no rows (a new database: nothing else there) or not our table at all
+        if not tables or (recorded is not None and set(tables) == {SCHEMA_TABLE}):
+            return 0
+        raise _foreign(where, tables, f"it has tables but no {SCHEMA_TABLE} of toolkeeper's")
+    latest = latest_version(migrations)
+    known = [row for row in recorded if row[0] <= latest]
+    if known != [(m.version, m.description) for m in migrations[:len(known)]]:
+        raise _foreign(where, tables, f"its {SCHEMA_TABLE} records other migrations")
+    missing = set().union(*(m.tables for m in migrations[:len(known)])) - set(tables)
+    if missing:
+        raise _foreign(where, tables, f"tables {', '.join(sorted(missing))} are missing")
+    current = max(row[0] for row in recorded)
+    if current > latest:
+        raise StoreError(f"{where} has schema version {current}, newer than this toolkeeper "
+                         "understands", code="registry.schema_too_new",
+                         data={"version": current, "latest": latest})
+    return current
+
+
+def check_usable(where: str, version: int, migrations: tuple[Migration, ...], *,
+                 create: bool, read_only: bool) -> None:
+    """Refuse a database at schema ``version`` for this use: a new (empty) one unless the
+    caller may ``create`` a registry (``registry.missing``), one that needs migrating when the
+    caller only reads (``registry.schema_outdated``: a reader never migrates)."""
+    if version == 0 and (read_only or not create):
+        raise StoreError(f"no registry at {where} (the database is empty)",
+                         code="registry.missing", data={"where": where})
+    if read_only and version < latest_version(migrations):
+        raise StoreError(f"{where} has schema version {version}; a write with this toolkeeper "
+                         "migrates it", code="registry.schema_outdated",
+                         data={"version": version, "latest": latest_version(migrations)})

@@ -28,7 +28,12 @@ from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import StoreError
 from toolkeeper.registry.listener import PgListener
 from toolkeeper.registry.location import masked
-from toolkeeper.registry.migrations import POSTGRES_MIGRATIONS, latest_version
+from toolkeeper.registry.migrations import (
+    POSTGRES_MIGRATIONS,
+    SCHEMA_TABLE,
+    check_usable,
+    recognise_schema,
+)
 from toolkeeper.registry.rows import (
     CHANNEL,
     NEWEST_SEQ,
@@ -51,6 +56,7 @@ _MIGRATION_LOCK = 0x746B03
 
 _ERRORS: tuple[tuple[type[Exception], str, str], ...] = (
     (pg_errors.UniqueViolation, "registry.conflict", "the version is already stored"),
+    (pg_errors.ReadOnlySqlTransaction, "registry.read_only", "the registry is open read-only"),
     (pg_errors.LockNotAvailable, "registry.busy", "the registry stayed locked by another writer"),
     (pg_errors.IntegrityConstraintViolation, "registry.conflict", "the database refused"),
     (psycopg.OperationalError, "registry.unavailable", "the PostgreSQL registry is unreachable"),
@@ -65,6 +71,26 @@ def _store_error(exc: psycopg.Error, url: str = "") -> StoreError:
         if isinstance(exc, kind):
             return StoreError(f"{text}: {detail}", code=code)
     return StoreError(f"the PostgreSQL registry failed: {detail}", code="registry.store")
+
+
+def _schema_facts(conn: psycopg.Connection[Any]
+                  ) -> tuple[set[str], list[tuple[int, str]] | None]:
+    """The current schema's table names, and its ``schema_version`` rows when it has that
+    table with toolkeeper's columns and types (else None)."""
+    tables = {str(row[0]) for row in conn.execute(
+        "SELECT table_name FROM information_schema.tables"
+        " WHERE table_schema = current_schema()").fetchall()}
+    if SCHEMA_TABLE not in tables:
+        return tables, None
+    columns = {str(row[0]): str(row[1]) for row in conn.execute(
+        "SELECT column_name, data_type FROM information_schema.columns"
+        " WHERE table_schema = current_schema() AND table_name = %s",
+        (SCHEMA_TABLE,)).fetchall()}
+    if columns.get("version") != "integer" or columns.get("description") != "text":
+        return tables, None
+    rows = conn.execute(f"SELECT version, description FROM {SCHEMA_TABLE} ORDER BY version"
+                        ).fetchall()
+    return tables, [(int(v), str(d)) for v, d in rows]
 
 
 class _PgTransaction:
@@ -114,11 +140,17 @@ class PostgresStore:
     """A registry store in a PostgreSQL database, shared by any number of processes."""
 
     def __init__(self, url: str, *, connect_timeout: int = 10, lock_timeout: float = 30.0,
-                 ping_idle_s: float = 30.0) -> None:
+                 ping_idle_s: float = 30.0, create: bool = True,
+                 read_only: bool = False) -> None:
         """``ping_idle_s``: a connection idle at least this long is checked with one round
         trip before use, and replaced if the server or something between (a proxy's or a
-        firewall's idle timeout) has closed it, instead of failing that call."""
+        firewall's idle timeout) has closed it, instead of failing that call. ``create``: a
+        database without tables may become a registry. ``read_only``: every transaction of the
+        session is read-only and nothing is migrated; the database must be a registry at the
+        latest schema. A database that is not toolkeeper's is refused, never migrated."""
         self.url = url
+        self._create = create and not read_only
+        self._read_only = read_only
         self._connect_timeout = connect_timeout
         self._lock_timeout_ms = int(lock_timeout * 1000)
         self._ping_idle_s = ping_idle_s
@@ -130,7 +162,11 @@ class PostgresStore:
         self._read_seq = 0  # the newest audit sequence number a snapshot or delta has read
         self._conn = self._connect()
         try:
-            self._migrate()
+            if read_only:
+                with self._transaction(read_only=True) as conn:
+                    self._usable(conn)
+            else:
+                self._migrate()
         except BaseException:
             self._conn.close()
             raise
@@ -143,6 +179,8 @@ class PostgresStore:
             raise _store_error(exc, self.url) from None
         try:
             conn.execute(f"SET lock_timeout = {self._lock_timeout_ms}")
+            if self._read_only:
+                conn.execute("SET default_transaction_read_only = on")
         except psycopg.Error as exc:
             conn.close()  # not left open behind the error
             raise _store_error(exc, self.url) from None
@@ -176,21 +214,24 @@ class PostgresStore:
             finally:
                 self._used = time.monotonic()
 
+    def _usable(self, conn: psycopg.Connection[Any]) -> int:
+        where = masked(self.url, self.url)
+        version = recognise_schema(where, *_schema_facts(conn), POSTGRES_MIGRATIONS)
+        check_usable(where, version, POSTGRES_MIGRATIONS, create=self._create,
+                     read_only=self._read_only)
+        return version
+
     def _migrate(self) -> None:
         with self._transaction() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_MIGRATION_LOCK,))
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY,"
-                         " description TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
-            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
-            current = int(row[0]) if row else 0
-            if current > latest_version(POSTGRES_MIGRATIONS):
-                raise StoreError(f"the database has schema version {current}, newer than this "
-                                 "toolkeeper understands", code="registry.schema_too_new")
+            current = self._usable(conn)
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER PRIMARY"
+                         " KEY, description TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
             for migration in POSTGRES_MIGRATIONS:
                 if migration.version > current:
                     for statement in migration.statements:
                         conn.execute(statement)
-                    conn.execute("INSERT INTO schema_version VALUES (%s, %s, now())",
+                    conn.execute(f"INSERT INTO {SCHEMA_TABLE} VALUES (%s, %s, now())",
                                  (migration.version, migration.description))
 
     def schema_version(self) -> int:

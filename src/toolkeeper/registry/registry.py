@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from toolkeeper.contracts.classify import classify as _default_classify
@@ -33,9 +34,18 @@ from toolkeeper.registry.store import (
     utc_now,
 )
 
-__all__ = ["Registry"]
+__all__ = ["PublishOutcome", "Registry"]
 
 _log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PublishOutcome:
+    """What a publish did: the stored ``record``, and whether this call ``created`` it
+    (``False``: the same content was stored under that version already, nothing changed)."""
+
+    record: ToolSpec
+    created: bool
 
 
 def _not_found(name: str, version: Version) -> NotFoundError:
@@ -98,13 +108,15 @@ class Registry:
             raise
 
     @classmethod
-    def open(cls, url: str | None = None, *, create: bool = True, **options: Any) -> Registry:
+    def open(cls, url: str | None = None, *, create: bool = True, read_only: bool = False,
+             **options: Any) -> Registry:
         """Open the registry at ``url`` (``memory:``, ``sqlite:///path.db``,
         ``postgresql://...``); ``None`` means ``TOOLKEEPER_REGISTRY`` or the default SQLite file.
-        ``create=False`` (read-only use) refuses to create a SQLite file that is not there."""
+        ``create=False`` refuses to create a registry that is not there; ``read_only=True``
+        never writes to the store (writes through this registry then fail)."""
         from toolkeeper.registry.location import open_store
 
-        return cls(open_store(url, create=create), **options)
+        return cls(open_store(url, create=create, read_only=read_only), **options)
 
     # --- writes ----------------------------------------------------------------------------
 
@@ -113,6 +125,12 @@ class Registry:
         returns the existing one). Refusals raise PublishRefusedError and are audited. A spec
         that its own file form would not give (one built or changed in code: a name outside the
         MCP rules, say) is a ContractError before anything is written."""
+        return self.publish_outcome(spec, actor=actor).record
+
+    def publish_outcome(self, spec: ToolSpec, *, actor: str = "anonymous") -> PublishOutcome:
+        """:meth:`publish`, also telling whether this call stored the version: ``created`` is
+        what the guard decided inside the transaction that wrote (or did not write) the row,
+        so it stays true when other writers commit around it."""
         spec_from_mapping(spec_to_mapping(spec, lifecycle=False))  # what a reader must parse
         refusal: PublishRefusedError | None = None
         with self._change(spec.name) as tx:
@@ -125,7 +143,7 @@ class Registry:
                     _verdict_of(exc)))
             else:
                 if decision.existing is not None:
-                    return decision.existing
+                    return PublishOutcome(decision.existing, created=False)
                 now = utc_now()
                 stored = spec.with_lifecycle(status=Status.ACTIVE, deprecation_message=None,
                                              successor=None, publisher=actor, published_at=now)
@@ -136,7 +154,7 @@ class Registry:
         if refusal is not None:
             raise refusal
         self._after_commit()
-        return stored
+        return PublishOutcome(stored, created=True)
 
     def deprecate(self, name: str, version: Version | str, *, message: str | None = None,
                   successor: Version | str | None = None, actor: str = "anonymous") -> ToolSpec:

@@ -5,6 +5,11 @@ processes), waiting at most ``busy_timeout`` seconds; the unique key on (name, v
 backs the guard. WAL journaling lets readers run beside a writer. SQLite cannot push changes to
 other processes, so ``stale()`` compares ``PRAGMA data_version``, which moves exactly when
 another connection committed: a read-time check, not a polling loop.
+
+A file is recognised before anything is written to it (even the journal mode): one that is not
+toolkeeper's (:func:`~toolkeeper.registry.migrations.recognise_schema`) or not a SQLite
+database at all is refused and left as it was. A read-only store opens the file with
+``mode=ro`` and never migrates it.
 """
 
 from __future__ import annotations
@@ -12,12 +17,18 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from urllib.parse import quote
 
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import StoreError
-from toolkeeper.registry.migrations import SQLITE_MIGRATIONS, latest_version
+from toolkeeper.registry.migrations import (
+    SCHEMA_TABLE,
+    SQLITE_MIGRATIONS,
+    check_usable,
+    recognise_schema,
+)
 from toolkeeper.registry.rows import (
     NEWEST_SEQ,
     audit_from_row,
@@ -33,14 +44,45 @@ __all__ = ["SQLiteStore"]
 _AUDIT_COLUMNS = "seq, at, actor, action, name, version, rule, verdict"
 
 
-def _store_error(exc: sqlite3.Error) -> StoreError:
+def _store_error(exc: sqlite3.Error, path: Path) -> StoreError:
+    name = getattr(exc, "sqlite_errorname", "")
+    if name.startswith("SQLITE_CORRUPT") or name == "SQLITE_NOTADB":
+        return StoreError(f"{path} is damaged or not a SQLite database: {exc}",
+                          code="registry.damaged", data={"path": str(path)})
+    if name.startswith("SQLITE_READONLY"):
+        return StoreError(f"the SQLite registry {path} is open read-only: {exc}",
+                          code="registry.read_only")
     if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-        return StoreError("the SQLite registry stayed locked by another writer",
+        return StoreError(f"the SQLite registry {path} stayed locked by another writer",
                           code="registry.busy")
     if isinstance(exc, sqlite3.IntegrityError):
-        return StoreError(f"the SQLite registry refused the write: {exc}",
+        return StoreError(f"the SQLite registry {path} refused the write: {exc}",
                           code="registry.conflict")
-    return StoreError(f"the SQLite registry failed: {exc}", code="registry.store")
+    return StoreError(f"the SQLite registry {path} failed: {exc}", code="registry.store")
+
+
+def _uri(path: Path) -> str:
+    """A ``file:`` URI for ``path``; an absolute one gets an empty authority, so a path that
+    starts with ``//`` is not read as a host name."""
+    return ("file://" if path.is_absolute() else "file:") + quote(str(path))
+
+
+def _schema_facts(conn: sqlite3.Connection) -> tuple[set[str], list[tuple[int, str]] | None]:
+    """The database's table names, and its ``schema_version`` rows when it has that table
+    with toolkeeper's columns and types (else None)."""
+    tables = {row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite~_%'"
+        " ESCAPE '~'")}
+    if SCHEMA_TABLE not in tables:
+        return tables, None
+    columns = {row[1] for row in conn.execute(f"PRAGMA table_info({SCHEMA_TABLE})")}
+    if not {"version", "description"} <= columns:
+        return tables, None
+    rows = conn.execute(f"SELECT version, description FROM {SCHEMA_TABLE} ORDER BY version"
+                        ).fetchall()
+    if not all(type(v) is int and type(d) is str for v, d in rows):
+        return tables, None
+    return tables, [(v, d) for v, d in rows]
 
 
 class _SQLiteTransaction:
@@ -84,43 +126,62 @@ class _SQLiteTransaction:
 class SQLiteStore:
     """A registry store in one SQLite file; safe across threads and processes."""
 
-    def __init__(self, path: str | Path, *, busy_timeout: float = 30.0) -> None:
+    def __init__(self, path: str | Path, *, busy_timeout: float = 30.0, create: bool = True,
+                 read_only: bool = False) -> None:
+        """``create``: a missing or empty file may become a new registry. ``read_only``: the
+        file is opened read-only (``mode=ro``) and never written; it must be a registry at the
+        latest schema. Either way a file that is not toolkeeper's is refused before anything
+        is written to it (``registry.foreign``, ``registry.damaged``), never migrated."""
         self.path = Path(path)
-        try:
-            self._conn = sqlite3.connect(self.path, timeout=busy_timeout,
-                                         isolation_level=None, check_same_thread=False)
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-            self._conn.execute("PRAGMA foreign_keys = ON")
-        except sqlite3.Error as exc:
-            raise _store_error(exc) from None
+        self._create = create and not read_only
         self._lock = threading.Lock()
         self._closed = False
+        mode = "ro" if read_only else "rwc" if self._create else "rw"
         try:
-            self._migrate()
+            self._conn = sqlite3.connect(f"{_uri(self.path)}?mode={mode}", uri=True,
+                                         timeout=busy_timeout, isolation_level=None,
+                                         check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise _store_error(exc, self.path) from None
+        try:
+            self._open(read_only)
         except BaseException:
             self._conn.close()
             raise
         self._data_version = self._pragma_data_version()
 
+    def _open(self, read_only: bool) -> None:
+        with self._read() as conn:
+            self._usable(conn, read_only=read_only)
+        if read_only:
+            return
+        try:  # only now that the file is known to be ours (or new): the header is written
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.Error as exc:
+            raise _store_error(exc, self.path) from None
+        self._migrate()
+
     # --- schema ----------------------------------------------------------------------------
 
+    def _usable(self, conn: sqlite3.Connection, *, read_only: bool) -> int:
+        version = recognise_schema(str(self.path), *_schema_facts(conn), SQLITE_MIGRATIONS)
+        check_usable(str(self.path), version, SQLITE_MIGRATIONS, create=self._create,
+                     read_only=read_only)
+        return version
+
     def _migrate(self) -> None:
-        with self._write():
-            conn = self._conn
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_version ("
+        with self._write() as conn:  # looked at again under the write lock: another process
+            current = self._usable(conn, read_only=False)  # may have migrated it meanwhile
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} ("
                          "version INTEGER PRIMARY KEY, description TEXT NOT NULL,"
                          " applied_at TEXT NOT NULL)")
-            current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version"
-                                   ).fetchone()[0]
-            if current > latest_version(SQLITE_MIGRATIONS):
-                raise StoreError(f"{self.path} has schema version {current}, newer than this "
-                                 "toolkeeper understands", code="registry.schema_too_new")
             for migration in SQLITE_MIGRATIONS:
                 if migration.version > current:
                     for statement in migration.statements:
                         conn.execute(statement)
-                    conn.execute("INSERT INTO schema_version VALUES (?, ?, datetime('now'))",
+                    conn.execute(f"INSERT INTO {SCHEMA_TABLE} VALUES (?, ?, datetime('now'))",
                                  (migration.version, migration.description))
 
     def schema_version(self) -> int:
@@ -136,17 +197,24 @@ class SQLiteStore:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise _store_error(exc) from None
+                raise _store_error(exc, self.path) from None
             try:
                 yield self._conn
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise _store_error(exc, self.path) from None
             except BaseException:
-                self._conn.rollback()
+                self._rollback()
                 raise
             try:
                 self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
-                self._conn.rollback()
-                raise _store_error(exc) from None
+                self._rollback()
+                raise _store_error(exc, self.path) from None
+
+    def _rollback(self) -> None:
+        with suppress(sqlite3.Error):  # a damaged file can refuse even that; the first error
+            self._conn.rollback()      # is the one told
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -159,15 +227,12 @@ class SQLiteStore:
                 finally:
                     self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
-                raise _store_error(exc) from None
+                raise _store_error(exc, self.path) from None
 
     @contextmanager
     def change(self, name: str) -> Iterator[_SQLiteTransaction]:
         with self._write() as conn:
-            try:
-                yield _SQLiteTransaction(conn, name)
-            except sqlite3.Error as exc:
-                raise _store_error(exc) from None
+            yield _SQLiteTransaction(conn, name)
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -211,7 +276,7 @@ class SQLiteStore:
             try:
                 return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
             except sqlite3.Error as exc:
-                raise _store_error(exc) from None
+                raise _store_error(exc, self.path) from None
 
     def close(self) -> None:
         with self._lock:
