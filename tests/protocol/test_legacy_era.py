@@ -192,3 +192,21 @@ def test_deleting_a_session_ends_it(kernel: ServerKernel) -> None:
     assert kernel.end_session(headers) == 200
     assert kernel.end_session(headers) == 404
     assert kernel.end_session(facts()) == 400
+
+
+def test_a_legacy_initialize_the_principal_resolver_refuses_is_answered_with_http_200() -> None:
+    # The resolver's refusal answers a dispatched request, as it does on every later request of
+    # a session (mcp-wire 10); no session is opened.
+    from toolkeeper.protocol import MethodTable, ServerIdentity, ServerKernel
+    from toolkeeper.protocol.faults import invalid_params
+
+    def refuse(facts: Any) -> Any:
+        raise invalid_params("credential refused")
+
+    kernel = ServerKernel(MethodTable([]), identity=ServerIdentity("t", "1"), capabilities={},
+                          resolve_principal=refuse)
+    reply = _http(kernel, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "c", "version": "1"}}})
+    assert (reply.status, reply.message["error"]["code"]) == (200, -32602)
+    assert reply.headers == () and len(kernel.sessions) == 0

@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 import click
 
 from toolkeeper.contracts.canonical import canonical_json
+from toolkeeper.contracts.redaction import redact_text
 from toolkeeper.errors import ToolkeeperError
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_REFUSED", "echo_json", "fail"]
@@ -23,9 +24,10 @@ def echo_json(value: Any) -> None:
 
 
 def _printable(text: str) -> str:
-    """``text`` with lone surrogates (an undecodable file name in argv) as ``\\udcff`` escapes:
-    an error message must print whatever the input was."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    """``text`` with lone surrogates (an undecodable file name in argv) as ``\\udcff`` escapes,
+    and secrets masked (an error may quote a handler's exception or a registry URL, and goes
+    to the same stream as the log): an error message must print whatever the input was."""
+    return redact_text(text.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def fail(error: ToolkeeperError | str, *, as_json: bool = False, code: int = EXIT_BAD_INPUT

@@ -27,9 +27,12 @@ STDIN: Final = "-"
 
 
 def _read(source: str) -> bytes:
-    if source == STDIN:
-        return sys.stdin.buffer.read(MAX_DOCUMENT_BYTES + 1)
     try:
+        if source == STDIN:
+            stdin = sys.stdin
+            if stdin is None:  # started with descriptor 0 closed
+                raise OSError(9, "standard input is closed")
+            return stdin.buffer.read(MAX_DOCUMENT_BYTES + 1)
         with open(source, "rb") as file:
             return file.read(MAX_DOCUMENT_BYTES + 1)
     except OSError as exc:

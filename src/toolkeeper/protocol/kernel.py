@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 
 from toolkeeper.errors import JsonRpcError
-from toolkeeper.protocol.dispatch import ServerIdentity, error_reply
+from toolkeeper.protocol.dispatch import ServerIdentity, answer_error_reply, error_reply
 from toolkeeper.protocol.envelope import (
     InboundRequest,
     RequestId,
@@ -193,8 +193,8 @@ class ServerKernel:
         # principal without one (the core's anonymous default) leaves it unbound.
         try:
             owner = _tenant(self._resolve_principal(facts))
-        except Exception as exc:
-            return error_reply(request.id, exc)
+        except Exception as exc:  # answered as any legacy request the resolver refuses
+            return answer_error_reply(request.id, exc, Era.LEGACY)
         session = LegacySession()
         outcome = self._legacy.after_envelope(request, session, facts)
         if not isinstance(outcome, Reply) or outcome.is_error:

@@ -28,9 +28,19 @@ class RedactingFormatter(logging.Formatter):
         return redact_text(super().format(record))
 
 
+_SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
+"""uvicorn's loggers: they must reach the root handler (``log_config=None`` in the runner)."""
+
+
 def configure_logging(level: str, stream: TextIO) -> None:
     """Log to ``stream`` at ``level`` (a name such as ``info``) through a redacting formatter,
     unless the root logger is already configured (as :func:`logging.basicConfig`)."""
     handler = logging.StreamHandler(stream)
     handler.setFormatter(RedactingFormatter(LOG_FORMAT))
     logging.basicConfig(level=level.upper(), handlers=[handler])
+    for name in _SERVER_LOGGERS:  # a server started earlier in the process may have given
+        logger = logging.getLogger(name)  # them handlers of their own that bypass redaction
+        logger.handlers.clear()
+        logger.setLevel(logging.NOTSET)
+        logger.propagate = True
+        logger.disabled = False
