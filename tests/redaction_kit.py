@@ -2,7 +2,10 @@
 secrets of the same shape, shared by the redaction unit tests, the call log digest tests and
 the server log tests. A case is key-borne (``key``: the secret is an argument's value under a
 denied key) or value-borne (``text``: the secret sits inside a string, where ``{secret}``
-is). Add a kind by adding an entry: every test that reads the corpus covers it."""
+is). A value-borne case is of kind ``value`` when the secret has a shape :func:`redact` masks
+in any string (so the call log's digest tests read it too), or of kind ``text`` when only log
+text redaction finds it, by the name before it (a header pair written as a tuple). Add a kind
+by adding an entry: every test that reads the corpus covers it."""
 
 from __future__ import annotations
 

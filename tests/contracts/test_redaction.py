@@ -130,6 +130,22 @@ def test_log_text_carrying_a_corpus_secret_in_any_rendering_keeps_none_of_it(cas
     ("author=ada tokenizer: bpe", "author=ada tokenizer: bpe"),
     ('"POST /mcp?access_token=abc&x=1&flag HTTP/1.1" 200',
      f'"POST /mcp?access_token={REDACTED}&x={REDACTED}&{REDACTED} HTTP/1.1" 200'),
+    # a bearer token is masked once, as the header's whole value
+    ("Authorization: Bearer abcdef0123456789 sent", f"Authorization: {REDACTED} sent"),
+    # every parameter of a Digest credential, the response among them
+    ('Authorization: Digest username="ada", realm="api", uri="/x", response="6629fae4" sent',
+     f"Authorization: {REDACTED} sent"),
+    # a quoted name with a space, and two bare words
+    ('{"api key": "k1", "user": "ada"}', f'{{"api key": "{REDACTED}", "user": "ada"}}'),
+    ("api key: k1", f"api key: {REDACTED}"),
+    ("page token=abc", f"page token={REDACTED}"),
+    # header pairs written as tuples (ASGI's scope headers)
+    ("[(b'host', b'h'), (b'x-api-key', b'k1')]", f"[(b'host', b'h'), (b'x-api-key', b'{REDACTED}')]"),
+    ('[["authorization", "Basic YWRhOnB3"]]', f'[["authorization", "{REDACTED}"]]'),
+    # a URL password with an unencoded @: masked to the last @
+    ("postgresql://u:hun@ter2@h/db", f"postgresql://u:{REDACTED}@h/db"),
+    # an unclosed quote: the value runs to the end of the line
+    ("password='hunter2 and more\nnext", f"password='{REDACTED}\nnext"),
 ])
 def test_log_text_masks_denied_names_values_and_every_query_value(text: str,
                                                                   expected: str) -> None:

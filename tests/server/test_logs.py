@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import logging
 import sys
+import warnings
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -49,14 +51,40 @@ def test_an_access_line_keeps_its_path_and_masks_every_query_value() -> None:
                    'HTTP/1.1" 200'
 
 
+@pytest.fixture
+def root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], logging.Logger]]:
+    """Sets the root logger's handlers aside (pytest's own capture handlers, which it adds
+    when the test body starts, so call it there) and its level; afterwards undoes what
+    :func:`configure_logging` changed besides."""
+
+    def bare() -> logging.Logger:
+        root = logging.getLogger()
+        monkeypatch.setattr(root, "handlers", [])
+        monkeypatch.setattr(root, "level", root.level)
+        return root
+
+    yield bare
+    logging.captureWarnings(False)
+
+
 def test_configure_logging_sends_every_logger_through_the_redacting_formatter(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    root = logging.getLogger()
-    monkeypatch.setattr(root, "handlers", [])  # (pytest's own capture handlers set aside)
-    monkeypatch.setattr(root, "level", root.level)
+        root: Callable[[], logging.Logger]) -> None:
+    logger = root()
     out = io.StringIO()
     configure_logging("info", out)
-    assert root.level == logging.INFO
-    assert [type(h.formatter) for h in root.handlers] == [RedactingFormatter]
+    assert logger.level == logging.INFO
+    assert [type(h.formatter) for h in logger.handlers] == [RedactingFormatter]
     logging.getLogger("uvicorn.access").info("%s", f"GET /x?sig={SECRET}")
     assert SECRET not in out.getvalue() and f"GET /x?sig={REDACTED}" in out.getvalue()
+
+
+def test_configure_logging_sends_python_warnings_through_the_redacting_formatter(
+        root: Callable[[], logging.Logger]) -> None:
+    root()
+    out = io.StringIO()
+    with warnings.catch_warnings():  # (the suite turns warnings into errors)
+        warnings.simplefilter("always")
+        configure_logging("info", out)
+        warnings.warn(f"retrying with password={SECRET}", UserWarning, stacklevel=1)
+    assert "py.warnings" in out.getvalue() and "UserWarning" in out.getvalue()
+    assert SECRET not in out.getvalue() and f"password={REDACTED}" in out.getvalue()

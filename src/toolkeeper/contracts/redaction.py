@@ -6,8 +6,10 @@ secret shapes are masked wherever they appear inside a string.
 
 Text has no keys, so :func:`redact_text` also finds them: a denied name followed by ``=`` or
 ``:`` (``password=...``, ``'db_password': '...'``, ``"token": "..."``, ``Authorization: Basic
-...``) has its value masked; and every value of a URL's query string is masked (an access log
-line keeps its path, not ``?access_token=...``).
+...``, ``"api key": ...``, a header pair ``(b'x-api-key', b'...')``) has its value masked; and
+every value of a URL's query string is masked (an access log line keeps its path, not
+``?access_token=...``). Like the shapes' searches, it takes time linear in the text: only a
+denied name's value is read.
 """
 
 from __future__ import annotations
@@ -136,28 +138,59 @@ def redact(value: Any) -> tuple[Any, list[Redaction]]:
 
 
 _SCHEMES: Final = "basic|bearer|digest|token|bot|negotiate|ntlm|apikey|aws4-hmac-sha256"
-_NAMED_VALUE: Final = re.compile(
-    r"(?<![\w.-])(?P<name>[A-Za-z_][\w.-]*+)['\"]?[ \t]*[:=][ \t]*(?=(?P<value>"
-    r"[bB]?'(?P<single>(?:[^'\\\n]|\\.)*)'"
-    r"|[bB]?\"(?P<double>(?:[^\"\\\n]|\\.)*)\""
-    r"|[\[({][^\])}\n]*[\])}]?"  # a container's repr, to its first closing bracket
-    rf"|(?:(?i:{_SCHEMES})[ \t]+)?[^\s,;&)}}\]'\"<>]+(?:[ \t]*;[ \t]*[^\s,;&)}}\]'\"<>]+)*))")
-"""``name = value`` or ``name: value`` in text: quoted, bracketed, or a bare run (with an
-auth scheme before it, and ``; k=v`` cookie continuations after it). The value is in a
-lookahead, so the search goes on inside the value of a name that is not denied
-(``ValueError: password=...``)."""
+_NAME: Final = re.compile(
+    r"(?:(?<=[(\[])[ \t]*+[bB]?(?P<tq>['\"])(?P<tuple>[A-Za-z_][\w .-]{0,63})(?P=tq)[ \t]*+,"
+    r"|[bB]?(?P<q>['\"])(?P<quoted>[A-Za-z_][\w .-]{0,63})(?P=q)[ \t]*+[:=]"
+    r"|(?<![\w.-])(?P<bare>[A-Za-z_][\w.-]*+(?:[ ][A-Za-z_][\w.-]*+)?)['\"]?[ \t]*+[:=]"
+    r")[ \t]*+")
+"""A name a value follows, in text: ``('name', value)`` (a header pair), ``'name': value``
+(quoted, perhaps with spaces: ``"api key": ...``), ``name=value`` or ``name: value`` (one word,
+or two: ``api key: ...``)."""
+_RUN: Final = "(?:" + re.escape(REDACTED) + r"|[^\s,;&)}\]'\"<>])++"
+"""A bare value: up to a space, a separator or a closing bracket, taking a value masked
+already (``Bearer [REDACTED]``) whole."""
+_PARAMETER: Final = r"[\w-]++[ \t]*+=[ \t]*+(?:\"(?:[^\"\\\n]|\\.)*+\"?|[^\s,\"]++)"
+_VALUE: Final = re.compile(
+    r"[bB]?'(?P<single>(?:[^'\\\n]|\\.)*+)'?"
+    r"|[bB]?\"(?P<double>(?:[^\"\\\n]|\\.)*+)\"?"
+    r"|[\[({][^\])}\n]*+[\])}]?"  # a container's repr, to its first closing bracket
+    rf"|(?i:{_SCHEMES})[ \t]++(?>{_PARAMETER}(?:[ \t]*+,[ \t]*+{_PARAMETER})*+|{_RUN})"
+    rf"|{_RUN}(?:[ \t]*+;[ \t]*+{_RUN})*+")
+"""A value: quoted (to the closing quote, else the end of the line), bracketed, an auth scheme
+and its credentials (``Digest username="ada", response="..."``: every parameter), or a bare
+run (with ``; k=v`` cookie continuations)."""
 _QUERY: Final = re.compile(r"(?<=[\w/.~%-])\?(?P<query>[^\s#\"'<>]+)")
 _QUERY_VALUE: Final = re.compile(r"(?P<name>[^&;=]+)(?P<value>=[^&;]*)?")
 
 
+def _denied_name(match: re.Match[str]) -> bool:
+    """Whether the name ``match`` found is denied: two bare words as one (``api key``) or the
+    last of them alone (``page token``: ``token``)."""
+    name = match.group("tuple") or match.group("quoted") or match.group("bare")
+    return _is_denied(name) or (match.group("bare") is not None and " " in name
+                                and _is_denied(name.rpartition(" ")[2]))
+
+
+def _is_denied(name: str) -> bool:
+    denied = _KEYS.get(name)
+    return _denied(name) if denied is None else denied
+
+
 def _mask_named_values(text: str) -> str:
+    """``text`` with the value after every denied name masked. Only a denied name's value is
+    read, and a value masked is passed over, so each character is read a bounded number of
+    times: the value is not in the name's search (there, a run read for every name would make
+    ``a=a=a=...`` quadratic)."""
     parts: list[str] = []
     done = 0
-    for match in _NAMED_VALUE.finditer(text):
-        if match.start() < done or not denied_key(match.group("name")):
+    for match in _NAME.finditer(text):
+        if match.start() < done or not _denied_name(match):
             continue
-        group = next(g for g in ("single", "double", "value") if match.group(g) is not None)
-        start, end = match.span(group)
+        value = _VALUE.match(text, match.end())
+        if value is None:
+            continue
+        start, end = value.span(next(
+            (g for g in ("single", "double") if value.group(g) is not None), 0))
         parts += (text[done:start], REDACTED)
         done = end
     return "".join((*parts, text[done:])) if parts else text

@@ -15,6 +15,14 @@ values (the call log's digest) and to log text.
   accepts. Every row starts with a plain literal character, so the one search over all of
   them (:data:`ANY_SHAPE`, what an ordinary string costs on the call path) skips to the
   characters that can start a secret instead of trying every row at every position.
+* **Linear time**: redaction runs on the event loop (every log line) and in the call path
+  (every argument), so no input may make a search quadratic. Each row's attempt either cannot
+  start again inside the run it scans (``eyJ`` not after a JWT character, ``-----BEGIN ``
+  rather than ``BEGIN ``), or fails within a bounded distance (a run shorter than a row's
+  minimum, a label of at most ``{0,64}``), or succeeds and consumes what it scanned; so no
+  character is read by more than a few attempts. Runs are possessive (``++``) where what
+  follows cannot match what they took. A secret's own run is not bounded, so a long secret
+  is masked whole. tests/contracts/test_redaction_time.py holds the adversarial inputs.
 """
 
 from __future__ import annotations
@@ -91,8 +99,10 @@ class Shape(NamedTuple):
 _WORD_START: Final = r"(?<![A-Za-z0-9_].)"
 """Placed after a row's first (literal) character: the character before it is not a word
 character (a ``\\b`` before the literal would cost the search its literal start)."""
-_PRIVATE_KEY: Final = r"[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-_QUERY_PARAMETER: Final = r"(?P<name>[A-Za-z0-9_.~-]+)=(?P<secret>[^&#\s'\"<>]+)"
+_RUN_START: Final = r"(?<![A-Za-z0-9_-].)"
+"""As :data:`_WORD_START`, for a row whose run also takes ``-``: no start inside the run."""
+_PRIVATE_KEY: Final = r"[A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?-----"
+_QUERY_PARAMETER: Final = r"(?P<name>[A-Za-z0-9_.~-]++)=(?P<secret>[^&#\s'\"<>]++)"
 _GROUP: Final = re.compile(r"\(\?P<\w+>")
 
 
@@ -105,28 +115,30 @@ def _row(rule: str, pattern: str, find: str | None = None,
 SHAPES: Final[tuple[Shape, ...]] = (
     _row("value.private_key",  # PEM (RSA, EC, OpenSSH, PKCS#8, encrypted) and PGP blocks
          rf"-----BEGIN {_PRIVATE_KEY}.*?(?:-----END {_PRIVATE_KEY}|\Z)",
-         find=r"BEGIN [A-Z0-9 ]*PRIVATE KEY"),
-    _row("value.jwt", r"eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
-         find=r"J(?<=eyJ)[A-Za-z0-9_-]{4,}\."),
-    *(_row("value.bearer", rf"{b}{_WORD_START}(?i:earer)\s+(?P<secret>[A-Za-z0-9._~+/-]{{8,}}=*)")
+         find=r"B(?<=-----B)EGIN [A-Z0-9 ]{0,64}PRIVATE KEY"),
+    _row("value.jwt", rf"e{_RUN_START}yJ[A-Za-z0-9_-]{{4,}}+\.[A-Za-z0-9_-]{{4,}}+\.[A-Za-z0-9_-]*+",
+         find=r"J(?<=eyJ)(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{4,}+\."),
+    *(_row("value.bearer",
+           rf"{b}{_WORD_START}(?i:earer)\s{{1,16}}(?P<secret>[A-Za-z0-9._~+/-]{{8,}}+=*+)")
       for b in "Bb"),
-    *(_row("value.basic", rf"{b}{_WORD_START}(?i:asic)\s+(?P<secret>[A-Za-z0-9+/]{{8,}}={{0,2}})"
+    *(_row("value.basic",
+           rf"{b}{_WORD_START}(?i:asic)\s{{1,16}}(?P<secret>[A-Za-z0-9+/]{{8,}}+={{0,2}})"
            r"(?![A-Za-z0-9+/=])", check=_basic_credentials) for b in "Bb"),
     _row("value.provider_key",  # OpenAI/Anthropic sk-, Stripe sk_/rk_ live and test keys
-         r"[sr]k(?<![A-Za-z0-9_]..)(?:-(?<=sk-)(?:ant-|proj-)?[A-Za-z0-9_-]{16,}"
-         r"|_(?:live|test)_[A-Za-z0-9]{10,})",
+         r"[sr]k(?<![A-Za-z0-9_]..)(?:-(?<=sk-)(?:ant-|proj-)?[A-Za-z0-9_-]{16,}+"
+         r"|_(?:live|test)_[A-Za-z0-9]{10,}+)",
          find=r"k(?<=[sr]k)(?:-|_(?:live|test)_)"),
-    _row("value.provider_key", rf"w{_WORD_START}hsec_[A-Za-z0-9+/=]{{20,}}",
+    _row("value.provider_key", rf"w{_WORD_START}hsec_[A-Za-z0-9+/=]{{20,}}+",
          find=r"_(?<=whsec_)"),
     _row("value.provider_key",  # GitHub classic and fine-grained tokens
-         rf"g{_WORD_START}(?:h[pousr]_[A-Za-z0-9]{{20,}}|ithub_pat_[A-Za-z0-9_]{{20,}})",
+         rf"g{_WORD_START}(?:h[pousr]_[A-Za-z0-9]{{20,}}+|ithub_pat_[A-Za-z0-9_]{{20,}}+)",
          find=r"_(?:(?<=gh[pousr]_)|(?<=github_pat_))"),
-    _row("value.provider_key", rf"x{_WORD_START}ox[abposr]-[A-Za-z0-9-]{{10,}}"),  # Slack
+    _row("value.provider_key", rf"x{_WORD_START}ox[abposr]-[A-Za-z0-9-]{{10,}}+"),  # Slack
     _row("value.provider_key",  # AWS key ids (long-lived, temporary), Google API keys
          r"A(?:(?:KIA|SIA)[0-9A-Z]{16}|Iza[0-9A-Za-z_-]{35})"),
     _row("value.provider_key", rf"n{_WORD_START}pm_[A-Za-z0-9]{{36}}", find=r"_(?<=npm_)"),
-    _row("value.url_password",  # scheme://user:password@host
-         r":(?<=[A-Za-z0-9+.-]:)//[^/\s:@'\"<>]*:(?P<secret>[^/\s@'\"<>]+)@"),
+    _row("value.url_password",  # scheme://user:password@host; the password to the last @
+         r":(?<=[A-Za-z0-9+.-]:)//[^/\s:@'\"<>]{0,256}:(?P<secret>[^/\s'\"<>]+)@"),
     *(_row("value.query_secret", re.escape(lead) + _QUERY_PARAMETER, check=_denied_name)
       for lead in "?&#"),
 )

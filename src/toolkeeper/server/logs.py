@@ -6,7 +6,7 @@ same redaction the call log's digest uses (STYLE: one redaction). A handler's ex
 message, a traceback's text and uvicorn's access line (its query string) are all part of that
 text. :func:`configure_logging` installs it on the root logger; uvicorn is run without a
 logging configuration of its own (``log_config=None``), so its error and access loggers
-propagate there too.
+propagate there too, as Python's warnings do (``py.warnings``).
 """
 
 from __future__ import annotations
@@ -34,10 +34,13 @@ _SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
 
 def configure_logging(level: str, stream: TextIO) -> None:
     """Log to ``stream`` at ``level`` (a name such as ``info``) through a redacting formatter,
-    unless the root logger is already configured (as :func:`logging.basicConfig`)."""
+    unless the root logger is already configured (as :func:`logging.basicConfig`); and send
+    Python's warnings to the ``py.warnings`` logger, so that they are redacted too (a warning's
+    message can quote a value as well as an exception's can)."""
     handler = logging.StreamHandler(stream)
     handler.setFormatter(RedactingFormatter(LOG_FORMAT))
     logging.basicConfig(level=level.upper(), handlers=[handler])
+    logging.captureWarnings(True)
     for name in _SERVER_LOGGERS:  # a server started earlier in the process may have given
         logger = logging.getLogger(name)  # them handlers of their own that bypass redaction
         logger.handlers.clear()
