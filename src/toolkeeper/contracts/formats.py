@@ -14,6 +14,7 @@ from typing import Any
 
 import jsonschema_rs
 
+from toolkeeper.contracts.json_values import link_parts
 from toolkeeper.contracts.references import SchemaProblem, iter_schema_objects
 
 __all__ = ["find_unknown_format"]
@@ -23,10 +24,10 @@ def find_unknown_format(schema: Any) -> SchemaProblem | None:
     """The first (in document order) ``format`` the validator cannot assert, or None. Objects
     under unknown keywords are not schemas here (``x-ui: {format: markdown}`` is data) unless
     a reference makes them one; then the validator itself refuses the name, without a path."""
-    for location, node in iter_schema_objects(schema, unknown_keywords=False):
+    for link, node in iter_schema_objects(schema, unknown_keywords=False):
         name = node.get("format")
         if isinstance(name, str) and not _known(name):
-            return SchemaProblem("schema.format_unknown", (*location, "format"),
+            return SchemaProblem("schema.format_unknown", (*link_parts(link), "format"),
                                  f"format {name!r} is unknown to the validator: with "
                                  "assertFormats every format must be one it checks")
     return None
