@@ -17,6 +17,8 @@ may change) plus optional structured ``data``::
     │   ├── LifecycleError               an illegal status transition ("lifecycle.*")
     │   └── StoreError                   the storage backend failed ("registry.store")
     ├── PrincipalError                   unknown clearance or malformed principal ("principal.*")
+    ├── ConfigError                      the gateway's configuration file or flags are refused
+    │                                    ("config.*"; ``data.key`` is the dotted key)
     └── JsonRpcError                     a protocol error with a JSON-RPC code (protocol layer)
         └── CapabilityRequiredError      a tool handler needs a client capability the caller
                                          lacks (-32021); the one protocol error a handler may
@@ -34,6 +36,7 @@ from typing import Any
 
 __all__ = [
     "CapabilityRequiredError",
+    "ConfigError",
     "ContractError",
     "JsonRpcError",
     "LifecycleError",
@@ -134,6 +137,13 @@ class PrincipalError(ToolkeeperError):
     """A principal is malformed, or names an unknown clearance (never defaulted)."""
 
     default_code = "principal.invalid"
+
+
+class ConfigError(ToolkeeperError):
+    """The gateway's configuration is refused at start: ``code`` is ``config.*`` and
+    ``data["key"]`` the dotted key (``""`` for the file as a whole)."""
+
+    default_code = "config.invalid"
 
 
 class JsonRpcError(ToolkeeperError):
