@@ -104,6 +104,21 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
               OR NEW.created IS NOT OLD.created OR NEW.expires IS NOT OLD.expires
             BEGIN SELECT RAISE(ABORT, 'an api key changes only by being revoked, once'); END""",
     )),
+    Migration(3, "call log", (
+        """CREATE TABLE calls (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            at TEXT NOT NULL,
+            tenant TEXT NOT NULL,
+            credential TEXT,
+            tool TEXT NOT NULL,
+            version TEXT NOT NULL,
+            era TEXT NOT NULL,
+            arguments_digest TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            latency_ms REAL NOT NULL,
+            request_id TEXT)""",
+        "CREATE INDEX calls_at ON calls (at)",
+    )),
 )
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
@@ -160,6 +175,21 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
                      IS DISTINCT FROM (OLD.id, OLD.salt, OLD.hash, OLD.tenant, OLD.scopes,
                                        OLD.clearance, OLD.name, OLD.created, OLD.expires))
             EXECUTE FUNCTION toolkeeper_refuse('an api key changes only by being revoked, once')""",
+    )),
+    Migration(3, "call log", (
+        """CREATE TABLE calls (
+            seq BIGSERIAL PRIMARY KEY,
+            at TEXT NOT NULL,
+            tenant TEXT NOT NULL,
+            credential TEXT,
+            tool TEXT NOT NULL,
+            version TEXT NOT NULL,
+            era TEXT NOT NULL,
+            arguments_digest TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            latency_ms DOUBLE PRECISION NOT NULL,
+            request_id TEXT)""",
+        "CREATE INDEX calls_at ON calls (at)",
     )),
 )
 
