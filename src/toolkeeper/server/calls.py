@@ -91,6 +91,16 @@ def _cancel_requested() -> bool:
     return task is not None and task.cancelling() > 0
 
 
+def _refusal_reason(exc: JsonRpcError) -> str:
+    """Why a call was refused before dispatch: the gate's ``reason``, else an unknown (or
+    invisible) tool, or params that are not a call (a JSON path names the bad field)."""
+    data = exc.rpc_data if isinstance(exc.rpc_data, dict) else {}
+    reason = data.get("reason")
+    if isinstance(reason, str):
+        return reason
+    return "invalid_params" if "path" in data else "unknown_tool"
+
+
 def _failure(name: str) -> ToolResult:
     return ToolResult((text(f"Tool {name!r} failed while running; no details are available "
                             "to the caller."),), is_error=True)
@@ -147,7 +157,11 @@ class ToolCalls:
         return route.plan.spec.input_schema
 
     def __call__(self, call: Call) -> MethodResult:
-        name, arguments, route = self._target(call)
+        try:
+            name, arguments, route = self._target(call)
+        except JsonRpcError as exc:
+            self._log.refused(_refusal_reason(exc))
+            raise
         self._last = None
         binding = route.binding
         if binding is not None and binding.requires and missing_capabilities(
@@ -155,6 +169,7 @@ class ToolCalls:
             raise capability_error(binding.requires, call.era)
         issues = route.validator.errors(arguments)
         if issues:
+            self._log.invalid(route.plan.spec.name, route.version)
             return self._wire(call, route, invalid_arguments_result(issues))
         if binding is None:
             return self._wire(call, route, ToolResult(
@@ -229,7 +244,8 @@ class ToolCalls:
         principal: Principal = call.principal
         return self._log.dispatched(CallRecord(
             route.plan.spec.name, route.version, principal.tenant, arguments_digest(arguments),
-            "modern" if call.era is Era.MODERN else call.era.value))
+            "modern" if call.era is Era.MODERN else call.era.value,
+            credential=getattr(principal, "credential", None), request_id=call.request_id))
 
     def _invoke(self, call: Call, route: Route, binding: HandlerBinding,
                 arguments: dict[str, Any], emit: Emit) -> Any:
