@@ -30,7 +30,8 @@ ALLOWED: dict[str, set[str]] = {
     "transports": {"contracts", "protocol"},
     "server": {"contracts", "protocol", "registry", "transports"},
     "demo": {"contracts", "registry", "server"},
-    "cli": {"contracts", "protocol", "registry", "server", "transports", "demo"},
+    "config": {"contracts"},
+    "cli": {"contracts", "protocol", "registry", "server", "transports", "demo", "config"},
 }
 
 
