@@ -2,7 +2,8 @@
 
 How ``serve`` wires it: build the settings from ``[calllog]``, ``[metrics]`` and
 ``logging.otel``, open the registry, then ``obs = build_observability(calllog, metrics,
-registry=registry, registry_url=url, otel=otel)``; pass ``call_log=obs.call_log`` to
+registry=registry, registry_url=url, otel=otel)`` (the loader's ``config.calllog`` and
+``config.metrics`` fit as they are); pass ``call_log=obs.call_log`` to
 ``build_app``/``build_gateway`` (None: keep the default in-memory log), serve
 ``obs.wrap_app(app)`` instead of ``app``, and call ``obs.stop()`` after the server stops and
 before the registry closes (it writes the last rows). ``obs.metrics_port`` is the port the
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from toolkeeper.errors import ConfigError
 from toolkeeper.observability.metrics import GatewayMetrics, MetricsMiddleware, MetricsServer
@@ -46,6 +47,30 @@ class MetricsSettings:
     host: str = "127.0.0.1"
 
 
+class _CallLogConfig(Protocol):
+    """What is read of ``[calllog]`` (:class:`CallLogSettings` or the loader's own)."""
+
+    @property
+    def durable(self) -> bool: ...
+    @property
+    def flush_interval_ms(self) -> int: ...
+    @property
+    def max_batch(self) -> int: ...
+    @property
+    def retention_days(self) -> int: ...
+    @property
+    def retention_rows(self) -> int: ...
+
+
+class _MetricsConfig(Protocol):
+    """What is read of ``[metrics]``."""
+
+    @property
+    def port(self) -> int: ...
+    @property
+    def host(self) -> str: ...
+
+
 @dataclass(slots=True)
 class Observability:
     """What :func:`build_observability` started; ``stop`` ends it all (idempotent)."""
@@ -64,7 +89,7 @@ class Observability:
             self._stops.pop()()
 
 
-def build_observability(calllog: CallLogSettings, metrics: MetricsSettings, *,
+def build_observability(calllog: _CallLogConfig, metrics: _MetricsConfig, *,
                         registry: Registry, registry_url: str | None,
                         otel: bool = False, tracer_provider: Any = None) -> Observability:
     """Start the call recorder (when calls are kept, counted or traced), the metrics listener
@@ -103,7 +128,7 @@ def build_observability(calllog: CallLogSettings, metrics: MetricsSettings, *,
     return obs
 
 
-def _listen(gauges: GatewayMetrics, settings: MetricsSettings,
+def _listen(gauges: GatewayMetrics, settings: _MetricsConfig,
             before_scrape: Callable[[], None]) -> MetricsServer:
     try:
         return MetricsServer(gauges, settings.host, settings.port, before_scrape)
