@@ -31,7 +31,9 @@ ALLOWED: dict[str, set[str]] = {
     "server": {"contracts", "protocol", "registry", "transports"},
     "demo": {"contracts", "registry", "server"},
     "config": {"contracts"},
-    "cli": {"contracts", "protocol", "registry", "server", "transports", "demo", "config"},
+    "observability": {"contracts", "registry", "server"},
+    "cli": {"contracts", "protocol", "registry", "server", "transports", "demo", "config",
+            "observability"},
 }
 
 
