@@ -29,11 +29,12 @@ ALLOWED: dict[str, set[str]] = {
     "registry": {"contracts"},
     "transports": {"contracts", "protocol"},
     "server": {"contracts", "protocol", "registry", "transports"},
+    "auth": {"contracts", "protocol", "registry", "server"},
     "demo": {"contracts", "registry", "server"},
     "config": {"contracts"},
     "observability": {"contracts", "registry", "server"},
     "cli": {"contracts", "protocol", "registry", "server", "transports", "demo", "config",
-            "observability"},
+            "observability", "auth"},
 }
 
 
