@@ -8,8 +8,8 @@ import asyncio
 from typing import Any
 
 import pytest
-
 from gateway_kit import USER, Driver, calc_estate, gateway_for
+
 from toolkeeper.errors import JsonRpcError
 from toolkeeper.protocol import codes
 from toolkeeper.registry import Principal, Registry

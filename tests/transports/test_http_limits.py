@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
-
 from http_kit import legacy_headers, modern_body, modern_headers, post
+
 from toolkeeper.contracts.spec import DataClassification, spec_from_mapping
 from toolkeeper.errors import PrincipalError
 from toolkeeper.protocol import TransportFacts

@@ -12,9 +12,9 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from http_kit import ACCEPT, sse_events
 from mcp import Client
 
-from http_kit import ACCEPT, sse_events
 from toolkeeper.demo import demo_handlers, install_demo
 from toolkeeper.registry import Registry
 from toolkeeper.server import build_gateway
