@@ -31,10 +31,10 @@ ALLOWED: dict[str, set[str]] = {
     "server": {"contracts", "protocol", "registry", "transports"},
     "auth": {"contracts", "protocol", "registry", "server"},
     "demo": {"contracts", "registry", "server"},
-    "config": {"contracts"},
+    "config": {"contracts", "server", "observability"},
     "observability": {"contracts", "registry", "server"},
-    "cli": {"contracts", "protocol", "registry", "server", "transports", "demo", "config",
-            "observability", "auth"},
+    "cli": {"contracts", "protocol", "registry", "server", "transports", "demo", "config", "auth",
+            "observability"},
 }
 
 

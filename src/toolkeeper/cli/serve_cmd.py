@@ -36,14 +36,14 @@ import click
 from toolkeeper.cli.documents import read_document
 from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, fail
 from toolkeeper.cli.serve_config import AUTH_CHOICES, config_from_flags
+from toolkeeper.cli.serve_features import ServeFeatures, build_features
 from toolkeeper.config import GatewayConfig
 from toolkeeper.config.definitions import default_of
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
 from toolkeeper.errors import PublishRefusedError, ToolkeeperError
-from toolkeeper.registry import Principal, Registry
-from toolkeeper.server import ToolHandlers, build_gateway
+from toolkeeper.registry import Registry
+from toolkeeper.server import Gateway, ToolHandlers, build_gateway
 from toolkeeper.server.logs import configure_logging
-from toolkeeper.server.principal import PrincipalResolver, fixed_principal
 from toolkeeper.transports import (
     DEFAULT_ALLOWED_HOSTS,
     DEFAULT_ALLOWED_ORIGINS,
@@ -249,62 +249,58 @@ def _serve(config: GatewayConfig) -> None:
                 log.info("estate %s: %s", directory, line)
         for user_handlers in loaded:
             handlers.merge(user_handlers)
+        features = build_features(config, registry, stdio=stdio)
     except PublishRefusedError as exc:
         fail(exc, code=EXIT_REFUSED)
     except (ToolkeeperError, ValueError) as exc:
         fail(exc if isinstance(exc, ToolkeeperError) else str(exc), code=EXIT_BAD_INPUT)
-    gateway = build_gateway(registry, handlers,
-                            resolve_principal=_resolver(config, registry, stdio=stdio))
-    server = config.server
+    gateway = build_gateway(registry, handlers, call_log=features.observability.call_log,
+                            resolve_principal=features.resolver, limits=features.limits,
+                            legacy_sessions=config.server.legacy_sessions)
     try:
-        if stdio:
-            log.info("serving on stdio")
-            try:
-                run_stdio(gateway.kernel, changes=gateway.changes, stdout=protocol_out)
-            except OSError as exc:  # the output refused a write: the reader is gone
-                fail(ToolkeeperError(f"standard output refused a write: {exc.strerror or exc}",
-                                     code="serve.stdout_failed"), code=EXIT_REFUSED)
-            log.info("stopped")
-            return
-        http = HttpConfig(path=server.path,
-                          policy=_policy(server.host, server.allowed_hosts,
-                                         server.allowed_origins),
-                          json_response=server.json_response,
-                          max_body_bytes=server.max_body_bytes,
-                          body_timeout_s=server.body_timeout_s,
-                          head_timeout_s=server.head_timeout_s,
-                          idle_timeout_s=server.idle_timeout_s,
-                          max_connections=server.max_connections, backlog=server.backlog)
-
-        def ready(running: RunningServer) -> None:
-            log.info("toolkeeper gateway listening on %s", running.url)
-            click.echo(f"toolkeeper gateway on {running.url}", err=True)
-
-        try:  # SIGTERM and SIGINT end it gracefully, with status 0
-            run_foreground(create_asgi_app(gateway.kernel, http, changes=gateway.changes),
-                           host=server.host, port=server.port, path=server.path,
-                           log_level=config.logging.level, on_ready=ready)
-        except OSError as exc:
-            fail(f"cannot listen on {server.host}:{server.port}: {exc.strerror or exc}",
-                 code=EXIT_BAD_INPUT)
-        log.info("stopped")
+        _run(config, gateway, features, protocol_out, log)
     finally:
+        features.stop()  # writes the last call-log rows: before the registry closes
         registry.close()
 
 
-def _resolver(config: GatewayConfig, registry: Registry, *, stdio: bool
-              ) -> PrincipalResolver | None:
-    """Who a request is: stdio's configured principal; over HTTP, the credentials of
-    ``auth.methods``; None (the anonymous local principal) otherwise."""
-    stdio_principal = config.auth.stdio
-    if stdio and stdio_principal is not None:
-        return fixed_principal(Principal.parse(stdio_principal.tenant, stdio_principal.scopes,
-                                               stdio_principal.clearance))
-    if stdio or not config.auth.methods:
-        return None
-    fail(ToolkeeperError(  # TODO(wiring): toolkeeper.auth.build_resolver once it lands
-        "auth.methods: credential checking is not available in this build",
-        code="config.auth_unavailable", data={"key": "auth.methods"}))
+def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
+         protocol_out: BinaryIO | None, log: logging.Logger) -> None:
+    server = config.server
+    if protocol_out is not None:
+        log.info("serving on stdio")
+        try:
+            run_stdio(gateway.kernel, changes=gateway.changes, stdout=protocol_out)
+        except OSError as exc:  # the output refused a write: the reader is gone
+            fail(ToolkeeperError(f"standard output refused a write: {exc.strerror or exc}",
+                                 code="serve.stdout_failed"), code=EXIT_REFUSED)
+        log.info("stopped")
+        return
+    if features.observability.metrics_port is not None:
+        log.info("metrics on http://%s:%d/metrics", config.metrics.host,
+                 features.observability.metrics_port)
+    http = HttpConfig(path=server.path,
+                      policy=_policy(server.host, server.allowed_hosts, server.allowed_origins),
+                      json_response=server.json_response, max_body_bytes=server.max_body_bytes,
+                      body_timeout_s=server.body_timeout_s,
+                      head_timeout_s=server.head_timeout_s,
+                      idle_timeout_s=server.idle_timeout_s,
+                      max_connections=server.max_connections, backlog=server.backlog,
+                      documents=dict(features.documents))
+
+    def ready(running: RunningServer) -> None:
+        log.info("toolkeeper gateway listening on %s", running.url)
+        click.echo(f"toolkeeper gateway on {running.url}", err=True)
+
+    app = create_asgi_app(gateway.kernel, http, changes=gateway.changes)
+    try:  # SIGTERM and SIGINT end it gracefully, with status 0
+        run_foreground(features.observability.wrap_app(app), host=server.host,
+                       port=server.port, path=server.path, log_level=config.logging.level,
+                       on_ready=ready)
+    except OSError as exc:
+        fail(f"cannot listen on {server.host}:{server.port}: {exc.strerror or exc}",
+             code=EXIT_BAD_INPUT)
+    log.info("stopped")
 
 
 def _claim_stdout() -> BinaryIO:

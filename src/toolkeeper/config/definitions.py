@@ -31,7 +31,8 @@ STRINGS: Final = "array of strings"
 class Setting:
     """One configuration key. ``check`` names a value check of the loader (``url``,
     ``http_url``, ``registry_url``, ``readable_file``, ``directory``, ``handlers_ref``,
-    ``url_path``, ``host``); ``choices`` also applies to each element of an array."""
+    ``url_path``, ``host``); ``choices`` also applies to each element of an array. A
+    ``None`` default is "unset" (a per-tenant or per-tool override that keeps the default)."""
 
     key: str
     type: str
@@ -172,13 +173,15 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "unlimited).", minimum=0, maximum=1_000_000),
     Setting("limits.call_timeout_s", FLOAT, 0.0, "Per-call timeout (0: none).", minimum=0,
             maximum=_DAY),
-    Setting("limits.tenants.*.rate_per_s", FLOAT, 0.0, "The tenant's `limits.rate_per_s`.",
+    Setting("limits.tenants.*.rate_per_s", FLOAT, None, "The tenant's `limits.rate_per_s` "
+            "(unset: the default's).",
             minimum=0, maximum=1e6),
-    Setting("limits.tenants.*.burst", INTEGER, 0, "The tenant's `limits.burst`.", minimum=0,
+    Setting("limits.tenants.*.burst", INTEGER, None, "The tenant's `limits.burst`.", minimum=0,
             maximum=1_000_000),
-    Setting("limits.tenants.*.concurrency", INTEGER, 0, "The tenant's `limits.concurrency`.",
+    Setting("limits.tenants.*.concurrency", INTEGER, None, "The tenant's `limits.concurrency`.",
             minimum=0, maximum=1_000_000),
-    Setting("limits.tools.*.call_timeout_s", FLOAT, 0.0, "The tool's call timeout (0: none).",
+    Setting("limits.tools.*.call_timeout_s", FLOAT, None, "The tool's call timeout (0: none; "
+            "unset: `limits.call_timeout_s`).",
             minimum=0, maximum=_DAY),
     # calllog
     Setting("calllog.durable", BOOLEAN, True, "Write dispatched calls to the registry store."),

@@ -1,8 +1,10 @@
 """The checked configuration as typed, frozen values: one dataclass per section, field names
 the TOML keys (arrays become tuples).
 
-The auth, limits, call-log and metrics sections are neutral here; the features that read them
-take these values (or build their own settings from them) where ``serve`` wires them.
+``[limits]`` is the limits feature's own :class:`~toolkeeper.server.limits.LimitsSettings`,
+``[calllog]`` and ``[metrics]`` the observability feature's settings; ``[auth]`` is defined
+here and satisfies the auth feature's read-only protocols
+(:mod:`toolkeeper.auth.settings`).
 :func:`build_config` turns the loader's checked tree into a :class:`GatewayConfig`.
 """
 
@@ -11,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
+
+from toolkeeper.observability.build import CallLogSettings, MetricsSettings
+from toolkeeper.server.limits import LimitsSettings, TenantLimits, ToolLimits
 
 __all__ = [
     "AuthSettings", "CallLogSettings", "EstateSettings", "GatewayConfig", "JwtIssuerSettings",
@@ -83,43 +88,6 @@ class AuthSettings:
     scopes_supported: tuple[str, ...] = ()
     stdio: StdioPrincipalSettings | None = None
     jwt_issuers: tuple[JwtIssuerSettings, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class TenantLimits:
-    rate_per_s: float = 0.0
-    burst: int = 0
-    concurrency: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ToolLimits:
-    call_timeout_s: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class LimitsSettings:
-    rate_per_s: float = 0.0
-    burst: int = 0
-    concurrency: int = 0
-    call_timeout_s: float = 0.0
-    tenants: Mapping[str, TenantLimits] = field(default_factory=dict)
-    tools: Mapping[str, ToolLimits] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class CallLogSettings:
-    durable: bool = True
-    flush_interval_ms: int = 200
-    max_batch: int = 1000
-    retention_days: int = 30
-    retention_rows: int = 1_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class MetricsSettings:
-    port: int = 0
-    host: str = "127.0.0.1"
 
 
 @dataclass(frozen=True, slots=True)

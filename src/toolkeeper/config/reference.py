@@ -68,6 +68,8 @@ principal, which is allowed only when `server.host` is a loopback address (127.0
 def _default(row: Setting) -> str:
     if row.required:
         return "required"
+    if row.default is None:
+        return "unset"
     return f"`{json.dumps(row.default).replace('|', '&#124;')}`"
 
 
