@@ -56,6 +56,8 @@ BROKEN: list[tuple[str, str, str]] = [
     ('[estate]\nhandlers = ["no_attribute"]\n', "config.bad_value", "estate.handlers[0]"),
     ('[server]\npath = "mcp"\n', "config.bad_value", "server.path"),
     ('[server]\nhost = "0.0.0.0"\n', "config.anonymous_not_loopback", "auth.methods"),
+    ('[server]\nport = 0\n[auth]\nmethods = ["keys"]\n', "config.resource_needed",
+     "auth.resource"),
     ('[server]\nport = \n', "config.not_toml", ""),
 ]
 

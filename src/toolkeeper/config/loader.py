@@ -14,7 +14,8 @@ and the dotted key in ``data.key``:
 ``config.not_toml`` (``data.line``/``data.column``), ``config.unknown_key``,
 ``config.wrong_type``, ``config.not_allowed``, ``config.out_of_range``, ``config.bad_url``,
 ``config.unreadable_file``, ``config.bad_path``, ``config.bad_value``, ``config.missing_key``,
-``config.jwt_without_issuer``, ``config.issuer_key_missing``, ``config.anonymous_not_loopback``.
+``config.jwt_without_issuer``, ``config.issuer_key_missing``, ``config.resource_needed``,
+``config.anonymous_not_loopback``.
 """
 
 from __future__ import annotations
@@ -132,6 +133,11 @@ def _check_auth(tree: _Tree) -> None:
                                "no key for these algorithms (HS256 needs secret_file; the "
                                "others public_key_file, jwks_file or jwks_url)",
                                "config.issuer_key_missing")
+    if server["transport"] == "http" and auth["methods"] and not auth["resource"] \
+            and server["port"] == 0:
+        raise config_error("auth.resource", "needed with server.port 0: the 401 challenge and "
+                           "the metadata name this gateway's URL, not known before it listens",
+                           "config.resource_needed")
     if (server["transport"] == "http" and not auth["methods"]
             and not is_loopback(server["host"])):
         raise config_error("auth.methods", f"the anonymous principal is served only on a "
