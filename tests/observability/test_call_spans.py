@@ -13,11 +13,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
-from gateway_kit import Driver, calc_estate, gateway_for  # noqa: E402
+from gateway_kit import Driver, calc_estate, gateway_for
 
-from toolkeeper.observability import CallLogSettings, MetricsSettings, build_observability  # noqa: E402
-from toolkeeper.registry import Registry  # noqa: E402
-from toolkeeper.server import ToolHandlers  # noqa: E402
+from toolkeeper.observability import CallLogSettings, MetricsSettings, build_observability
+from toolkeeper.registry import Registry
+from toolkeeper.server import ToolHandlers
 
 
 def test_each_dispatched_call_is_one_span_without_its_arguments() -> None:

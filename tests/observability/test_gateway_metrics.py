@@ -15,19 +15,19 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
-from gateway_kit import Driver, calc_estate, contract, gateway_for  # noqa: E402
+from gateway_kit import Driver, calc_estate, contract, gateway_for
 
-from toolkeeper.errors import ConfigError  # noqa: E402
-from toolkeeper.observability import (  # noqa: E402
+from toolkeeper.errors import ConfigError
+from toolkeeper.observability import (
     CallLogSettings,
     MetricsSettings,
     Observability,
     build_observability,
     observe_auth_refusal,
 )
-from toolkeeper.registry import Registry  # noqa: E402
-from toolkeeper.registry.call_rows import CallQuery, open_call_rows  # noqa: E402
-from toolkeeper.server import ToolHandlers  # noqa: E402
+from toolkeeper.registry import Registry
+from toolkeeper.registry.call_rows import CallQuery, open_call_rows
+from toolkeeper.server import ToolHandlers
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
