@@ -8,7 +8,11 @@ cancelled out:
 * ``dispatch``: part (a) of ``bench/gateway.py``: ``kernel.handle_asgi`` of one valid modern
   ``tools/call`` of ``payments.lookup``, its Pending completed and the reply encoded;
 * ``floor``: the same call through ``bench/gateway_floor.py`` (the least work that gives the
-  same answer), for the ratio.
+  same answer), for the ratio;
+* ``jwt`` and ``key``: ``dispatch`` with ``Authorization: Bearer`` on every request, through
+  the resolver ``build_resolver`` makes: an RS256 JWT (PEM key) or an API key, each already
+  verified and cached, for a principal with the anonymous one's entitlement (the ratio to
+  ``dispatch`` is printed; the target is at most 1.10).
 
 Run: ``python bench/callgrind.py`` (needs valgrind; Debian package ``valgrind``). With
 ``--src DIR`` the loops import toolkeeper from ``DIR`` (another checkout's ``src``), so two
@@ -29,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-LOOPS = ("dispatch", "floor")
+LOOPS = ("dispatch", "floor", "jwt", "key")
 _COLLECTED = re.compile(rb"Collected\s*:\s*(\d+)")
 
 
@@ -47,6 +51,9 @@ def _child(loop: str, calls: int) -> None:
     registry = Registry.open("memory:")
     install_demo(registry)
     handlers = demo_handlers()
+    if loop in ("jwt", "key"):
+        _credential(loop, calls, registry, handlers)
+        return
     _, gw = build_app(registry, handlers, call_log=CountingCallLog())
     first: Any = asyncio.run(gateway._dispatch_loop(gw.kernel, 1))
     if loop == "dispatch":
@@ -55,6 +62,55 @@ def _child(loop: str, calls: int) -> None:
     floor = Floor(registry, handlers, gw.resolve_principal(TransportFacts("http", None)),
                   CountingCallLog())
     bench_floor(floor, gateway.BODY, gateway.asgi_pairs(), first[3].body, calls)
+
+
+def _credential(loop: str, calls: int, registry: Any, handlers: Any) -> None:
+    """The ``dispatch`` loop with a bearer credential the resolver has cached."""
+    from types import SimpleNamespace
+
+    import gateway
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from gateway_floor import CountingCallLog
+
+    from toolkeeper.auth import build_resolver
+    from toolkeeper.auth.keys import issue_key
+    from toolkeeper.registry.apikeys import key_store
+    from toolkeeper.server import build_app
+
+    resource = "http://127.0.0.1:8000/mcp"
+    scopes = sorted(registry.required_scopes())
+    with tempfile.TemporaryDirectory() as tmp:
+        issuers = []
+        if loop == "jwt":
+            import time
+
+            import jwt
+            private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            pem = Path(tmp) / "key.pem"
+            pem.write_bytes(private.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+            issuers.append(SimpleNamespace(
+                issuer="https://idp.bench", audience="", algorithms=("RS256",),
+                secret_file="", public_key_file=str(pem), jwks_file="", jwks_url="",
+                jwks_refresh_s=300, leeway_s=30, tenant_claim="tenant", scopes_claim="scope",
+                clearance_claim="clearance"))
+            token = jwt.encode({"iss": "https://idp.bench", "aud": resource, "sub": "bench",
+                                "tenant": "local", "scope": " ".join(scopes),
+                                "clearance": "restricted", "exp": int(time.time()) + 86400},
+                               private, algorithm="RS256")
+        else:
+            token = issue_key(key_store(registry.store), tenant="local",
+                              scopes=scopes, clearance="restricted").token
+        auth = SimpleNamespace(methods=(loop + "s" if loop == "key" else loop,),
+                               resource=resource, authorization_servers=(),
+                               scopes_supported=(), stdio=None, jwt_issuers=tuple(issuers))
+        _, gw = build_app(registry, handlers, call_log=CountingCallLog(),
+                          resolve_principal=build_resolver(auth, registry))
+        pairs = [*gateway.asgi_pairs(), (b"authorization", f"Bearer {token}".encode())]
+        gateway.asgi_pairs = lambda: pairs  # the loop reads its headers from here
+        asyncio.run(gateway._dispatch_loop(gw.kernel, 1))
+        asyncio.run(gateway._dispatch_loop(gw.kernel, calls))
 
 
 def _count(loop: str, calls: int, src: Path | None) -> int:
@@ -96,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{loop:<9} {results[loop]:>10,.0f} instructions per call", flush=True)
     if "dispatch" in results and "floor" in results:
         print(f"dispatch / floor {results['dispatch'] / results['floor']:.2f}x")
+    for loop in ("jwt", "key"):
+        if "dispatch" in results and loop in results:
+            print(f"{loop} / dispatch {results[loop] / results['dispatch']:.3f}x (target 1.10)")
     return 0
 
 
