@@ -6,8 +6,9 @@ imports OpenTelemetry nor pays for it. A span per dispatched ``tools/call`` (``t
 ``toolkeeper.outcome``, never the arguments; it is built by the call recorder's flusher after
 the call, with the call's own start and end times, so the call's path stays untouched. (It
 therefore starts no context of its own for the handler, and an incoming ``traceparent`` is not
-its parent.) Spans go to the tracer provider the process configured (the OpenTelemetry SDK's
-environment variables, or the application's own setup); ``tracer_provider`` overrides it.
+its parent.) Spans go to OpenTelemetry's global tracer provider, which the process must set up
+(``opentelemetry-instrument`` builds it from the ``OTEL_*`` variables; without one they are
+dropped); ``tracer_provider`` overrides it.
 """
 
 from __future__ import annotations
