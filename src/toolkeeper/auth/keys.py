@@ -191,16 +191,20 @@ class KeyAuthenticator:
         self._wall = wall
         self._cache: dict[str, _Verified] = {}
         self._lock = threading.Lock()  # the slow path's cache writes (eviction iterates)
-        self._generation = store.key_revocations()
-        self._checked = clock()
+        self._generation = 0
+        self._recheck_at = 0.0
+        self._refresh_generation()
+
+    def _refresh_generation(self) -> None:
+        now = self._clock()
+        self._generation = self._store.key_revocations()  # a StoreError propagates: fail closed
+        self._recheck_at = now + self._recheck_s
 
     def authenticate(self, token: str) -> Principal:
         """The principal ``token`` speaks for (``credential`` is the key id), or
         :class:`AuthenticationError`."""
-        now = self._clock()
-        if now - self._checked >= self._recheck_s:
-            self._generation = self._store.key_revocations()
-            self._checked = now
+        if self._clock() >= self._recheck_at:
+            self._refresh_generation()
         entry = self._cache.get(token)
         if entry is None or entry.generation != self._generation:
             entry = self._verify(token)
