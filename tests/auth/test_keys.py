@@ -275,3 +275,20 @@ def test_an_unreadable_or_past_expiry_is_refused_with_its_code(text: str, code: 
     with pytest.raises(ToolkeeperError) as caught:
         parse_expiry(text, now=NOW)
     assert caught.value.code == code
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("sql", ["DELETE FROM api_keys", "UPDATE api_keys SET hash = 'x'",
+                                 "UPDATE api_keys SET revoked_at = NULL",
+                                 "UPDATE api_keys SET revoked_at = 'later'"])
+def test_the_postgres_store_keeps_keys_and_changes_them_only_by_revoking(
+        pg_url: str, sql: str) -> None:
+    import psycopg
+
+    opened = open_store(pg_url)
+    issued = issue_key(key_store(opened), tenant="acme", scopes=[], clearance="public")
+    revoke_key(key_store(opened), issued.record.id)
+    opened.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn, pytest.raises(
+            psycopg.errors.IntegrityConstraintViolation):
+        conn.execute(sql)
