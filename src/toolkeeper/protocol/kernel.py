@@ -171,8 +171,10 @@ class ServerKernel:
         facts get a view decoded only if something reads it); ``index``: their
         :func:`~toolkeeper.protocol.raw_headers.asgi_index`, if the transport made it;
         ``received_ns``: see :attr:`TransportFacts.received_ns`."""
+        if headers is None and index is None:  # (made here, not later: the resolver reads it)
+            index = asgi_index(raw_headers)
         facts = TransportFacts("http", headers if headers is not None
-                               else HeaderView.deferred(raw_headers), peer, received_ns)
+                               else HeaderView.deferred(raw_headers, index), peer, received_ns)
         refusal = self.authenticate(facts)
         if refusal is not None:
             return refusal
