@@ -9,6 +9,12 @@ cancelled out:
   ``tools/call`` of ``payments.lookup``, its Pending completed and the reply encoded;
 * ``floor``: the same call through ``bench/gateway_floor.py`` (the least work that gives the
   same answer), for the ratio;
+* ``observed``: ``dispatch`` with the gateway's observability on: the durable call log on a
+  temporary SQLite file (the registry stays in memory) and Prometheus metrics on a free
+  loopback port (the flusher
+  thread's work, its SQLite writes included, is counted too: callgrind counts every thread);
+* ``observed-path``: ``observed`` with the flusher parked (a one-hour interval, never a full
+  batch), so only the call's own path is counted;
 * ``jwt`` and ``key``: ``dispatch`` with ``Authorization: Bearer`` on every request, through
   the resolver ``build_resolver`` makes: an RS256 JWT (PEM key) or an API key, each already
   verified and cached, for a principal with the anonymous one's entitlement (the ratio to
@@ -33,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-LOOPS = ("dispatch", "floor", "jwt", "key")
+LOOPS = ("dispatch", "floor", "observed", "observed-path", "jwt", "key")
 _COLLECTED = re.compile(rb"Collected\s*:\s*(\d+)")
 
 
@@ -51,6 +57,9 @@ def _child(loop: str, calls: int) -> None:
     registry = Registry.open("memory:")
     install_demo(registry)
     handlers = demo_handlers()
+    if loop.startswith("observed"):
+        _observed(loop, calls, handlers)
+        return
     if loop in ("jwt", "key"):
         _credential(loop, calls, registry, handlers)
         return
@@ -62,6 +71,39 @@ def _child(loop: str, calls: int) -> None:
     floor = Floor(registry, handlers, gw.resolve_principal(TransportFacts("http", None)),
                   CountingCallLog())
     bench_floor(floor, gateway.BODY, gateway.asgi_pairs(), first[3].body, calls)
+
+
+def _observed(loop: str, calls: int, handlers: Any) -> None:
+    """The ``dispatch`` loop through a gateway built with ``build_observability``."""
+    import socket
+
+    import gateway
+
+    from toolkeeper.demo import install_demo
+    from toolkeeper.observability import CallLogSettings, MetricsSettings, build_observability
+    from toolkeeper.registry import Registry
+    from toolkeeper.server import build_app
+
+    parked = loop == "observed-path"
+    with tempfile.TemporaryDirectory() as tmp, socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        url = f"sqlite://{tmp}/calls.db"  # the call log's store; the registry stays in
+        Registry.open(url).close()           # memory, as in ``dispatch``
+        registry = Registry.open("memory:")
+        install_demo(registry)
+        obs = build_observability(
+            CallLogSettings(flush_interval_ms=3_600_000 if parked else 200,
+                            max_batch=10**9 if parked else 1000),
+            MetricsSettings(port=port), registry=registry, registry_url=url)
+        _, gw = build_app(registry, handlers, call_log=obs.call_log)
+        asyncio.run(gateway._dispatch_loop(gw.kernel, 1))
+        asyncio.run(gateway._dispatch_loop(gw.kernel, calls))
+        if parked:  # the rows queued are never written: the flush is not the path
+            os._exit(0)
+        obs.stop()
+        registry.close()
 
 
 def _credential(loop: str, calls: int, registry: Any, handlers: Any) -> None:
