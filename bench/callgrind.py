@@ -112,7 +112,6 @@ def _credential(loop: str, calls: int, registry: Any, handlers: Any) -> None:
 
     import gateway
     from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
     from gateway_floor import CountingCallLog
 
     from toolkeeper.auth import build_resolver
@@ -128,7 +127,7 @@ def _credential(loop: str, calls: int, registry: Any, handlers: Any) -> None:
             import time
 
             import jwt
-            private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            private = _bench_rsa_key()
             pem = Path(tmp) / "key.pem"
             pem.write_bytes(private.public_key().public_bytes(
                 serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
@@ -153,6 +152,32 @@ def _credential(loop: str, calls: int, registry: Any, handlers: Any) -> None:
         gateway.asgi_pairs = lambda: pairs  # the loop reads its headers from here
         asyncio.run(gateway._dispatch_loop(gw.kernel, 1))
         asyncio.run(gateway._dispatch_loop(gw.kernel, calls))
+
+
+_KEY_ENV = "TOOLKEEPER_BENCH_RSA_KEY"
+"""A PEM private key file the parent makes once for every ``jwt`` run: generating an RSA key
+costs a varying number of instructions (a random prime search), which would not cancel out
+between the small and the large run."""
+
+
+def _bench_rsa_key() -> Any:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    path = os.environ.get(_KEY_ENV)
+    if path:
+        return serialization.load_pem_private_key(Path(path).read_bytes(), password=None)
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+def _share_rsa_key(tmp: str) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    path = Path(tmp) / "bench-key.pem"
+    path.write_bytes(_bench_rsa_key().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    os.environ[_KEY_ENV] = str(path)
 
 
 def _count(loop: str, calls: int, src: Path | None) -> int:
@@ -187,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2
     results: dict[str, float] = {}
+    shared = tempfile.TemporaryDirectory()
+    _share_rsa_key(shared.name)
     for loop in args.loop or LOOPS:
         small = _count(loop, args.small, args.src)
         large = _count(loop, args.large, args.src)
