@@ -8,7 +8,17 @@ cancelled out:
 * ``dispatch``: part (a) of ``bench/gateway.py``: ``kernel.handle_asgi`` of one valid modern
   ``tools/call`` of ``payments.lookup``, its Pending completed and the reply encoded;
 * ``floor``: the same call through ``bench/gateway_floor.py`` (the least work that gives the
-  same answer), for the ratio.
+  same answer), for the ratio;
+* ``observed``: ``dispatch`` with the gateway's observability on: the durable call log on a
+  temporary SQLite file (the registry stays in memory) and Prometheus metrics on a free
+  loopback port (the flusher
+  thread's work, its SQLite writes included, is counted too: callgrind counts every thread);
+* ``observed-path``: ``observed`` with the flusher parked (a one-hour interval, never a full
+  batch), so only the call's own path is counted;
+* ``jwt`` and ``key``: ``dispatch`` with ``Authorization: Bearer`` on every request, through
+  the resolver ``build_resolver`` makes: an RS256 JWT (PEM key) or an API key, each already
+  verified and cached, for a principal with the anonymous one's entitlement (the ratio to
+  ``dispatch`` is printed; the target is at most 1.10).
 
 Run: ``python bench/callgrind.py`` (needs valgrind; Debian package ``valgrind``). With
 ``--src DIR`` the loops import toolkeeper from ``DIR`` (another checkout's ``src``), so two
@@ -29,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-LOOPS = ("dispatch", "floor")
+LOOPS = ("dispatch", "floor", "observed", "observed-path", "jwt", "key")
 _COLLECTED = re.compile(rb"Collected\s*:\s*(\d+)")
 
 
@@ -47,6 +57,12 @@ def _child(loop: str, calls: int) -> None:
     registry = Registry.open("memory:")
     install_demo(registry)
     handlers = demo_handlers()
+    if loop.startswith("observed"):
+        _observed(loop, calls, handlers)
+        return
+    if loop in ("jwt", "key"):
+        _credential(loop, calls, registry, handlers)
+        return
     _, gw = build_app(registry, handlers, call_log=CountingCallLog())
     first: Any = asyncio.run(gateway._dispatch_loop(gw.kernel, 1))
     if loop == "dispatch":
@@ -55,6 +71,113 @@ def _child(loop: str, calls: int) -> None:
     floor = Floor(registry, handlers, gw.resolve_principal(TransportFacts("http", None)),
                   CountingCallLog())
     bench_floor(floor, gateway.BODY, gateway.asgi_pairs(), first[3].body, calls)
+
+
+def _observed(loop: str, calls: int, handlers: Any) -> None:
+    """The ``dispatch`` loop through a gateway built with ``build_observability``."""
+    import socket
+
+    import gateway
+
+    from toolkeeper.demo import install_demo
+    from toolkeeper.observability import CallLogSettings, MetricsSettings, build_observability
+    from toolkeeper.registry import Registry
+    from toolkeeper.server import build_app
+
+    parked = loop == "observed-path"
+    with tempfile.TemporaryDirectory() as tmp, socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        url = f"sqlite://{tmp}/calls.db"  # the call log's store; the registry stays in
+        Registry.open(url).close()           # memory, as in ``dispatch``
+        registry = Registry.open("memory:")
+        install_demo(registry)
+        obs = build_observability(
+            CallLogSettings(flush_interval_ms=3_600_000 if parked else 200,
+                            max_batch=10**9 if parked else 1000),
+            MetricsSettings(port=port), registry=registry, registry_url=url)
+        _, gw = build_app(registry, handlers, call_log=obs.call_log)
+        asyncio.run(gateway._dispatch_loop(gw.kernel, 1))
+        asyncio.run(gateway._dispatch_loop(gw.kernel, calls))
+        if parked:  # the rows queued are never written: the flush is not the path
+            os._exit(0)
+        obs.stop()
+        registry.close()
+
+
+def _credential(loop: str, calls: int, registry: Any, handlers: Any) -> None:
+    """The ``dispatch`` loop with a bearer credential the resolver has cached."""
+    from types import SimpleNamespace
+
+    import gateway
+    from cryptography.hazmat.primitives import serialization
+    from gateway_floor import CountingCallLog
+
+    from toolkeeper.auth import build_resolver
+    from toolkeeper.auth.keys import issue_key
+    from toolkeeper.registry.apikeys import key_store
+    from toolkeeper.server import build_app
+
+    resource = "http://127.0.0.1:8000/mcp"
+    scopes = sorted(registry.required_scopes())
+    with tempfile.TemporaryDirectory() as tmp:
+        issuers = []
+        if loop == "jwt":
+            import time
+
+            import jwt
+            private = _bench_rsa_key()
+            pem = Path(tmp) / "key.pem"
+            pem.write_bytes(private.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+            issuers.append(SimpleNamespace(
+                issuer="https://idp.bench", audience="", algorithms=("RS256",),
+                secret_file="", public_key_file=str(pem), jwks_file="", jwks_url="",
+                jwks_refresh_s=300, leeway_s=30, tenant_claim="tenant", scopes_claim="scope",
+                clearance_claim="clearance"))
+            token = jwt.encode({"iss": "https://idp.bench", "aud": resource, "sub": "bench",
+                                "tenant": "local", "scope": " ".join(scopes),
+                                "clearance": "restricted", "exp": int(time.time()) + 86400},
+                               private, algorithm="RS256")
+        else:
+            token = issue_key(key_store(registry.store), tenant="local",
+                              scopes=scopes, clearance="restricted").token
+        auth = SimpleNamespace(methods=(loop + "s" if loop == "key" else loop,),
+                               resource=resource, authorization_servers=(),
+                               scopes_supported=(), stdio=None, jwt_issuers=tuple(issuers))
+        _, gw = build_app(registry, handlers, call_log=CountingCallLog(),
+                          resolve_principal=build_resolver(auth, registry))
+        pairs = [*gateway.asgi_pairs(), (b"authorization", f"Bearer {token}".encode())]
+        gateway.asgi_pairs = lambda: pairs  # the loop reads its headers from here
+        asyncio.run(gateway._dispatch_loop(gw.kernel, 1))
+        asyncio.run(gateway._dispatch_loop(gw.kernel, calls))
+
+
+_KEY_ENV = "TOOLKEEPER_BENCH_RSA_KEY"
+"""A PEM private key file the parent makes once for every ``jwt`` run: generating an RSA key
+costs a varying number of instructions (a random prime search), which would not cancel out
+between the small and the large run."""
+
+
+def _bench_rsa_key() -> Any:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    path = os.environ.get(_KEY_ENV)
+    if path:
+        return serialization.load_pem_private_key(Path(path).read_bytes(), password=None)
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+def _share_rsa_key(tmp: str) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    path = Path(tmp) / "bench-key.pem"
+    path.write_bytes(_bench_rsa_key().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    os.environ[_KEY_ENV] = str(path)
 
 
 def _count(loop: str, calls: int, src: Path | None) -> int:
@@ -89,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2
     results: dict[str, float] = {}
+    shared = tempfile.TemporaryDirectory()
+    _share_rsa_key(shared.name)
     for loop in args.loop or LOOPS:
         small = _count(loop, args.small, args.src)
         large = _count(loop, args.large, args.src)
@@ -96,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{loop:<9} {results[loop]:>10,.0f} instructions per call", flush=True)
     if "dispatch" in results and "floor" in results:
         print(f"dispatch / floor {results['dispatch'] / results['floor']:.2f}x")
+    for loop in ("jwt", "key"):
+        if "dispatch" in results and loop in results:
+            print(f"{loop} / dispatch {results[loop] / results['dispatch']:.3f}x (target 1.10)")
     return 0
 
 

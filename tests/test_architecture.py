@@ -29,8 +29,12 @@ ALLOWED: dict[str, set[str]] = {
     "registry": {"contracts"},
     "transports": {"contracts", "protocol"},
     "server": {"contracts", "protocol", "registry", "transports"},
+    "auth": {"contracts", "protocol", "registry", "server"},
     "demo": {"contracts", "registry", "server"},
-    "cli": {"contracts", "protocol", "registry", "server", "transports", "demo"},
+    "config": {"contracts", "server", "observability"},
+    "observability": {"contracts", "registry", "server"},
+    "cli": {"contracts", "protocol", "registry", "server", "transports", "demo", "config", "auth",
+            "observability"},
 }
 
 

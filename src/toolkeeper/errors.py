@@ -17,6 +17,10 @@ may change) plus optional structured ``data``::
     │   ├── LifecycleError               an illegal status transition ("lifecycle.*")
     │   └── StoreError                   the storage backend failed ("registry.store")
     ├── PrincipalError                   unknown clearance or malformed principal ("principal.*")
+    ├── AuthenticationError              a request's credential is missing, malformed, expired or
+    │                                    unverifiable ("auth.<reason>"); HTTP answers it 401
+    ├── ConfigError                      the gateway's configuration file or flags are refused
+    │                                    ("config.*"; ``data.key`` is the dotted key)
     └── JsonRpcError                     a protocol error with a JSON-RPC code (protocol layer)
         └── CapabilityRequiredError      a tool handler needs a client capability the caller
                                          lacks (-32021); the one protocol error a handler may
@@ -33,7 +37,9 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AuthenticationError",
     "CapabilityRequiredError",
+    "ConfigError",
     "ContractError",
     "JsonRpcError",
     "LifecycleError",
@@ -134,6 +140,31 @@ class PrincipalError(ToolkeeperError):
     """A principal is malformed, or names an unknown clearance (never defaulted)."""
 
     default_code = "principal.invalid"
+
+
+class ConfigError(ToolkeeperError):
+    """The gateway's configuration is refused at start: ``code`` is ``config.*`` and
+    ``data["key"]`` the dotted key (``""`` for the file as a whole)."""
+
+    default_code = "config.invalid"
+
+
+class AuthenticationError(ToolkeeperError):
+    """A request's credential is missing, malformed, expired or unverifiable.
+
+    ``reason`` is one of :data:`toolkeeper.auth.REASONS` (logged and counted, never sent:
+    the HTTP answer is a fixed 401 whatever the reason). ``token_sent`` says whether the
+    request carried a credential at all; ``challenge`` is the ``WWW-Authenticate`` value the
+    401 carries (the principal resolver, which knows the resource metadata URL, sets it)."""
+
+    default_code = "auth.refused"
+
+    def __init__(self, reason: str, *, token_sent: bool = True,
+                 challenge: str = "Bearer") -> None:
+        super().__init__(f"authentication refused: {reason}", code=f"auth.{reason}")
+        self.reason = reason
+        self.token_sent = token_sent
+        self.challenge = challenge
 
 
 class JsonRpcError(ToolkeeperError):

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,13 @@ def run_stdio(args: list[str], stdin: bytes, env: dict[str, str] | None = None
                           timeout=60, env={**os.environ, **(env or {})}, check=False)
     out = [json.loads(line) for line in done.stdout.splitlines()]
     return done.returncode, out, done.stderr.decode()
+
+
+def _path_with(directory: Path) -> dict[str, str]:
+    """PYTHONPATH with ``directory`` first, keeping the sources under test ahead of the
+    installed package (an older toolkeeper would refuse the test's newer registry schema)."""
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(directory),
+                                                         os.environ.get("PYTHONPATH")]))}
 
 
 @pytest.fixture
@@ -106,15 +114,15 @@ def test_custom_handlers_are_loaded_from_module_attribute(tmp_path: Path,
         ["--registry", registry_url, "--handlers", "my_tools:handlers"],
         _lines({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
             "name": "hello", "arguments": {"who": "ada"}, "_meta": ENVELOPE}}),
-        env={"PYTHONPATH": str(tmp_path)})
+        env=_path_with(tmp_path))
     assert code == 0 and out[0]["result"]["content"][0]["text"] == "hello ada"
 
 
 @pytest.mark.parametrize(("args", "code"), [
-    (["--registry", "bogus:nowhere"], "registry.url_invalid"),
+    (["--registry", "bogus:nowhere"], "config.bad_url"),
     (["--registry", "memory:", "--handlers", "no_such_module_xyz:handlers"],
      "cli.handlers_reference"),
-    (["--registry", "memory:", "--handlers", "json"], "cli.handlers_reference"),
+    (["--registry", "memory:", "--handlers", "json"], "config.bad_value"),
     (["--registry", "memory:", "--handlers", "raising_tools:handlers"], "cli.handlers_failed"),
     (["--registry", "memory:", "--handlers", "broken_tools:handlers"], "cli.handlers_failed"),
 ])
@@ -122,7 +130,7 @@ def test_bad_input_exits_2_with_a_stable_code_and_no_traceback(
         tmp_path: Path, args: list[str], code: str) -> None:
     (tmp_path / "raising_tools.py").write_text('raise RuntimeError("boom at import")\n')
     (tmp_path / "broken_tools.py").write_text("def handlers(:\n")
-    status, out, err = run_stdio(args, b"", env={"PYTHONPATH": str(tmp_path)})
+    status, out, err = run_stdio(args, b"", env=_path_with(tmp_path))
     assert (status, out) == (2, [])
     assert f"[{code}]" in err
     assert "Traceback" not in err
@@ -167,6 +175,10 @@ def test_serve_demo_over_http_on_an_ephemeral_port_and_stop_cleanly_on_a_signal(
 
 
 def test_an_unusable_address_exits_2() -> None:
-    done = subprocess.run([*COMMAND, "--registry", "memory:", "--host", "203.0.113.7",
-                           "--port", "1"], capture_output=True, timeout=60, check=False)
+    with socket.socket() as taken:  # a loopback port already bound: the anonymous principal
+        taken.bind(("127.0.0.1", 0))  # needs a loopback host, so that is the unusable one
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        done = subprocess.run([*COMMAND, "--registry", "memory:", "--port", port],
+                              capture_output=True, timeout=60, check=False)
     assert done.returncode == 2 and b"cannot listen" in done.stderr

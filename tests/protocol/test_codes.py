@@ -23,13 +23,14 @@ def test_every_error_code_constant_carries_a_docstring() -> None:
             documented.add(node.target.id)
     constants = {n for n in codes.__all__ if n.isupper() and isinstance(getattr(codes, n), int)}
     assert constants <= documented
-    assert len(constants) == 9
+    assert len(constants) == 10
 
 
 @pytest.mark.parametrize(("code", "status"), [
     (codes.PARSE_ERROR, 400), (codes.INVALID_REQUEST, 400), (codes.INVALID_PARAMS, 400),
     (codes.HEADER_MISMATCH, 400), (codes.MISSING_REQUIRED_CLIENT_CAPABILITY, 400),
     (codes.UNSUPPORTED_PROTOCOL_VERSION, 400), (codes.METHOD_NOT_FOUND, 404),
+    (codes.RATE_LIMITED, 429),
     (codes.INTERNAL_ERROR, 200), (-32000, 200), (-32800, 200), (42, 200),
 ])
 def test_json_rpc_codes_map_to_the_documented_http_status(code: int, status: int) -> None:

@@ -161,3 +161,16 @@ def test_param_header_disagreements_are_header_mismatches(headers: Any,
     with pytest.raises(JsonRpcError) as info:
         _params(headers, arguments)
     assert info.value.rpc_code == HEADER_MISMATCH
+
+
+def test_a_deferred_view_with_its_raw_index_reads_one_value_as_the_decoded_view_does() -> None:
+    from toolkeeper.protocol.raw_headers import asgi_index
+
+    raw = [(b"authorization", b" Bearer t \t"), (b"host", b"h"), (b"x-latin", b"caf\xe9")]
+    index = asgi_index(raw)
+    assert index is not None
+    decoded = HeaderView.from_asgi(raw)
+    for name in ("authorization", "Authorization", "host", "x-latin", "absent", "caf\u00e9"):
+        view = HeaderView.deferred(raw, index)
+        assert view.get(name) == decoded.get(name), name
+        assert view.pairs == decoded.pairs

@@ -122,8 +122,8 @@ class BearerResolver:
         if row is None:
             raise JsonRpcError(UNAUTHORIZED, "Unauthorized", {"reason": "unknown_token"})
         if self._cached:
-            return self._objects.setdefault(token, Principal(*row))
-        return Principal(*row)
+            return self._objects.setdefault(token, Principal(*row, credential=token))
+        return Principal(*row, credential=token)
 
 
 def gateway(*, without: frozenset[str] = frozenset(),

@@ -236,11 +236,6 @@ def test_a_legacy_session_of_one_tenant_is_not_found_with_another_tenants_creden
     assert acme.post("tools/list").status_code == 200  # still alive for its owner
 
 
-@pytest.mark.xfail(strict=True, reason="DECISION (kept): a legacy session is bound to its "
-                   "tenant, the finest identity a Principal carries (the local principal's scopes "
-                   "change with the estate), so another credential of the same tenant can use "
-                   "and DELETE it; mcp-wire 10 asks credential != creator -> 404. Strict: flips "
-                   "if sessions gain a finer owner")
 def test_a_legacy_session_is_not_found_with_another_credential_of_the_same_tenant(
         served: tuple[str, httpx.Client]) -> None:
     url, http = served
@@ -248,6 +243,13 @@ def test_a_legacy_session_is_not_found_with_another_credential_of_the_same_tenan
     assert admin.initialize().status_code == 200
     basic = HttpPeer(url, http, "acme-basic", legacy=True, session=admin.session)
     assert http.delete(url, headers=basic.headers("DELETE")).status_code == 404
+    # the same tenant, scopes and clearance under another credential: still not the owner
+    twin = HttpPeer(url, http, "acme-admin-twin", legacy=True, session=admin.session)
+    for response in (twin.post("tools/list"), twin.post("ping")):
+        assert (response.status_code, response.json()["error"]["code"]) == (404, -32600)
+    assert http.get(url, headers=twin.headers("GET")).status_code == 404
+    assert http.delete(url, headers=twin.headers("DELETE")).status_code == 404
+    assert admin.post("tools/list").status_code == 200  # still alive for its owner
 
 
 def test_legacy_initialize_with_a_refused_credential_is_refused(

@@ -1,13 +1,20 @@
 """``toolkeeper serve``: the gateway over Streamable HTTP (default) or stdio.
 
+``--config FILE`` reads the TOML configuration (``docs/configuration.md``); every flag given on
+the command line overrides the key it names, and without a file the flags and defaults are
+the whole configuration. With no ``auth.methods`` (or ``--auth none``) HTTP requests are the
+anonymous local principal, allowed only on a loopback host; a stdio server's principal is
+``[auth.stdio]``, else the anonymous local one.
+
 ``--demo`` publishes the demo estate into the registry when absent and serves its handlers;
 ``--estate DIR`` publishes the contract files (JSON or YAML) of a directory when absent;
 ``--handlers module:attribute`` (or ``path/to/file.py:attribute``) adds your own
 :class:`~toolkeeper.server.ToolHandlers`. The registry is ``--registry URL``, else
 ``TOOLKEEPER_REGISTRY``, else the default SQLite file.
-Logs go to stderr (stdout carries the protocol under ``--stdio``). Exit codes: 0 after a clean
-shutdown, 1 the registry refused the demo estate or an estate contract, 2 bad input (registry
-URL, handlers reference, estate file, unusable address).
+Logs go to stderr (stdout carries the protocol under ``--stdio``), as text or JSON lines.
+Exit codes: 0 after a clean shutdown, 1 the registry refused the demo estate or an estate
+contract, 2 bad input (configuration, registry URL, handlers reference, estate file,
+unusable address).
 """
 
 from __future__ import annotations
@@ -28,10 +35,14 @@ import click
 
 from toolkeeper.cli.documents import read_document
 from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, fail
+from toolkeeper.cli.serve_config import AUTH_CHOICES, config_from_flags
+from toolkeeper.cli.serve_features import ServeFeatures, build_features
+from toolkeeper.config import GatewayConfig
+from toolkeeper.config.definitions import default_of
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
 from toolkeeper.errors import PublishRefusedError, ToolkeeperError
 from toolkeeper.registry import Registry
-from toolkeeper.server import ToolHandlers, build_gateway
+from toolkeeper.server import Gateway, ToolHandlers, build_gateway
 from toolkeeper.server.logs import configure_logging
 from toolkeeper.transports import (
     DEFAULT_ALLOWED_HOSTS,
@@ -47,9 +58,10 @@ from toolkeeper.transports import (
 __all__ = ["install_estate", "read_estate", "register", "serve"]
 
 _LEVELS = ("debug", "info", "warning", "error")
+_LOG_FORMATS = ("text", "json")
+_LEGACY_SESSIONS = ("stateful", "stateless")
 _WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 _CONTRACT_SUFFIXES = (".json", ".yaml", ".yml")
-_DEFAULTS = HttpConfig()
 _SECONDS = click.FloatRange(min=0, min_open=True, max=86400)
 ESTATE_ACTOR = "toolkeeper-serve"
 
@@ -146,6 +158,8 @@ def _policy(host: str, allow_hosts: tuple[str, ...], allow_origins: tuple[str, .
 
 
 @click.command("serve")
+@click.option("--config", "config_path", default=None, metavar="FILE",
+              help="The TOML configuration (docs/configuration.md); flags override it.")
 @click.option("--demo", is_flag=True, help="Publish the demo estate if absent; serve it.")
 @click.option("--estate", "estates", multiple=True, metavar="DIR",
               type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -154,9 +168,12 @@ def _policy(host: str, allow_hosts: tuple[str, ...], allow_origins: tuple[str, .
               help="memory:, sqlite:///path.db or postgresql://... "
                    "(default: TOOLKEEPER_REGISTRY, else the user data SQLite file).")
 @click.option("--stdio", is_flag=True, help="Serve on stdin/stdout instead of HTTP.")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
-@click.option("--path", default="/mcp", show_default=True, callback=_check_path,
+@click.option("--host", default=default_of("server.host"), show_default=True,
+              help="Listen address; one that is not loopback needs --auth keys or jwt.")
+@click.option("--port", default=default_of("server.port"), show_default=True,
+              type=click.IntRange(0, 65535))
+@click.option("--path", default=default_of("server.path"), show_default=True,
+              callback=_check_path,
               help="The endpoint path (starts with '/').")
 @click.option("--handlers", "handler_refs", multiple=True, metavar="MODULE:ATTR",
               help="A ToolHandlers (or a function returning one) to serve; MODULE may be a "
@@ -167,38 +184,61 @@ def _policy(host: str, allow_hosts: tuple[str, ...], allow_origins: tuple[str, .
               help="Also accept this Origin; repeatable.")
 @click.option("--json-response", is_flag=True,
               help="Always answer JSON (progress and log notifications are dropped).")
-@click.option("--head-timeout", type=_SECONDS, default=_DEFAULTS.head_timeout_s,
+@click.option("--head-timeout", type=_SECONDS, default=default_of("server.head_timeout_s"),
               show_default=True, metavar="SECONDS",
               help="Close a connection whose request head is not complete this long after "
                    "it was accepted or its last response ended.")
-@click.option("--idle-timeout", type=_SECONDS, default=_DEFAULTS.idle_timeout_s,
+@click.option("--idle-timeout", type=_SECONDS, default=default_of("server.idle_timeout_s"),
               show_default=True, metavar="SECONDS",
               help="Close a kept-alive connection silent this long after a response.")
 @click.option("--max-connections", type=click.IntRange(min=1),
-              default=_DEFAULTS.max_connections, show_default=True,
+              default=default_of("server.max_connections"), show_default=True,
               help="Answer 503 and close new connections beyond this many open ones "
                    "(lowered below the open-file limit when that is smaller).")
-@click.option("--backlog", type=click.IntRange(min=1), default=_DEFAULTS.backlog,
+@click.option("--backlog", type=click.IntRange(min=1), default=default_of("server.backlog"),
               show_default=True, help="Connections the kernel queues for accepting.")
-@click.option("--log-level", type=click.Choice(_LEVELS), default="info", show_default=True)
-def serve(demo: bool, estates: tuple[Path, ...], registry_url: str | None, stdio: bool,
-          host: str, port: int, path: str, handler_refs: tuple[str, ...],
-          allow_host: tuple[str, ...], allow_origin: tuple[str, ...], json_response: bool,
-          head_timeout: float, idle_timeout: float, max_connections: int, backlog: int,
-          log_level: str) -> None:
+@click.option("--log-level", type=click.Choice(_LEVELS), default=default_of("logging.level"),
+              show_default=True)
+@click.option("--log-format", type=click.Choice(_LOG_FORMATS),
+              default=default_of("logging.format"), show_default=True,
+              help="Text lines, or one JSON object per line (both redacted).")
+@click.option("--auth", "auth_methods", multiple=True, type=click.Choice(AUTH_CHOICES),
+              help="Credentials accepted over HTTP (keys: API keys in the registry store; "
+                   "jwt: configured issuers); repeatable. none: the anonymous local "
+                   "principal, loopback hosts only (the default).")
+@click.option("--metrics-port", type=click.IntRange(0, 65535),
+              default=default_of("metrics.port"), show_default=True,
+              help="Serve Prometheus metrics on this port (0: off).")
+@click.option("--legacy-sessions", type=click.Choice(_LEGACY_SESSIONS),
+              default=default_of("server.legacy_sessions"), show_default=True,
+              help="Legacy-era sessions kept per process, or none (served at the header's "
+                   "version).")
+@click.pass_context
+def serve(ctx: click.Context, /, config_path: str | None, **flags: Any) -> None:
     """Run the MCP gateway (both protocol eras on one endpoint)."""
+    try:
+        config = config_from_flags(ctx, config_path)
+    except ToolkeeperError as exc:
+        fail(exc)
+    _serve(config)
+
+
+def _serve(config: GatewayConfig) -> None:
+    stdio = config.server.transport == "stdio"
     if stdio and (sys.stdin is None or sys.stdout is None):
         fail(ToolkeeperError("standard input or output is closed: nothing to serve on",
                              code="serve.stdio_closed"))
     protocol_out = _claim_stdout() if stdio else None
-    configure_logging(log_level, sys.stderr)  # every line redacted, uvicorn's too
+    configure_logging(config.logging.level, sys.stderr,  # every line redacted, uvicorn's too
+                      log_format=config.logging.format)
     log = logging.getLogger("toolkeeper.serve")
     try:  # estates and handlers are read before the registry is opened: bad input writes
-        estate = [(directory, read_estate(directory)) for directory in estates]  # nothing
-        loaded = [_load_handlers(reference) for reference in handler_refs]
-        registry = Registry.open(registry_url)
+        estate = [(directory, read_estate(Path(directory)))  # nothing
+                  for directory in config.estate.dirs]
+        loaded = [_load_handlers(reference) for reference in config.estate.handlers]
+        registry = Registry.open(config.registry.url or None)
         handlers = ToolHandlers()
-        if demo:
+        if config.estate.demo:
             from toolkeeper.demo import demo_handlers, install_demo
 
             for line in install_demo(registry):
@@ -209,39 +249,58 @@ def serve(demo: bool, estates: tuple[Path, ...], registry_url: str | None, stdio
                 log.info("estate %s: %s", directory, line)
         for user_handlers in loaded:
             handlers.merge(user_handlers)
+        features = build_features(config, registry, stdio=stdio)
     except PublishRefusedError as exc:
         fail(exc, code=EXIT_REFUSED)
     except (ToolkeeperError, ValueError) as exc:
         fail(exc if isinstance(exc, ToolkeeperError) else str(exc), code=EXIT_BAD_INPUT)
-    gateway = build_gateway(registry, handlers)
+    gateway = build_gateway(registry, handlers, call_log=features.observability.call_log,
+                            resolve_principal=features.resolver, limits=features.limits,
+                            legacy_sessions=config.server.legacy_sessions)
     try:
-        if stdio:
-            log.info("serving on stdio")
-            try:
-                run_stdio(gateway.kernel, changes=gateway.changes, stdout=protocol_out)
-            except OSError as exc:  # the output refused a write: the reader is gone
-                fail(ToolkeeperError(f"standard output refused a write: {exc.strerror or exc}",
-                                     code="serve.stdout_failed"), code=EXIT_REFUSED)
-            log.info("stopped")
-            return
-        config = HttpConfig(path=path, policy=_policy(host, allow_host, allow_origin),
-                            json_response=json_response, head_timeout_s=head_timeout,
-                            idle_timeout_s=idle_timeout, max_connections=max_connections,
-                            backlog=backlog)
-
-        def ready(running: RunningServer) -> None:
-            log.info("toolkeeper gateway listening on %s", running.url)
-            click.echo(f"toolkeeper gateway on {running.url}", err=True)
-
-        try:  # SIGTERM and SIGINT end it gracefully, with status 0
-            run_foreground(create_asgi_app(gateway.kernel, config, changes=gateway.changes),
-                           host=host, port=port, path=path, log_level=log_level,
-                           on_ready=ready)
-        except OSError as exc:
-            fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", code=EXIT_BAD_INPUT)
-        log.info("stopped")
+        _run(config, gateway, features, protocol_out, log)
     finally:
+        features.stop()  # writes the last call-log rows: before the registry closes
         registry.close()
+
+
+def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
+         protocol_out: BinaryIO | None, log: logging.Logger) -> None:
+    server = config.server
+    if protocol_out is not None:
+        log.info("serving on stdio")
+        try:
+            run_stdio(gateway.kernel, changes=gateway.changes, stdout=protocol_out)
+        except OSError as exc:  # the output refused a write: the reader is gone
+            fail(ToolkeeperError(f"standard output refused a write: {exc.strerror or exc}",
+                                 code="serve.stdout_failed"), code=EXIT_REFUSED)
+        log.info("stopped")
+        return
+    if features.observability.metrics_port is not None:
+        log.info("metrics on http://%s:%d/metrics", config.metrics.host,
+                 features.observability.metrics_port)
+    http = HttpConfig(path=server.path,
+                      policy=_policy(server.host, server.allowed_hosts, server.allowed_origins),
+                      json_response=server.json_response, max_body_bytes=server.max_body_bytes,
+                      body_timeout_s=server.body_timeout_s,
+                      head_timeout_s=server.head_timeout_s,
+                      idle_timeout_s=server.idle_timeout_s,
+                      max_connections=server.max_connections, backlog=server.backlog,
+                      documents=dict(features.documents))
+
+    def ready(running: RunningServer) -> None:
+        log.info("toolkeeper gateway listening on %s", running.url)
+        click.echo(f"toolkeeper gateway on {running.url}", err=True)
+
+    app = create_asgi_app(gateway.kernel, http, changes=gateway.changes)
+    try:  # SIGTERM and SIGINT end it gracefully, with status 0
+        run_foreground(features.observability.wrap_app(app), host=server.host,
+                       port=server.port, path=server.path, log_level=config.logging.level,
+                       on_ready=ready)
+    except OSError as exc:
+        fail(f"cannot listen on {server.host}:{server.port}: {exc.strerror or exc}",
+             code=EXIT_BAD_INPUT)
+    log.info("stopped")
 
 
 def _claim_stdout() -> BinaryIO:

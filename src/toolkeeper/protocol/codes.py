@@ -1,7 +1,9 @@
 """JSON-RPC error codes of both MCP eras, and the table from code to HTTP status (mcp-wire 4.5).
 
 Each constant carries its own docstring. Codes in ``-32020..-32099`` are reserved for the MCP
-specification; ``-32000..-32019`` are implementation-defined and toolkeeper does not emit them.
+specification; ``-32000..-32019`` are implementation-defined and toolkeeper does not emit them
+(the spec asks new implementations not to). toolkeeper's own code, :data:`RATE_LIMITED`, lies
+outside JSON-RPC's reserved ``-32768..-32000`` altogether, in the application-defined space.
 Retired codes (``-32002`` resource not found, ``-32042`` URL elicitation required) are never
 emitted (mcp-wire 5).
 """
@@ -21,6 +23,7 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "MISSING_REQUIRED_CLIENT_CAPABILITY",
     "PARSE_ERROR",
+    "RATE_LIMITED",
     "REQUEST_CANCELLED",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "http_status_for",
@@ -59,6 +62,16 @@ REQUEST_CANCELLED: Final = -32800
 ``notifications/cancelled`` in the same session (the 2025 wire's code, as the SDK's server
 sends it; the modern era never answers a cancelled request, mcp-wire 5)."""
 
+RATE_LIMITED: Final = -31429
+"""toolkeeper's own (application-defined; the digits recall HTTP 429): a ``tools/call`` refused
+before dispatch because its principal is over its rate (token bucket) or has as many calls in
+flight as its concurrency limit allows. ``data = {"retryAfterS": <int, seconds, at least 1>,
+"limit": "rate" | "concurrency"}``; the HTTP reply carries ``Retry-After`` with the same
+seconds. Modern HTTP: status 429. Legacy HTTP: 200 like every error that answers a dispatched
+request (mcp-wire 4.5): the ``mcp`` 1.x client raises on any 4xx other than 404 inside its
+transport's task group, which ends the whole session, whereas a 200 error reaches the caller
+as an ``McpError`` with this code and data and the session lives on."""
+
 HTTP_STATUS: Final[Mapping[int, int]] = MappingProxyType(
     {
         PARSE_ERROR: 400,
@@ -68,6 +81,7 @@ HTTP_STATUS: Final[Mapping[int, int]] = MappingProxyType(
         MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
         UNSUPPORTED_PROTOCOL_VERSION: 400,
         METHOD_NOT_FOUND: 404,
+        RATE_LIMITED: 429,
     }
 )
 """Modern era: JSON-RPC ``error.code`` -> HTTP status for a JSON (non-SSE) reply. Every code not

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from toolkeeper.protocol.codes import http_status_for
+from toolkeeper.protocol.codes import RATE_LIMITED, http_status_for
 from toolkeeper.protocol.envelope import RequestId, encode_message, error_message, result_message
 from toolkeeper.protocol.faults import wire_error
 from toolkeeper.protocol.meta import SERVER_INFO_KEY
@@ -60,12 +60,31 @@ class ServerIdentity:
         return self._wire.copy()
 
 
+def _retry_after(data: Any) -> tuple[tuple[str, str], ...]:
+    seconds = data.get("retryAfterS") if isinstance(data, dict) else None
+    return (("retry-after", str(seconds)),) if type(seconds) is int and seconds >= 0 else ()
+
+
+_ERROR_HEADERS: Mapping[int, Callable[[Any], tuple[tuple[str, str], ...]]] = {
+    RATE_LIMITED: _retry_after,
+}
+"""Error code -> the HTTP headers its reply carries, made from the error's ``data`` (both eras:
+a legacy reply is 200, but the header still tells a proxy or a client when to come back)."""
+
+
+def _headers_for(error: dict[str, Any], headers: tuple[tuple[str, str], ...]
+                 ) -> tuple[tuple[str, str], ...]:
+    extra = _ERROR_HEADERS.get(error["code"])
+    return headers if extra is None else (*headers, *extra(error.get("data")))
+
+
 def error_reply(request_id: RequestId | None, exc: BaseException,
                 headers: tuple[tuple[str, str], ...] = ()) -> Reply:
     """The Reply for an exception, with the modern table's status for its code (also what the
     legacy transport uses for what it rejects itself: a session or an envelope)."""
     error = wire_error(exc)
-    return Reply(error_message(request_id, error), http_status_for(error["code"]), headers)
+    return Reply(error_message(request_id, error), http_status_for(error["code"]),
+                 _headers_for(error, headers))
 
 
 def answer_error_reply(request_id: RequestId | None, exc: BaseException, era: Era,
@@ -74,7 +93,9 @@ def answer_error_reply(request_id: RequestId | None, exc: BaseException, era: Er
     table's status, or 200 in the legacy era (``_LEGACY_ANSWER_STATUS``), so era rules never
     mix."""
     if era is _LEGACY:
-        return Reply(error_message(request_id, wire_error(exc)), _LEGACY_ANSWER_STATUS, headers)
+        error = wire_error(exc)
+        return Reply(error_message(request_id, error), _LEGACY_ANSWER_STATUS,
+                     _headers_for(error, headers))
     return error_reply(request_id, exc, headers)
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "invalid_request",
     "method_not_found",
     "missing_capability",
+    "rate_limited",
     "request_cancelled",
     "server_stopping",
     "unsupported_version",
@@ -91,3 +92,10 @@ def missing_capability(required: Mapping[str, Any]) -> JsonRpcError:
     return JsonRpcError(codes.MISSING_REQUIRED_CLIENT_CAPABILITY,
                         "Missing required client capability",
                         {"requiredCapabilities": dict(required)})
+
+
+def rate_limited(retry_after_s: int, limit: str) -> JsonRpcError:
+    """:data:`~toolkeeper.protocol.codes.RATE_LIMITED`: ``limit`` is ``rate`` or
+    ``concurrency``; ``retry_after_s`` whole seconds (the reply's ``Retry-After``)."""
+    return JsonRpcError(codes.RATE_LIMITED, "Rate limit exceeded",
+                        {"retryAfterS": retry_after_s, "limit": limit})

@@ -104,12 +104,13 @@ class HeaderView:
     :meth:`from_asgi` does) only when first read: the express lane reads its few headers
     straight from the raw pairs, and most requests never need the rest."""
 
-    __slots__ = ("_index", "_pairs", "_raw")
+    __slots__ = ("_index", "_pairs", "_raw", "_raw_index")
 
     def __init__(self, pairs: Iterable[tuple[str, str]] = ()) -> None:
         self._pairs: tuple[tuple[str, str], ...] | None = tuple(pairs)
         self._index: _Index | None = None
         self._raw: Sequence[tuple[bytes, bytes]] | None = None
+        self._raw_index: Mapping[bytes, bytes] | None = None
 
     @classmethod
     def _indexed(cls, out: tuple[tuple[str, str], ...]) -> HeaderView:
@@ -117,6 +118,7 @@ class HeaderView:
         view._pairs = out
         view._index = _index_of(out)
         view._raw = None
+        view._raw_index = None
         return view
 
     @classmethod
@@ -133,13 +135,18 @@ class HeaderView:
         return cls._indexed(_decode_asgi(pairs))
 
     @classmethod
-    def deferred(cls, raw: Sequence[tuple[bytes, bytes]]) -> HeaderView:
+    def deferred(cls, raw: Sequence[tuple[bytes, bytes]],
+                 raw_index: Mapping[bytes, bytes] | None = None) -> HeaderView:
         """The view :meth:`from_asgi` would build of ``raw``, decoded on first read. ``raw``
-        must not change afterwards (an ASGI scope's header list does not)."""
+        must not change afterwards (an ASGI scope's header list does not). ``raw_index``:
+        its :func:`~toolkeeper.protocol.raw_headers.asgi_index`, when the caller made it:
+        then :meth:`get` reads one value from it without decoding the rest (the names are
+        lowercase and unrepeated, so the first value is the only one)."""
         view = object.__new__(cls)
         view._pairs = None
         view._index = None
         view._raw = raw
+        view._raw_index = raw_index
         return view
 
     @classmethod
@@ -174,6 +181,10 @@ class HeaderView:
 
     def get(self, name: str) -> str | None:
         """The first value of a header, or None."""
+        raw_index = self._raw_index
+        if raw_index is not None and self._pairs is None and name.isascii():
+            value = raw_index.get(name.lower().encode())
+            return None if value is None else value.strip(b" \t").decode("latin-1")
         return self._lookup()[0].get(name.lower())
 
     def get_all(self, name: str) -> list[str]:

@@ -8,10 +8,19 @@ Pending (await it on the transport's loop). Era selection:
   handshake version, or when the body (other than ``initialize``) carries the modern ``_meta``
   envelope; a modern body without a matching header therefore fails the header rung (-32020)
   instead of being served silently as a legacy call. Everything else is legacy, with
-  ``Mcp-Session-Id`` sessions.
+  ``Mcp-Session-Id`` sessions, or without any (``legacy_sessions="stateless"``, see
+  :mod:`~toolkeeper.protocol.stateless`).
 * Stream transports, per connection: the first valid *request* decides once (mcp-wire 2,
   "Dual-era on stream transports"); ``initialize`` on a modern connection is -32022, an
   enveloped request on a legacy connection -32600.
+
+HTTP authenticates first: every request (POST of either era, GET, DELETE) is shown to the
+principal resolver before anything else the kernel judges, and an
+:class:`~toolkeeper.errors.AuthenticationError` is answered 401 by
+:func:`~toolkeeper.protocol.challenge.unauthorized_reply`, the one place that does. The
+principal found is kept for the rest of that request (the pipelines ask again with the same
+facts and get it back without resolving twice). Any other exception from the resolver is
+left to the request's era to answer, as before.
 """
 
 from __future__ import annotations
@@ -22,7 +31,8 @@ from typing import Any
 
 import msgspec
 
-from toolkeeper.errors import JsonRpcError
+from toolkeeper.errors import AuthenticationError, JsonRpcError
+from toolkeeper.protocol.challenge import unauthorized_reply
 from toolkeeper.protocol.dispatch import ServerIdentity, answer_error_reply, error_reply
 from toolkeeper.protocol.envelope import (
     InboundRequest,
@@ -43,7 +53,8 @@ from toolkeeper.protocol.methods import CacheHint, MethodTable, TransportFacts
 from toolkeeper.protocol.modern import ModernPipeline, discover_method
 from toolkeeper.protocol.outcome import Outcome, Reply
 from toolkeeper.protocol.raw_headers import asgi_index
-from toolkeeper.protocol.sessions import LegacySession, Phase, SessionTable
+from toolkeeper.protocol.sessions import LegacySession, Phase, SessionOwner, SessionTable
+from toolkeeper.protocol.stateless import LEGACY_SESSION_MODES, stateless_session
 from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS, Era
 
 __all__ = ["ServerKernel", "StreamConnection", "select_http_era"]
@@ -95,21 +106,54 @@ class ServerKernel:
                  capabilities: Mapping[str, Any], instructions: str | None = None,
                  discover_cache: CacheHint = _DISCOVER_CACHE,
                  resolve_principal: Callable[[TransportFacts], Any] = _anonymous,
-                 sessions: SessionTable | None = None) -> None:
+                 sessions: SessionTable | None = None,
+                 legacy_sessions: str = "stateful") -> None:
+        if legacy_sessions not in LEGACY_SESSION_MODES:
+            raise ValueError(f"legacy_sessions must be one of {', '.join(LEGACY_SESSION_MODES)}"
+                             f", not {legacy_sessions!r}")
+        # Legacy HTTP without sessions: see toolkeeper.protocol.stateless
+        self._stateless = legacy_sessions == "stateless"
         if methods.lookup("server/discover", Era.MODERN) is None:
             methods.add(discover_method(capabilities, instructions, discover_cache))
         self.methods = methods
         self.identity = identity
         self.sessions = sessions if sessions is not None else SessionTable()
-        self._resolve_principal = resolve_principal
-        self._modern = ModernPipeline(methods, identity, resolve_principal)
+        self._resolve = resolve_principal
+        # (facts, principal) of the HTTP request authenticated last: see _resolve_principal
+        self._authenticated: tuple[TransportFacts | None, Any] = (None, None)
+        self._modern = ModernPipeline(methods, identity, self._resolve_principal)
         self._legacy = LegacyPipeline(methods, identity, capabilities, instructions,
-                                      resolve_principal)
+                                      self._resolve_principal)
+
+    def _resolve_principal(self, facts: TransportFacts) -> Any:
+        """The principal of ``facts``: the one :meth:`authenticate` found for these very facts
+        (an identity check: any other request, or another thread's, resolves afresh)."""
+        authenticated = self._authenticated
+        if authenticated[0] is facts:
+            return authenticated[1]
+        return self._resolve(facts)
+
+    def authenticate(self, facts: TransportFacts) -> Reply | None:
+        """HTTP, before anything else: the 401 for a request whose credential the resolver
+        refuses (:class:`~toolkeeper.errors.AuthenticationError`), else None, the principal
+        kept for the rest of the request. Another exception from the resolver is None here and
+        answered later by the request's era, as a refusal always was."""
+        try:
+            principal = self._resolve(facts)
+        except AuthenticationError as exc:
+            return unauthorized_reply(exc)
+        except Exception:
+            return None
+        self._authenticated = (facts, principal)
+        return None
 
     # --- HTTP --------------------------------------------------------------------------------
 
     def handle_http(self, raw: bytes, facts: TransportFacts) -> Outcome:
         """One POST body (already within the size limit) and its headers."""
+        refusal = self.authenticate(facts)
+        if refusal is not None:
+            return refusal
         try:
             message = decode_message(raw)
         except JsonRpcError as exc:
@@ -127,12 +171,17 @@ class ServerKernel:
         facts get a view decoded only if something reads it); ``index``: their
         :func:`~toolkeeper.protocol.raw_headers.asgi_index`, if the transport made it;
         ``received_ns``: see :attr:`TransportFacts.received_ns`."""
+        if headers is None and index is None:  # (made here, not later: the resolver reads it)
+            index = asgi_index(raw_headers)
+        facts = TransportFacts("http", headers if headers is not None
+                               else HeaderView.deferred(raw_headers, index), peer, received_ns)
+        refusal = self.authenticate(facts)
+        if refusal is not None:
+            return refusal
         try:
             message = decode_message(raw)
         except JsonRpcError as exc:
             return error_reply(None, exc)
-        facts = TransportFacts("http", headers if headers is not None
-                               else HeaderView.deferred(raw_headers), peer, received_ns)
         if type(message) is dict:
             name = message.get("method")
             method = self.methods.express(name) if type(name) is str else None
@@ -146,6 +195,10 @@ class ServerKernel:
         return self.handle_http_message(message, facts)
 
     def handle_http_message(self, message: Any, facts: TransportFacts) -> Outcome:
+        if self._authenticated[0] is not facts:  # (not yet, when called directly)
+            refusal = self.authenticate(facts)
+            if refusal is not None:
+                return refusal
         if select_http_era(message, facts.headers) is Era.MODERN:
             return self._modern.handle(message, facts, http=True)
         return self._legacy_http(message, facts)
@@ -158,6 +211,8 @@ class ServerKernel:
                     raise invalid_request(f"{name} header appears more than once")
         except JsonRpcError as exc:
             return error_reply(safe_id(message), exc)
+        if self._stateless:
+            return self._legacy.after_envelope(inbound, stateless_session(inbound, facts), facts)
         session_id = facts.headers.get(MCP_SESSION_ID)
         if session_id is None:
             if isinstance(inbound, InboundRequest) and inbound.method == "initialize":
@@ -170,29 +225,30 @@ class ServerKernel:
         return self._legacy.after_envelope(inbound, session, facts,
                                            ((MCP_SESSION_ID, session_id),))
 
-    def _tenant_of(self, facts: TransportFacts) -> str | None:
-        """The tenant of the request's principal, when the resolver gives one with a tenant
-        (a resolver that refuses the request: None here; its refusal is answered later)."""
+    def _owner_of(self, facts: TransportFacts) -> SessionOwner | None:
+        """Who the request's principal is, as a session owner (a resolver that refuses the
+        request: None here; its refusal is answered later)."""
         try:
-            return _tenant(self._resolve_principal(facts))
+            return _owner(self._resolve_principal(facts))
         except Exception:
             return None
 
     def _owned_session(self, session_id: str, facts: TransportFacts) -> LegacySession | None:
         """The live session with that id, if the request's principal may use it: sessions are
-        bound to the tenant that initialized them (mcp-wire 10: another credential gets 404;
-        a principal carries no identity finer than its tenant)."""
+        bound to the tenant and credential that initialized them (mcp-wire 10: another
+        credential, even of the same tenant, gets 404)."""
         session = self.sessions.get(session_id)
         if session is None or session.owner is None:
             return session
-        return session if self._tenant_of(facts) == session.owner else None
+        return session if self._owner_of(facts) == session.owner else None
 
     def _http_initialize(self, request: InboundRequest, facts: TransportFacts) -> Outcome:
         # Who is asking comes first: a request the resolver refuses gets its refusal and no
-        # session (nor may it evict one). The session belongs to the principal's tenant; a
-        # principal without one (the core's anonymous default) leaves it unbound.
+        # session (nor may it evict one). The session belongs to the principal's tenant and
+        # credential; a principal without a tenant (the core's anonymous default) leaves it
+        # unbound.
         try:
-            owner = _tenant(self._resolve_principal(facts))
+            owner = _owner(self._resolve_principal(facts))
         except Exception as exc:  # answered as any legacy request the resolver refuses
             return answer_error_reply(request.id, exc, Era.LEGACY)
         session = LegacySession()
@@ -262,11 +318,14 @@ class ServerKernel:
         return self._legacy.handle(message, conn.session, facts)
 
 
-def _tenant(principal: Any) -> str | None:
-    """The principal's tenant, when it has one (the core's principal is opaque: anything a
-    resolver returns)."""
+def _owner(principal: Any) -> SessionOwner | None:
+    """The principal's tenant and credential id, when it has a tenant (the core's principal is
+    opaque: anything a resolver returns; a credential that is not a string counts as none)."""
     tenant = getattr(principal, "tenant", None)
-    return tenant if isinstance(tenant, str) else None
+    if not isinstance(tenant, str):
+        return None
+    credential = getattr(principal, "credential", None)
+    return (tenant, credential if isinstance(credential, str) else None)
 
 
 def _initialize_on_modern(message: dict[str, Any]) -> Reply:

@@ -15,7 +15,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["LegacySession", "Phase", "SessionTable"]
+__all__ = ["LegacySession", "Phase", "SessionOwner", "SessionTable"]
+
+SessionOwner = tuple[str, str | None]
+"""Who may use a legacy session: the tenant and credential id of the principal that opened it
+(the credential None for a principal that names none, such as the anonymous local one)."""
 
 
 class Phase(enum.Enum):
@@ -38,9 +42,10 @@ class LegacySession:
     client_info: Mapping[str, Any] | None = None
     log_level: str | None = None
     last_seen: float = 0.0
-    owner: str | None = None
-    """The tenant of the principal that initialized the session over HTTP (None: not bound,
-    as with no principal resolver); a request of another tenant does not find it."""
+    owner: SessionOwner | None = None
+    """The tenant and credential id of the principal that initialized the session over HTTP
+    (None: not bound, as with no principal resolver); a request of another tenant or with
+    another credential does not find it."""
     weight: int = 0
     """The JSON size in bytes of what the session keeps of its client (its capabilities and
     clientInfo, kept as sent): what :class:`SessionTable` counts against ``max_bytes``."""

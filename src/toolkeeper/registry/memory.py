@@ -10,10 +10,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import StoreError
+from toolkeeper.registry.apikeys import ApiKeyRecord
 from toolkeeper.registry.store import AuditEntry, AuditRecord, Snapshot
 
 __all__ = ["MemoryStore"]
@@ -67,6 +69,7 @@ class MemoryStore:
         self._records: dict[str, dict[Version, ToolSpec]] = {}
         self._audit: list[AuditEntry] = []
         self._watchers: list[Callable[[], None]] = []
+        self._keys: dict[str, ApiKeyRecord] = {}
         self._closed = False
 
     @contextmanager
@@ -107,6 +110,39 @@ class MemoryStore:
 
     def stale(self) -> bool:
         return False
+
+    # --- API keys (registry.apikeys.KeyStore) ----------------------------------------------
+
+    def add_key(self, record: ApiKeyRecord) -> None:
+        with self._lock:
+            self._check_open()
+            if record.id in self._keys:
+                raise StoreError(f"API key {record.id} is already stored",
+                                 code="registry.conflict")
+            self._keys[record.id] = record
+
+    def find_key(self, key_id: str) -> ApiKeyRecord | None:
+        with self._lock:
+            self._check_open()
+            return self._keys.get(key_id)
+
+    def list_keys(self) -> tuple[ApiKeyRecord, ...]:
+        with self._lock:
+            self._check_open()
+            return tuple(sorted(self._keys.values(), key=lambda k: (k.created, k.id)))
+
+    def revoke_key(self, key_id: str, at: str) -> ApiKeyRecord | None:
+        with self._lock:
+            self._check_open()
+            record = self._keys.get(key_id)
+            if record is not None and record.revoked_at is None:
+                record = self._keys[key_id] = replace(record, revoked_at=at)
+            return record
+
+    def key_revocations(self) -> int:
+        with self._lock:
+            self._check_open()
+            return sum(1 for k in self._keys.values() if k.revoked_at is not None)
 
     def close(self) -> None:
         self._closed = True

@@ -81,6 +81,44 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
               OR NEW.version_key IS NOT OLD.version_key
             BEGIN SELECT RAISE(ABORT, 'published contract content is immutable'); END""",
     )),
+    Migration(2, "api keys: salted hashes, revocation", (
+        """CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            salt TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            tenant TEXT NOT NULL,
+            scopes TEXT NOT NULL,
+            clearance TEXT NOT NULL,
+            name TEXT,
+            created TEXT NOT NULL,
+            expires TEXT,
+            revoked_at TEXT)""",
+        """CREATE INDEX api_keys_revoked ON api_keys (revoked_at) WHERE revoked_at IS NOT NULL""",
+        """CREATE TRIGGER api_keys_kept BEFORE DELETE ON api_keys
+            BEGIN SELECT RAISE(ABORT, 'api keys are revoked, never deleted'); END""",
+        """CREATE TRIGGER api_keys_revocation_only BEFORE UPDATE ON api_keys
+            WHEN OLD.revoked_at IS NOT NULL OR NEW.revoked_at IS NULL
+              OR NEW.id IS NOT OLD.id OR NEW.salt IS NOT OLD.salt OR NEW.hash IS NOT OLD.hash
+              OR NEW.tenant IS NOT OLD.tenant OR NEW.scopes IS NOT OLD.scopes
+              OR NEW.clearance IS NOT OLD.clearance OR NEW.name IS NOT OLD.name
+              OR NEW.created IS NOT OLD.created OR NEW.expires IS NOT OLD.expires
+            BEGIN SELECT RAISE(ABORT, 'an api key changes only by being revoked, once'); END""",
+    )),
+    Migration(3, "call log", (
+        """CREATE TABLE calls (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            at TEXT NOT NULL,
+            tenant TEXT NOT NULL,
+            credential TEXT,
+            tool TEXT NOT NULL,
+            version TEXT NOT NULL,
+            era TEXT NOT NULL,
+            arguments_digest TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            latency_ms REAL NOT NULL,
+            request_id TEXT)""",
+        "CREATE INDEX calls_at ON calls (at)",
+    )),
 )
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
@@ -114,6 +152,44 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
                   OR NEW.name IS DISTINCT FROM OLD.name
                   OR NEW.version_key IS DISTINCT FROM OLD.version_key)
             EXECUTE FUNCTION toolkeeper_refuse('published contract content is immutable')""",
+    )),
+    Migration(2, "api keys: salted hashes, revocation", (
+        """CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            salt TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            tenant TEXT NOT NULL,
+            scopes TEXT NOT NULL,
+            clearance TEXT NOT NULL,
+            name TEXT,
+            created TEXT NOT NULL,
+            expires TEXT,
+            revoked_at TEXT)""",
+        """CREATE INDEX api_keys_revoked ON api_keys (revoked_at) WHERE revoked_at IS NOT NULL""",
+        """CREATE TRIGGER api_keys_kept BEFORE DELETE ON api_keys FOR EACH ROW
+            EXECUTE FUNCTION toolkeeper_refuse('api keys are revoked, never deleted')""",
+        """CREATE TRIGGER api_keys_revocation_only BEFORE UPDATE ON api_keys FOR EACH ROW
+            WHEN (OLD.revoked_at IS NOT NULL OR NEW.revoked_at IS NULL
+                  OR (NEW.id, NEW.salt, NEW.hash, NEW.tenant, NEW.scopes, NEW.clearance,
+                      NEW.name, NEW.created, NEW.expires)
+                     IS DISTINCT FROM (OLD.id, OLD.salt, OLD.hash, OLD.tenant, OLD.scopes,
+                                       OLD.clearance, OLD.name, OLD.created, OLD.expires))
+            EXECUTE FUNCTION toolkeeper_refuse('an api key changes only by being revoked, once')""",
+    )),
+    Migration(3, "call log", (
+        """CREATE TABLE calls (
+            seq BIGSERIAL PRIMARY KEY,
+            at TEXT NOT NULL,
+            tenant TEXT NOT NULL,
+            credential TEXT,
+            tool TEXT NOT NULL,
+            version TEXT NOT NULL,
+            era TEXT NOT NULL,
+            arguments_digest TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            latency_ms DOUBLE PRECISION NOT NULL,
+            request_id TEXT)""",
+        "CREATE INDEX calls_at ON calls (at)",
     )),
 )
 

@@ -26,6 +26,7 @@ from psycopg import errors as pg_errors
 
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import StoreError
+from toolkeeper.registry.apikeys import KEY_COLUMNS, ApiKeyRecord, key_from_row, key_params
 from toolkeeper.registry.listener import PgListener
 from toolkeeper.registry.location import masked
 from toolkeeper.registry.migrations import (
@@ -281,6 +282,47 @@ class PostgresStore:
             rows = conn.execute("SELECT seq, at, actor, action, name, version, rule, verdict"
                                 " FROM audit ORDER BY seq").fetchall()
         return tuple(audit_from_row(r) for r in rows)
+
+    # --- API keys (registry.apikeys.KeyStore) ----------------------------------------------
+
+    def add_key(self, record: ApiKeyRecord) -> None:
+        with self._transaction() as conn:
+            conn.execute(f"INSERT INTO api_keys ({KEY_COLUMNS}) VALUES (%(id)s, %(salt)s,"
+                         " %(hash)s, %(tenant)s, %(scopes)s, %(clearance)s, %(name)s,"
+                         " %(created)s, %(expires)s, %(revoked_at)s)", key_params(record))
+
+    def find_key(self, key_id: str) -> ApiKeyRecord | None:
+        with self._transaction(read_only=True) as conn:
+            row = conn.execute(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE id = %s",
+                               (key_id,)).fetchone()
+        return key_from_row(row) if row else None
+
+    def list_keys(self) -> tuple[ApiKeyRecord, ...]:
+        with self._transaction(read_only=True) as conn:
+            rows = conn.execute(f"SELECT {KEY_COLUMNS} FROM api_keys ORDER BY created, id"
+                                ).fetchall()
+        return tuple(key_from_row(r) for r in rows)
+
+    def revoke_key(self, key_id: str, at: str) -> ApiKeyRecord | None:
+        with self._transaction() as conn:
+            conn.execute("UPDATE api_keys SET revoked_at = %s"
+                         " WHERE id = %s AND revoked_at IS NULL", (at, key_id))
+            row = conn.execute(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE id = %s",
+                               (key_id,)).fetchone()
+        return key_from_row(row) if row else None
+
+    def key_revocations(self) -> int:
+        """One round trip outside a transaction block (autocommit): the verifier's periodic
+        look at the revocation generation."""
+        with self._lock:
+            try:
+                row = self._live().execute(
+                    "SELECT COUNT(*) FROM api_keys WHERE revoked_at IS NOT NULL").fetchone()
+            except psycopg.Error as exc:
+                raise _store_error(exc, self.url) from None
+            finally:
+                self._used = time.monotonic()
+        return int(row[0]) if row else 0
 
     def watch(self, callback: Callable[[], None]) -> None:
         """Deliver other replicas' commits: starts the LISTEN thread on first use."""

@@ -234,6 +234,11 @@ class Registry:
         """The append-only audit trail, oldest first (refused publishes included)."""
         return self._store.audit()
 
+    @property
+    def store(self) -> RegistryStore:
+        """The backing store (API keys and the call log live beside the contracts in it)."""
+        return self._store
+
     # --- change propagation ----------------------------------------------------------------
 
     @property

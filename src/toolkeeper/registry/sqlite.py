@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import StoreError
+from toolkeeper.registry.apikeys import KEY_COLUMNS, ApiKeyRecord, key_from_row, key_params
 from toolkeeper.registry.migrations import (
     SCHEMA_TABLE,
     SQLITE_MIGRATIONS,
@@ -257,6 +258,40 @@ class SQLiteStore:
         with self._read() as conn:
             rows = conn.execute(f"SELECT {_AUDIT_COLUMNS} FROM audit ORDER BY seq").fetchall()
         return tuple(audit_from_row(r) for r in rows)
+
+    # --- API keys (registry.apikeys.KeyStore) ----------------------------------------------
+
+    def add_key(self, record: ApiKeyRecord) -> None:
+        with self._write() as conn:
+            conn.execute(f"INSERT INTO api_keys ({KEY_COLUMNS}) VALUES (:id, :salt, :hash,"
+                         " :tenant, :scopes, :clearance, :name, :created, :expires, :revoked_at)",
+                         key_params(record))
+
+    def find_key(self, key_id: str) -> ApiKeyRecord | None:
+        with self._read() as conn:
+            row = conn.execute(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE id = ?",
+                               (key_id,)).fetchone()
+        return key_from_row(row) if row else None
+
+    def list_keys(self) -> tuple[ApiKeyRecord, ...]:
+        with self._read() as conn:
+            rows = conn.execute(f"SELECT {KEY_COLUMNS} FROM api_keys ORDER BY created, id"
+                                ).fetchall()
+        return tuple(key_from_row(r) for r in rows)
+
+    def revoke_key(self, key_id: str, at: str) -> ApiKeyRecord | None:
+        with self._write() as conn:
+            conn.execute("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                         (at, key_id))
+            row = conn.execute(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE id = ?",
+                               (key_id,)).fetchone()
+        return key_from_row(row) if row else None
+
+    def key_revocations(self) -> int:
+        with self._read() as conn:
+            row = conn.execute("SELECT COUNT(*) FROM api_keys WHERE revoked_at IS NOT NULL"
+                               ).fetchone()
+        return int(row[0])
 
     # --- change propagation ----------------------------------------------------------------
 

@@ -31,7 +31,8 @@ class CallRecord(msgspec.Struct, frozen=True, gc=False):
     """One dispatched call. ``outcome`` is None while the handler runs, then ``ok``, ``error``
     (an ``isError`` result), ``exception`` (the handler raised, or returned what is not a
     result), ``invalid_output`` (its structured content broke the output schema),
-    ``protocol_error`` (the handler raised a JSON-RPC error) or ``cancelled``; ``latency_ms``
+    ``protocol_error`` (the handler raised a JSON-RPC error), ``cancelled`` or ``timeout``
+    (the handler ran past its call timeout and was cancelled); ``latency_ms``
     is set with it. (An immutable
     msgspec Struct, like a frozen dataclass but cheaper to build: one is built per call. Its
     fields are strings and numbers, which cannot form cycles, so the garbage collector need not
@@ -44,6 +45,8 @@ class CallRecord(msgspec.Struct, frozen=True, gc=False):
     era: str
     outcome: str | None = None
     latency_ms: float | None = None
+    credential: str | None = None  # the principal's credential id (a key id, ``iss#sub``)
+    request_id: str | int | None = None
 
 
 class CallLog(Protocol):
@@ -53,6 +56,15 @@ class CallLog(Protocol):
     def dispatched(self, record: CallRecord) -> int: ...
 
     def completed(self, handle: int, outcome: str, latency_ms: float) -> None: ...
+
+    def refused(self, reason: str) -> None:
+        """A ``tools/call`` refused before dispatch: the schema gate's ``reason`` (or
+        ``unknown_tool``, ``invalid_params``). Never a record (invariant 2); for metrics."""
+        ...
+
+    def invalid(self, tool: str, version: str) -> None:
+        """A ``tools/call`` whose arguments failed validation (never a record either)."""
+        ...
 
 
 class InMemoryCallLog:
@@ -100,3 +112,9 @@ class InMemoryCallLog:
         with self._lock:
             if handle in self._records:
                 self._done[handle] = (outcome, latency_ms)
+
+    def refused(self, reason: str) -> None:
+        """Not recorded here (see :class:`CallLog`)."""
+
+    def invalid(self, tool: str, version: str) -> None:
+        """Not recorded here (see :class:`CallLog`)."""

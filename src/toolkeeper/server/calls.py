@@ -5,7 +5,10 @@ Invalid arguments are a tool *result* with ``isError: true`` (the model can corr
 ``structuredContent = {"errors": [{"path", "keyword", "message"}, ...]}`` sorted by (path,
 message), and one text block listing the same errors. The call log is only written for calls
 that reach a handler. A handler exception is an ``isError`` result with a generic text; the
-exception is logged server-side, never sent.
+exception is logged server-side, never sent. A handler that runs past its call timeout
+(:mod:`~toolkeeper.server.limits`) is cancelled and answered with
+:func:`~toolkeeper.server.limits.timed_out_result`, its ``_meta`` marked with
+:data:`~toolkeeper.server.limits.TIMEOUT_META_KEY`; it is logged ``timeout``.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from toolkeeper.server.calllog import CallLog, CallRecord, arguments_digest
 from toolkeeper.server.content import ToolResult, check_content, text, to_tool_result
 from toolkeeper.server.gate import FASTMCP_META_KEY, SCHEMA_VERSION_KEY, requested_version
 from toolkeeper.server.handlers import HandlerBinding, ToolContext, ToolHandlers, capability_error
+from toolkeeper.server.limits import TIMEOUT_META_KEY, CallTimeoutError, bounded, timed_out_result
 from toolkeeper.server.routes import Route, Routes, closed_schema
 from toolkeeper.server.views import ToolViews
 
@@ -91,6 +95,16 @@ def _cancel_requested() -> bool:
     return task is not None and task.cancelling() > 0
 
 
+def _refusal_reason(exc: JsonRpcError) -> str:
+    """Why a call was refused before dispatch: the gate's ``reason``, else an unknown (or
+    invisible) tool, or params that are not a call (a JSON path names the bad field)."""
+    data = exc.rpc_data if isinstance(exc.rpc_data, dict) else {}
+    reason = data.get("reason")
+    if isinstance(reason, str):
+        return reason
+    return "invalid_params" if "path" in data else "unknown_tool"
+
+
 def _failure(name: str) -> ToolResult:
     return ToolResult((text(f"Tool {name!r} failed while running; no details are available "
                             "to the caller."),), is_error=True)
@@ -104,8 +118,10 @@ class ToolCalls:
     routed once."""
 
     def __init__(self, registry: Registry, views: ToolViews, handlers: ToolHandlers,
-                 call_log: CallLog, tools_changed: Callable[[], None] | None = None) -> None:
+                 call_log: CallLog, tools_changed: Callable[[], None] | None = None,
+                 call_timeout: Callable[[str], float | None] | None = None) -> None:
         self._routes = Routes(registry, views, handlers)
+        self._call_timeout = call_timeout
         self._log = call_log
         self._tools_changed = tools_changed
         self._last: tuple[Call, _Target] | None = None
@@ -147,7 +163,11 @@ class ToolCalls:
         return route.plan.spec.input_schema
 
     def __call__(self, call: Call) -> MethodResult:
-        name, arguments, route = self._target(call)
+        try:
+            name, arguments, route = self._target(call)
+        except JsonRpcError as exc:
+            self._log.refused(_refusal_reason(exc))
+            raise
         self._last = None
         binding = route.binding
         if binding is not None and binding.requires and missing_capabilities(
@@ -155,6 +175,7 @@ class ToolCalls:
             raise capability_error(binding.requires, call.era)
         issues = route.validator.errors(arguments)
         if issues:
+            self._log.invalid(route.plan.spec.name, route.version)
             return self._wire(call, route, invalid_arguments_result(issues))
         if binding is None:
             return self._wire(call, route, ToolResult(
@@ -209,7 +230,8 @@ class ToolCalls:
                 value = self._invoke(call, route, binding, arguments, emit)
                 if type(value) is CoroutineType or (
                         not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
-                    value = await value
+                    value = await (value if self._call_timeout is None
+                                   else self._timed(route, value))
             except BaseException as exc:
                 return finish(call.request_id,
                               self._failed_wire(call, route, handle, started, exc))
@@ -229,7 +251,8 @@ class ToolCalls:
         principal: Principal = call.principal
         return self._log.dispatched(CallRecord(
             route.plan.spec.name, route.version, principal.tenant, arguments_digest(arguments),
-            "modern" if call.era is Era.MODERN else call.era.value))
+            "modern" if call.era is Era.MODERN else call.era.value,
+            credential=getattr(principal, "credential", None), request_id=call.request_id))
 
     def _invoke(self, call: Call, route: Route, binding: HandlerBinding,
                 arguments: dict[str, Any], emit: Emit) -> Any:
@@ -247,7 +270,8 @@ class ToolCalls:
             value = self._invoke(call, route, binding, arguments, emit)
             if type(value) is CoroutineType or (
                     not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
-                value = await value
+                value = await (value if self._call_timeout is None
+                               else self._timed(route, value))
         except BaseException as exc:
             return self._failed_wire(call, route, handle, started, exc)
         return self._settle(call, route, handle, started, value)
@@ -271,10 +295,17 @@ class ToolCalls:
     async def _await_rest(self, call: Call, route: Route, handle: int, started: float,
                           awaitable: Awaitable[Any], emit: Emit) -> dict[str, Any]:
         try:
-            value = await awaitable
+            value = await (awaitable if self._call_timeout is None
+                           else self._timed(route, awaitable))
         except BaseException as exc:
             return self._failed_wire(call, route, handle, started, exc)
         return self._settle(call, route, handle, started, value)
+
+    def _timed(self, route: Route, awaitable: Awaitable[Any]) -> Awaitable[Any]:
+        """The handler's awaitable, bounded by its tool's call timeout when it has one."""
+        assert self._call_timeout is not None
+        timeout_s = self._call_timeout(route.plan.spec.name)
+        return awaitable if timeout_s is None else bounded(awaitable, timeout_s)
 
     def _settle(self, call: Call, route: Route, handle: int, started: float, value: Any
                 ) -> dict[str, Any]:
@@ -301,8 +332,11 @@ class ToolCalls:
 
     def _failed_wire(self, call: Call, route: Route, handle: int, started: float,
                      exc: BaseException) -> dict[str, Any]:
-        """:meth:`_failed`, as sent."""
-        return self._wire(call, route, self._failed(route, handle, started, exc))
+        """:meth:`_failed`, as sent (a timed-out call's ``_meta`` marked)."""
+        out = self._wire(call, route, self._failed(route, handle, started, exc))
+        if isinstance(exc, CallTimeoutError):
+            out["_meta"][TIMEOUT_META_KEY] = {"timeoutS": exc.timeout_s}
+        return out
 
     def _failed(self, route: Route, handle: int, started: float, exc: BaseException
                 ) -> ToolResult:
@@ -319,6 +353,11 @@ class ToolCalls:
             outcome = "protocol_error"
         elif isinstance(exc, _InvalidOutput):
             outcome = "invalid_output"  # told in the log already, without a traceback
+        elif isinstance(exc, CallTimeoutError):
+            self._log.completed(handle, "timeout", (time.perf_counter() - started) * 1000.0)
+            _log.warning("tool %s %s timed out after %g s and was cancelled", spec.name,
+                         spec.version, exc.timeout_s)
+            return timed_out_result(spec.name, exc.timeout_s)
         elif ((isinstance(exc, asyncio.CancelledError) and _cancel_requested())
               or (isinstance(exc, GeneratorExit) and _thrown_in(exc))):
             outcome = "cancelled"

@@ -34,6 +34,7 @@ from toolkeeper.server.calllog import CallLog, InMemoryCallLog
 from toolkeeper.server.calls import ToolCalls
 from toolkeeper.server.changes import ChangeHub
 from toolkeeper.server.handlers import ToolHandlers
+from toolkeeper.server.limits import CallLimits
 from toolkeeper.server.listen import listen_method
 from toolkeeper.server.principal import LocalPrincipal, PrincipalResolver
 from toolkeeper.server.views import ToolViews
@@ -87,10 +88,13 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
                   identity: ServerIdentity | None = None, instructions: str | None = None,
                   list_ttl_ms: int = 0, discover_ttl_ms: int = 0,
                   sessions: SessionTable | None = None,
-                  changes: ChangeHub | None = None) -> Gateway:
+                  changes: ChangeHub | None = None, limits: CallLimits | None = None,
+                  legacy_sessions: str = "stateful") -> Gateway:
     """Assemble a gateway over ``registry``. Defaults: no handlers, an in-memory call log,
     the anonymous :class:`LocalPrincipal`, ``ttlMs`` 0 (``tools/list`` is ``private``,
-    ``server/discover`` ``public``), a change hub subscribed to ``registry``."""
+    ``server/discover`` ``public``), a change hub subscribed to ``registry``, no limits
+    (``limits``: :func:`~toolkeeper.server.limits.build_limits`), stateful legacy sessions
+    (``legacy_sessions="stateless"``: :mod:`~toolkeeper.protocol.stateless`)."""
     handlers = handlers if handlers is not None else ToolHandlers()
     call_log = call_log if call_log is not None else InMemoryCallLog()
     if resolve_principal is not None and _is_async(resolve_principal):
@@ -102,18 +106,23 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     views = ToolViews(registry)
     hub = changes if changes is not None else ChangeHub.for_registry(registry)
     identity = identity or default_identity()
-    calls = ToolCalls(registry, views, handlers, call_log, hub.tools_changed)
+    calls = ToolCalls(registry, views, handlers, call_log, hub.tools_changed,
+                      limits.call_timeout if limits is not None else None)
     list_tools = _list_tools(views)
+    call_method = Method("tools/call", calls, header_schema=calls.header_schema,
+                         express=calls.express)
+    if limits is not None and limits.admission is not None:
+        call_method = limits.admission.wrap(call_method)
     table = MethodTable([
         Method("tools/list", list_tools, cache=CacheHint(list_ttl_ms, "private"),
                express=plain_express(list_tools)),
-        Method("tools/call", calls, header_schema=calls.header_schema, express=calls.express),
+        call_method,
         listen_method(hub),
     ])
     kernel = ServerKernel(
         table, identity=identity, capabilities=CAPABILITIES,
         instructions=instructions, discover_cache=CacheHint(discover_ttl_ms, "public"),
-        resolve_principal=resolver, sessions=sessions)
+        resolve_principal=resolver, sessions=sessions, legacy_sessions=legacy_sessions)
     return Gateway(kernel, registry, handlers, call_log, views, resolver, hub)
 
 

@@ -7,16 +7,22 @@ message, a traceback's text and uvicorn's access line (its query string) are all
 text. :func:`configure_logging` installs it on the root logger; uvicorn is run without a
 logging configuration of its own (``log_config=None``), so its error and access loggers
 propagate there too, as Python's warnings do (``py.warnings``).
+``configure_logging(..., log_format="json")`` writes one JSON object a line instead
+(:class:`JsonFormatter`: ``time``, ``level``, ``logger``, ``message``, ``exc``), each text field
+through the same redaction.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Final, TextIO
 
 from toolkeeper.contracts.redaction import redact_text
 
-__all__ = ["LOG_FORMAT", "RedactingFormatter", "configure_logging"]
+__all__ = ["LOG_FORMAT", "JsonFormatter", "RedactingFormatter", "configure_logging"]
 
 LOG_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -28,17 +34,48 @@ class RedactingFormatter(logging.Formatter):
         return redact_text(super().format(record))
 
 
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: ``time`` (UTC, ISO 8601), ``level``, ``logger``, ``message``
+    and ``exc`` (the traceback and stack text, or null), each text redacted."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        exc = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        parts = [part for part in (record.exc_text,
+                                   record.stack_info and self.formatStack(record.stack_info))
+                 if part]
+        if parts:
+            exc = redact_text("\n".join(parts))
+        return json.dumps({
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(
+                timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": redact_text(record.getMessage()),
+            "exc": exc,
+        }, ensure_ascii=False)
+
+
+_FORMATTERS: Final[dict[str, Callable[[], logging.Formatter]]] = {
+    "text": lambda: RedactingFormatter(LOG_FORMAT),
+    "json": JsonFormatter,
+}
+"""``logging.format`` (``--log-format``) to the formatter of each line."""
+
+
 _SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
 """uvicorn's loggers: they must reach the root handler (``log_config=None`` in the runner)."""
 
 
-def configure_logging(level: str, stream: TextIO) -> None:
-    """Log to ``stream`` at ``level`` (a name such as ``info``) through a redacting formatter,
-    unless the root logger is already configured (as :func:`logging.basicConfig`); and send
-    Python's warnings to the ``py.warnings`` logger, so that they are redacted too (a warning's
-    message can quote a value as well as an exception's can)."""
+def configure_logging(level: str, stream: TextIO, *, log_format: str = "text") -> None:
+    """Log to ``stream`` at ``level`` (a name such as ``info``) through a redacting formatter
+    (``log_format`` ``text`` or ``json``), unless the root logger is already configured (as
+    :func:`logging.basicConfig`); and send Python's warnings to the ``py.warnings`` logger, so
+    that they are redacted too (a warning's message can quote a value as well as an
+    exception's can)."""
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(RedactingFormatter(LOG_FORMAT))
+    handler.setFormatter(_FORMATTERS[log_format]())
     logging.basicConfig(level=level.upper(), handlers=[handler])
     logging.captureWarnings(True)
     for name in _SERVER_LOGGERS:  # a server started earlier in the process may have given

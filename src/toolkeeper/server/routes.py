@@ -1,6 +1,6 @@
 """Resolved ``tools/call`` routes: the contract a call runs under (the schema-version gate's
 plan), its compiled input and output validators, its handler binding and the result's
-``_meta``, resolved once per (registry generation, handler set, principal, tool, requested
+``_meta``, resolved once per (registry generation, handler set, entitlement, tool, requested
 version) and reused until the registry or the handler set changes.
 
 Only successful resolutions are kept, and only for calls that name no version or spell it
@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from toolkeeper.contracts.headers import iter_x_mcp_headers
-from toolkeeper.contracts.spec import ToolSpec
+from toolkeeper.contracts.spec import DataClassification, ToolSpec
 from toolkeeper.contracts.validate import CompiledSchema, compile_schema
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server.gate import Plan, plan_call
@@ -89,7 +89,9 @@ class Route:
     """The input schema has ``x-mcp-header`` arguments (checked against ``Mcp-Param-*``)."""
 
 
-_Key = tuple[int, int, Principal, str, str | None]
+_Key = tuple[int, int, tuple[str, frozenset[str], DataClassification], str, str | None]
+"""Keyed by entitlement, not by principal: two credentials with the same tenant, scopes and
+clearance share their routes (the credential decides session ownership, never a route)."""
 _Recent = tuple[int, int, Principal, dict[tuple[str, str | None], Route]]
 
 
@@ -98,7 +100,8 @@ class Routes:
 
     The routes of the most recent (generation, handler set, principal) are also kept by tool
     and version alone, found by the principal's identity: a resolver that returns the same
-    principal object per request (the local principal does) skips hashing it."""
+    principal object per request (the local principal and a cached credential do) skips
+    hashing it."""
 
     def __init__(self, registry: Registry, views: ToolViews, handlers: ToolHandlers, *,
                  max_routes: int = 4096) -> None:
@@ -127,7 +130,7 @@ class Routes:
         else:
             recent = (generation, revision, principal, {})
             self._recent = recent
-        key = (generation, revision, principal, name, requested)
+        key = (generation, revision, principal.entitlement, name, requested)
         route = self._routes.get(key)
         if route is None:
             route = self._build(plan_call(self._registry, self._views, principal, name,

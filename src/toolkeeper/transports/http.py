@@ -11,20 +11,23 @@ step   check                                                failure
 3      method: POST; DELETE ends a legacy session            405 ``Allow: POST`` (GET and the
                                                              rest; DELETE without a session)
 4      ``Accept`` lists JSON and SSE (JSON in JSON mode)     406
-5+     body -> :meth:`ServerKernel.handle_http`              JSON-RPC error, table status
+5      the credential (:meth:`ServerKernel.authenticate`;   401 ``WWW-Authenticate``, fixed
+       GET and DELETE too, before their 405 or session)      JSON body
+6+     body -> :meth:`ServerKernel.handle_http`              JSON-RPC error, table status
 =====  ===================================================  ===============================
 
 A reply is JSON with the status from the code table; an accepted notification is 202 with an
-empty body. A request whose handler emits a notification (progress, log) is committed to SSE
-at the first one, and so is one silent for ``keepalive_s`` (then pinged); once committed the
-status is 200 and the response is the last event. A stream method (``subscriptions/listen``)
-is SSE in every mode and needs ``text/event-stream`` in ``Accept`` (406). A client that
-disconnects cancels its handler. With a change feed, a legacy session may open its standalone
-GET stream (:mod:`~toolkeeper.transports.session_stream`); without one, GET is 405.
-:meth:`StreamableHTTPApp.begin_shutdown` ends every stream so the server can stop; a request
-the server then cancels (its graceful wait is over) is logged and answered 503 if nothing was
-sent yet. No exception escapes to the server: a transport fault is logged and answered 500
-with a fixed text, never a traceback.
+empty body. Any other path is 404, except the static documents of :attr:`HttpConfig.documents`
+(the RFC 9728 metadata). A request whose handler emits a notification (progress, log) is
+committed to SSE at the first one, and so is one silent for ``keepalive_s`` (then pinged);
+once committed the status is 200 and the response is the last event. A stream method
+(``subscriptions/listen``) is SSE in every mode and needs ``text/event-stream`` in ``Accept``
+(406). A client that disconnects cancels its handler. With a change feed, a legacy session may
+open its standalone GET stream (:mod:`~toolkeeper.transports.session_stream`); without one,
+GET is 405. :meth:`StreamableHTTPApp.begin_shutdown` ends every stream so the server can stop;
+a request the server then cancels (its graceful wait is over) is logged and answered 503 if
+nothing was sent yet. No exception escapes to the server: a transport fault is logged and
+answered 500 with a fixed text, never a traceback.
 """
 
 from __future__ import annotations
@@ -120,6 +123,10 @@ class HttpConfig:
     the process's descriptor limit less a headroom when that is smaller."""
     backlog: int = DEFAULT_BACKLOG
     """Connections the kernel queues for accepting (``listen``; the kernel may cap it)."""
+    documents: Mapping[str, bytes] = field(default_factory=dict)
+    """Static JSON documents served by path beside the endpoint, to GET (else 405), without
+    authentication or Host checks: the protected-resource metadata (RFC 9728 3) at its
+    well-known paths. Only when ``path`` is set (a mounted app serves every path)."""
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 0:
@@ -213,7 +220,11 @@ class StreamableHTTPApp:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         config = self.config
         if config.path is not None and scope["path"] != config.path:
-            await respond_plain(send, 404, b"Not Found")
+            document = config.documents.get(scope["path"])
+            if document is not None:
+                await _serve_document(scope["method"], document, send)
+            else:
+                await respond_plain(send, 404, b"Not Found")
             return
         raw = scope["headers"]
         if not isinstance(raw, list | tuple):  # ASGI promises an iterable: read it once
@@ -359,21 +370,33 @@ class StreamableHTTPApp:
 
     async def _other_method(self, method: str, headers: HeaderView, scope: Scope,
                             receive: Receive, send: Send) -> None:
+        facts = TransportFacts("http", headers)
+        refusal = self.kernel.authenticate(facts)  # who is asking comes first, as for POST
+        if refusal is not None:
+            await send_reply(send, refusal)
+            return
         versions = headers.get_all(MCP_PROTOCOL_VERSION)
         modern = any(v not in HANDSHAKE_VERSIONS for v in versions)
         session_id = headers.get(MCP_SESSION_ID)
         if method == "DELETE" and not modern and session_id is not None:
-            status = self.kernel.end_session(TransportFacts("http", headers))
+            status = self.kernel.end_session(facts)
             if status == 200 and self._session_streams is not None:
                 self._session_streams.end(session_id)
             await respond(send, status, [], b"")
             return
         streams = self._session_streams
         if method == "GET" and not modern and session_id is not None and streams is not None:
-            await streams.serve(TransportFacts("http", headers), accepts(headers.get("accept"))[1],
+            await streams.serve(facts, accepts(headers.get("accept"))[1],
                                 receive, send)
             return
         await respond(send, 405, [(b"allow", b"POST")], b"")
+
+
+async def _serve_document(method: str, document: bytes, send: Send) -> None:
+    if method != "GET":
+        await respond(send, 405, [(b"allow", b"GET")], b"")
+        return
+    await respond(send, 200, [(b"content-type", b"application/json")], document)
 
 
 def _session_of(headers: tuple[tuple[str, str], ...]) -> str | None:

@@ -1,0 +1,187 @@
+"""JWT bearer tokens verified with configured keys (PyJWT; RFC 7519, RFC 8725, RFC 8707).
+
+A token is accepted when its ``iss`` is a configured issuer, its header's ``alg`` is one of
+that issuer's algorithms *and* the one its key type verifies (:mod:`toolkeeper.auth.jwks`;
+``none`` never is), its signature verifies, its ``aud`` holds the issuer's audience (by default
+the gateway's resource URL, RFC 8707), and ``exp`` (required) and ``nbf`` hold within
+``leeway_s``. Its claims map to a :class:`~toolkeeper.registry.Principal`: tenant from
+``tenant_claim``, scopes from ``scopes_claim`` (a space-separated string, or a list of
+strings), clearance from ``clearance_claim`` (absent: ``public``, the least), credential
+``iss#sub`` (``sub`` required).
+
+Verification is cached per token until its ``exp`` (plus the leeway it was accepted with), in
+a bounded table that drops its oldest entry when full: a repeated token costs a dictionary
+lookup and a clock read, not a signature check. Refusals are
+:class:`~toolkeeper.errors.AuthenticationError` with one reason per PyJWT failure
+(:data:`_REASONS`, a table).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+import jwt
+
+from toolkeeper.auth.jwks import JwksSource, KeySource, StaticKeys, fetch_url
+from toolkeeper.auth.settings import JwtIssuerSettingsLike
+from toolkeeper.errors import AuthenticationError, ConfigError, PrincipalError
+from toolkeeper.registry import Principal
+
+__all__ = ["SUPPORTED_ALGORITHMS", "IssuerVerifier", "JwtAuthenticator", "build_jwt"]
+
+SUPPORTED_ALGORITHMS: Final = frozenset({"HS256", "RS256", "ES256", "EdDSA"})
+_CACHE_SIZE: Final = 4096
+
+_REASONS: Final[tuple[tuple[type[Exception], str], ...]] = (
+    (jwt.ExpiredSignatureError, "expired"),
+    (jwt.ImmatureSignatureError, "not_yet_valid"),
+    (jwt.InvalidIssuerError, "bad_issuer"),
+    (jwt.InvalidAudienceError, "bad_audience"),
+    (jwt.InvalidSignatureError, "bad_signature"),
+    (jwt.InvalidAlgorithmError, "bad_signature"),
+    (jwt.MissingRequiredClaimError, "bad_claims"),
+    (jwt.InvalidTokenError, "malformed"),
+)
+"""PyJWT's failure -> the refusal's reason; the first row the exception is an instance of
+wins (subclasses first: InvalidSignatureError is a DecodeError, all are InvalidTokenError)."""
+
+
+def _reason(exc: Exception) -> str:
+    for kind, reason in _REASONS:
+        if isinstance(exc, kind):
+            return reason
+    return "malformed"
+
+
+class IssuerVerifier:
+    """One ``[[auth.jwt.issuers]]``: its keys, audience, leeway and claim mapping."""
+
+    def __init__(self, settings: JwtIssuerSettingsLike, keys: KeySource, audience: str) -> None:
+        self.issuer = settings.issuer
+        self.audience = audience
+        self.algorithms = frozenset(settings.algorithms)
+        self.leeway_s = max(0, int(settings.leeway_s))
+        self._keys = keys
+        self._claims = (settings.tenant_claim, settings.scopes_claim, settings.clearance_claim)
+
+    def verify(self, token: str, algorithm: str, kid: str | None) -> tuple[Principal, float]:
+        """The principal and the epoch second until which the verdict holds."""
+        if algorithm not in self.algorithms:
+            raise AuthenticationError("bad_signature")
+        key = self._keys.key(kid)
+        if algorithm not in key.algorithms:  # pinned by key type: the token cannot choose
+            raise AuthenticationError("bad_signature")
+        try:
+            claims = jwt.decode(token, key.key, algorithms=[algorithm], audience=self.audience,
+                                issuer=self.issuer, leeway=self.leeway_s,
+                                options={"require": ["exp", "iss", "aud", "sub"]})
+        except jwt.PyJWTError as exc:
+            raise AuthenticationError(_reason(exc)) from None
+        return self._principal(claims), float(claims["exp"]) + self.leeway_s
+
+    def _principal(self, claims: Mapping[str, Any]) -> Principal:
+        tenant_claim, scopes_claim, clearance_claim = self._claims
+        scopes = claims.get(scopes_claim, ())
+        if isinstance(scopes, str):
+            scopes = scopes.split()
+        clearance = claims.get(clearance_claim, "public")
+        sub, tenant = claims.get("sub"), claims.get(tenant_claim)
+        if (not isinstance(scopes, list | tuple) or not isinstance(clearance, str)
+                or not isinstance(sub, str) or not sub or not isinstance(tenant, str)):
+            raise AuthenticationError("bad_claims")
+        try:
+            return Principal.parse(tenant, scopes, clearance,
+                                   credential=f"{self.issuer}#{sub}")
+        except PrincipalError:
+            raise AuthenticationError("bad_claims") from None
+
+
+class JwtAuthenticator:
+    """Tokens of any configured issuer to principals, cached per token (module docstring)."""
+
+    def __init__(self, issuers: Sequence[IssuerVerifier], *,
+                 clock: Callable[[], float] = time.time, cache_size: int = _CACHE_SIZE) -> None:
+        self._issuers = {issuer.issuer: issuer for issuer in issuers}
+        self._clock = clock
+        self._cache_size = max(1, cache_size)
+        self._cache: dict[str, tuple[Principal, float]] = {}
+
+    def authenticate(self, token: str) -> Principal:
+        cached = self._cache.get(token)
+        if cached is not None:
+            if self._clock() < cached[1]:
+                return cached[0]
+            self._cache.pop(token, None)
+        principal, until = self._verify(token)
+        cache = self._cache
+        if len(cache) >= self._cache_size:
+            cache.pop(next(iter(cache), ""), None)  # the oldest entry
+        cache[token] = (principal, until)
+        return principal
+
+    def _verify(self, token: str) -> tuple[Principal, float]:
+        try:
+            header = jwt.get_unverified_header(token)
+            claims = jwt.decode(token, options={"verify_signature": False})
+        except jwt.PyJWTError:
+            raise AuthenticationError("malformed") from None
+        algorithm, kid = header.get("alg"), header.get("kid")
+        if not isinstance(algorithm, str) or algorithm not in SUPPORTED_ALGORITHMS:
+            raise AuthenticationError("bad_signature")  # alg none, or one never configured
+        issuer = self._issuers.get(claims.get("iss"))  # type: ignore[arg-type] # any JSON
+        if issuer is None:
+            raise AuthenticationError("bad_issuer")
+        return issuer.verify(token, algorithm, kid if isinstance(kid, str) else None)
+
+
+def build_jwt(issuers: Sequence[JwtIssuerSettingsLike], resource: str, *,
+              clock: Callable[[], float] = time.time) -> JwtAuthenticator:
+    """The authenticator for ``[[auth.jwt.issuers]]`` (keys read now; a bad one is a
+    :class:`~toolkeeper.errors.ConfigError` naming its dotted key)."""
+    verifiers = []
+    for index, settings in enumerate(issuers):
+        where = f"auth.jwt.issuers[{index}]"
+        allowed = frozenset(settings.algorithms)
+        unknown = allowed - SUPPORTED_ALGORITHMS
+        if unknown or not allowed:
+            raise ConfigError(f"algorithms must be a non-empty subset of "
+                              f"{sorted(SUPPORTED_ALGORITHMS)}", code="config.algorithm",
+                              data={"key": f"{where}.algorithms"})
+        audience = settings.audience or resource
+        if not audience:
+            raise ConfigError("no audience: set it, or auth.resource", code="config.audience",
+                              data={"key": f"{where}.audience"})
+        verifiers.append(IssuerVerifier(settings, _key_source(settings, allowed, where),
+                                        audience))
+    return JwtAuthenticator(verifiers, clock=clock)
+
+
+def _key_source(settings: JwtIssuerSettingsLike, allowed: frozenset[str], where: str
+                ) -> KeySource:
+    sources = [name for name in ("secret_file", "public_key_file", "jwks_file", "jwks_url")
+               if getattr(settings, name)]
+    if len(sources) != 1:
+        raise ConfigError("exactly one of secret_file, public_key_file, jwks_file, jwks_url",
+                          code="config.key_source", data={"key": where})
+    if settings.secret_file:
+        return StaticKeys.from_secret_file(settings.secret_file, allowed, where)
+    if settings.public_key_file:
+        return StaticKeys.from_pem_file(settings.public_key_file, allowed, where)
+    if settings.jwks_file:
+        path = settings.jwks_file
+        try:
+            _read_file(path)
+        except OSError:
+            raise ConfigError("the key file cannot be read", code="config.key_file",
+                              data={"key": f"{where}.jwks_file"}) from None
+        return JwksSource(lambda: _read_file(path), allowed, settings.jwks_refresh_s,
+                          name=f"{where}.jwks_file")
+    return JwksSource(fetch_url(settings.jwks_url), allowed, settings.jwks_refresh_s,
+                      name=f"{where}.jwks_url")
+
+
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()

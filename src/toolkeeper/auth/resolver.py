@@ -1,0 +1,99 @@
+"""Who is calling, from the request's bearer credential.
+
+How A wires me: ``resource = auth.resource or default_resource(host, port, path)``; then
+``build_resolver(auth, registry, resource=resource)`` is the gateway's ``resolve_principal``
+(``build_gateway(..., resolve_principal=...)``) and
+``metadata_documents(auth, resource, path)`` is the HTTP app's ``HttpConfig.documents``. For
+stdio, ``stdio_principal(auth, registry)`` is the resolver. A bad key file or algorithm list
+is a :class:`~toolkeeper.errors.ConfigError` naming its dotted key, raised by the build.
+
+``Authorization: Bearer <token>`` (the scheme in any case, RFC 9110 11.1) is the only place
+a credential is read (``bearer_methods_supported: ["header"]``): a token starting ``tk_`` is
+an API key when ``keys`` is among ``auth.methods``
+(:class:`~toolkeeper.auth.keys.KeyAuthenticator`), anything else a JWT when ``jwt`` is. With
+no method configured the resolver is the anonymous :class:`~toolkeeper.server.LocalPrincipal`.
+A missing, malformed, expired or unverifiable credential is an
+:class:`~toolkeeper.errors.AuthenticationError` carrying the challenge that points at the
+protected-resource metadata; the HTTP transport answers it 401.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from toolkeeper.auth.jwt import JwtAuthenticator, build_jwt
+from toolkeeper.auth.keys import KEY_PREFIX, KeyAuthenticator, key_authenticator
+from toolkeeper.auth.metadata import challenges
+from toolkeeper.auth.settings import AuthSettingsLike
+from toolkeeper.errors import AuthenticationError, ConfigError
+from toolkeeper.protocol import TransportFacts
+from toolkeeper.registry import Principal, Registry
+from toolkeeper.server import LocalPrincipal, PrincipalResolver, fixed_principal
+
+__all__ = ["METHODS", "BearerResolver", "build_resolver", "stdio_principal"]
+
+METHODS: Final = frozenset({"keys", "jwt"})
+"""The values of ``auth.methods``."""
+
+
+class BearerResolver:
+    """``Authorization: Bearer`` -> a principal, by API key or JWT (module docstring)."""
+
+    def __init__(self, resource: str, *, keys: KeyAuthenticator | None = None,
+                 jwt: JwtAuthenticator | None = None) -> None:
+        self._keys = keys
+        self._jwt = jwt
+        self._missing, self._invalid = challenges(resource)
+
+    def __call__(self, facts: TransportFacts) -> Principal:
+        header = facts.headers.get("authorization")
+        if header is None:
+            raise AuthenticationError("missing", token_sent=False, challenge=self._missing)
+        scheme, _, token = header.partition(" ")
+        token = token.strip(" \t")
+        try:
+            if scheme.lower() != "bearer" or not token or " " in token:
+                raise AuthenticationError("malformed")
+            if token.startswith(KEY_PREFIX):
+                if self._keys is not None:
+                    return self._keys.authenticate(token)
+            elif self._jwt is not None:
+                return self._jwt.authenticate(token)
+            raise AuthenticationError("malformed")  # a kind of credential not accepted here
+        except AuthenticationError as exc:
+            raise AuthenticationError(exc.reason, challenge=self._invalid) from None
+
+
+def build_resolver(auth: AuthSettingsLike, registry: Registry, *, resource: str = ""
+                   ) -> PrincipalResolver:
+    """The HTTP principal resolver for ``[auth]`` (``resource``: the resource URL, default
+    ``auth.resource``; required when a method is configured)."""
+    methods = frozenset(auth.methods)
+    if methods - METHODS:
+        raise ConfigError(f"unknown auth method(s) {sorted(methods - METHODS)}",
+                          code="config.auth_method", data={"key": "auth.methods"})
+    if not methods:
+        return LocalPrincipal(registry)
+    resource = resource or auth.resource
+    if not resource:
+        raise ConfigError("the resource URL is needed for the 401 challenge",
+                          code="config.resource", data={"key": "auth.resource"})
+    return BearerResolver(
+        resource,
+        keys=key_authenticator(registry) if "keys" in methods else None,
+        jwt=build_jwt(auth.jwt_issuers, resource) if "jwt" in methods else None)
+
+
+def stdio_principal(auth: AuthSettingsLike | None, registry: Registry) -> PrincipalResolver:
+    """The resolver of a stdio server: the ``[auth.stdio]`` principal (credential
+    ``stdio``), or the anonymous local principal when that table is absent."""
+    settings = None if auth is None else auth.stdio
+    if settings is None:
+        return LocalPrincipal(registry)
+    try:
+        principal = Principal.parse(settings.tenant, settings.scopes, settings.clearance,
+                                    credential="stdio")
+    except Exception as exc:
+        raise ConfigError(str(exc), code="config.stdio_principal",
+                          data={"key": "auth.stdio"}) from None
+    return fixed_principal(principal)

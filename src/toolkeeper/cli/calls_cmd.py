@@ -1,0 +1,85 @@
+"""``toolkeeper calls``: the durable call log, newest first (SPEC 3.4 step 4).
+
+Reads the registry's ``calls`` table read-only (never migrates or writes it, like the other
+read commands). Filters: ``--tool``, ``--tenant``, ``--outcome``, ``--since`` (an ISO-8601 UTC
+time such as ``2026-01-31T12:00:00Z``, or an age: ``90s``, ``15m``, ``2h``, ``7d``), at most
+``--limit`` rows. Exit 0 (also when nothing matches), 2 for bad input or an unusable registry.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import time
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import click
+
+from toolkeeper.cli.output import echo_json, fail
+from toolkeeper.errors import ToolkeeperError
+from toolkeeper.observability.recorder import utc_text
+from toolkeeper.registry.call_rows import CallQuery, open_call_rows
+from toolkeeper.registry.location import ENV_VAR
+
+__all__ = ["register"]
+
+_AGE = re.compile(r"^(\d{1,9})([smhd])$")
+_UNIT_S: Mapping[str, int] = MappingProxyType({"s": 1, "m": 60, "h": 3600, "d": 86_400})
+OUTCOMES = ("ok", "error", "exception", "invalid_output", "protocol_error", "cancelled",
+            "timeout")
+
+
+def since_bound(text: str, now_ns: int) -> str:
+    """The ``at`` lower bound ``--since`` names (ToolkeeperError ``cli.since_invalid``)."""
+    age = _AGE.match(text)
+    if age is not None:
+        return utc_text(now_ns - int(age.group(1)) * _UNIT_S[age.group(2)] * 10**9)
+    try:
+        moment = _dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ToolkeeperError(f"--since {text!r} is neither an ISO-8601 time nor an age "
+                              "such as 15m, 2h or 7d", code="cli.since_invalid",
+                              data={"since": text}) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=_dt.UTC)
+    return utc_text(int(moment.timestamp() * 10**9))
+
+
+@click.command("calls")
+@click.option("--tool", default=None, help="Only calls of this tool.")
+@click.option("--tenant", default=None, help="Only calls by this tenant.")
+@click.option("--outcome", type=click.Choice(OUTCOMES), default=None,
+              help="Only calls that ended so.")
+@click.option("--since", default=None, metavar="TIME|AGE",
+              help="Only calls dispatched since: ISO-8601 (UTC if no zone) or 90s, 15m, 2h, 7d.")
+@click.option("--limit", type=click.IntRange(1, 1_000_000), default=100, show_default=True,
+              help="At most this many calls, newest first.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--registry", "registry_url", envvar=ENV_VAR, default=None, metavar="URL",
+              help=f"sqlite:///path.db or postgresql://... (env {ENV_VAR}).")
+def calls_cmd(tool: str | None, tenant: str | None, outcome: str | None, since: str | None,
+              limit: int, as_json: bool, registry_url: str | None) -> None:
+    """Dispatched tool calls from the durable call log, newest first."""
+    try:
+        bound = None if since is None else since_bound(since, time.time_ns())
+        rows = open_call_rows(registry_url, read_only=True)
+    except ToolkeeperError as exc:
+        fail(exc, as_json=as_json)
+    try:
+        found = rows.query(CallQuery(tool, tenant, outcome, bound, limit))
+    except ToolkeeperError as exc:
+        fail(exc, as_json=as_json)
+    finally:
+        rows.close()
+    if as_json:
+        echo_json([row.to_dict() for row in found])
+        return
+    for row in found:
+        who = row.tenant if row.credential is None else f"{row.tenant}/{row.credential}"
+        click.echo(f"{row.at} {row.tool} {row.version} {row.outcome} {row.latency_ms:.1f}ms "
+                   f"{who} {row.era}")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(calls_cmd)

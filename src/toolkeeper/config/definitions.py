@@ -1,0 +1,219 @@
+"""The one table of the gateway's configuration keys.
+
+Every key of ``toolkeeper serve --config FILE`` is one :class:`Setting` row here: its dotted
+key, TOML type, default, allowed values or range, a one-line description and the ``serve``
+flag that overrides it. The loader (:mod:`toolkeeper.config.loader`) checks a file against
+these rows and nothing else, and the reference page (``docs/configuration.md``, written by
+:mod:`toolkeeper.config.reference`) is rendered from them, so the two cannot drift.
+
+Key patterns: a ``*`` segment is a table name the operator chooses (``limits.tenants.acme``);
+a ``[]`` suffix marks an array of tables (``[[auth.jwt.issuers]]``). Adding a key means adding
+a row (and reading it where the feature is built).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from toolkeeper.contracts.spec import DataClassification
+
+__all__ = ["SECTIONS", "SETTINGS", "Section", "Setting", "default_of", "setting"]
+
+STRING: Final = "string"
+INTEGER: Final = "integer"
+FLOAT: Final = "float"
+BOOLEAN: Final = "boolean"
+STRINGS: Final = "array of strings"
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One configuration key. ``check`` names a value check of the loader (``url``,
+    ``http_url``, ``registry_url``, ``readable_file``, ``directory``, ``handlers_ref``,
+    ``url_path``, ``host``); ``choices`` also applies to each element of an array. A
+    ``None`` default is "unset" (a per-tenant or per-tool override that keeps the default)."""
+
+    key: str
+    type: str
+    default: Any
+    doc: str
+    flag: str | None = None
+    choices: tuple[str, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    min_open: bool = False
+    check: str | None = None
+    required: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A table of the file. ``optional``: its absence means something (the value is then
+    ``None``) rather than "every key at its default"."""
+
+    key: str
+    doc: str
+    optional: bool = False
+
+
+_LEVELS = ("debug", "info", "warning", "error")
+_ALGORITHMS = ("HS256", "RS256", "ES256", "EdDSA")
+_CLEARANCES = tuple(c.value for c in DataClassification)
+_DAY: Final = 86400.0
+
+SECTIONS: Final[tuple[Section, ...]] = (
+    Section("registry", "Where contracts, API keys and the call log are stored."),
+    Section("server", "The listener: transport, address, path and connection bounds."),
+    Section("estate", "Contracts published at start (if absent) and handler modules served."),
+    Section("auth", "How an HTTP request's principal is established (OAuth 2.1 resource "
+                    "server, RFC 9728 metadata)."),
+    Section("auth.stdio", "The principal of a stdio server; absent: the anonymous local "
+                          "principal.", optional=True),
+    Section("auth.jwt", "JWT bearer tokens."),
+    Section("auth.jwt.issuers[]", "One trusted token issuer (`[[auth.jwt.issuers]]`, repeat "
+                                  "for several)."),
+    Section("limits", "Per-principal rate and concurrency limits, and the call timeout."),
+    Section("limits.tenants.*", "Overrides for one tenant (`[limits.tenants.NAME]`)."),
+    Section("limits.tools.*", "Overrides for one tool (`[limits.tools.\"NAME\"]`)."),
+    Section("calllog", "The durable call log in the registry store."),
+    Section("metrics", "Prometheus exposition on a separate listener."),
+    Section("logging", "Log lines on standard error (always redacted)."),
+)
+
+SETTINGS: Final[tuple[Setting, ...]] = (
+    Setting("registry.url", STRING, "", "Registry URL: `memory:`, `sqlite:///path.db` or "
+            "`postgresql://...`; empty: `TOOLKEEPER_REGISTRY`, else the user data SQLite file.",
+            flag="--registry", check="registry_url"),
+    # server
+    Setting("server.transport", STRING, "http", "Serve Streamable HTTP or stdin/stdout.",
+            flag="--stdio", choices=("http", "stdio")),
+    Setting("server.host", STRING, "127.0.0.1", "Listen address; a non-loopback one needs "
+            "`auth.methods`.", flag="--host", check="host"),
+    Setting("server.port", INTEGER, 8000, "Listen port (0: any free port).", flag="--port",
+            minimum=0, maximum=65535),
+    Setting("server.path", STRING, "/mcp", "The MCP endpoint path.", flag="--path",
+            check="url_path"),
+    Setting("server.allowed_hosts", STRINGS, [], "Also accept these Host headers "
+            "(`HOST[:PORT|:*]`, DNS-rebinding allow list).", flag="--allow-host"),
+    Setting("server.allowed_origins", STRINGS, [], "Also accept these Origins "
+            "(`SCHEME://HOST[:PORT|:*]`).", flag="--allow-origin"),
+    Setting("server.json_response", BOOLEAN, False, "Always answer JSON (progress and log "
+            "notifications are dropped).", flag="--json-response"),
+    Setting("server.legacy_sessions", STRING, "stateful", "Legacy-era sessions: kept per "
+            "process, or none (a request without a session id is served at its header's "
+            "version).", flag="--legacy-sessions", choices=("stateful", "stateless")),
+    Setting("server.head_timeout_s", FLOAT, 10.0, "Close a connection whose request head is "
+            "not complete this long after accept or its last response.", flag="--head-timeout",
+            minimum=0, maximum=_DAY, min_open=True),
+    Setting("server.idle_timeout_s", FLOAT, 5.0, "Close a kept-alive connection silent this "
+            "long after a response.", flag="--idle-timeout", minimum=0, maximum=_DAY,
+            min_open=True),
+    Setting("server.body_timeout_s", FLOAT, 5.0, "Answer 408 when the next part of a request "
+            "body takes longer than this.", minimum=0, maximum=_DAY, min_open=True),
+    Setting("server.max_body_bytes", INTEGER, 4194304, "The largest request body accepted "
+            "(413 beyond).", minimum=1, maximum=2**31),
+    Setting("server.max_connections", INTEGER, 1000, "Answer 503 to connections beyond this "
+            "many open ones.", flag="--max-connections", minimum=1, maximum=1_000_000),
+    Setting("server.backlog", INTEGER, 2048, "Connections the kernel queues for accepting.",
+            flag="--backlog", minimum=1, maximum=1_000_000),
+    # estate
+    Setting("estate.demo", BOOLEAN, False, "Publish the demo estate if absent and serve its "
+            "handlers.", flag="--demo"),
+    Setting("estate.dirs", STRINGS, [], "Directories whose contract files (JSON/YAML) are "
+            "published if absent.", flag="--estate", check="directory"),
+    Setting("estate.handlers", STRINGS, [], "Handler modules to serve, `module:ATTR` or "
+            "`path/to/file.py:ATTR`.", flag="--handlers", check="handlers_ref"),
+    # auth
+    Setting("auth.methods", STRINGS, [], "Credentials accepted over HTTP; empty: the "
+            "anonymous local principal (loopback hosts only).", flag="--auth",
+            choices=("keys", "jwt")),
+    Setting("auth.resource", STRING, "", "This gateway's resource URL (RFC 8707 audience, RFC "
+            "9728 `resource`); empty: derived from host, port and path.", check="http_url"),
+    Setting("auth.authorization_servers", STRINGS, [], "Authorization servers named in the "
+            "protected-resource metadata.", check="http_url"),
+    Setting("auth.scopes_supported", STRINGS, [], "Scopes named in the protected-resource "
+            "metadata."),
+    Setting("auth.stdio.tenant", STRING, "local", "Tenant of the stdio principal.",
+            check="nonempty"),
+    Setting("auth.stdio.scopes", STRINGS, [], "Scopes of the stdio principal.",
+            check="nonempty"),
+    Setting("auth.stdio.clearance", STRING, "restricted", "Clearance of the stdio principal.",
+            choices=_CLEARANCES),
+    Setting("auth.jwt.issuers[].issuer", STRING, None, "The issuer; a token's `iss` must "
+            "equal it.", required=True, check="nonempty"),
+    Setting("auth.jwt.issuers[].audience", STRING, "", "The `aud` a token must carry; empty: "
+            "`auth.resource`."),
+    Setting("auth.jwt.issuers[].algorithms", STRINGS, ["RS256"], "Signature algorithms "
+            "accepted; each must match the key's type.", choices=_ALGORITHMS),
+    Setting("auth.jwt.issuers[].secret_file", STRING, "", "File holding the HS256 shared "
+            "secret.", check="readable_file"),
+    Setting("auth.jwt.issuers[].public_key_file", STRING, "", "PEM public key file.",
+            check="readable_file"),
+    Setting("auth.jwt.issuers[].jwks_file", STRING, "", "JWKS (JSON Web Key Set) file.",
+            check="readable_file"),
+    Setting("auth.jwt.issuers[].jwks_url", STRING, "", "JWKS URL, fetched and cached.",
+            check="http_url"),
+    Setting("auth.jwt.issuers[].jwks_refresh_s", INTEGER, 300, "Seconds between JWKS "
+            "fetches.", minimum=1, maximum=_DAY),
+    Setting("auth.jwt.issuers[].leeway_s", INTEGER, 30, "Clock leeway for `exp` and `nbf`, "
+            "in seconds.", minimum=0, maximum=3600),
+    Setting("auth.jwt.issuers[].tenant_claim", STRING, "tenant", "Claim holding the tenant.",
+            check="nonempty"),
+    Setting("auth.jwt.issuers[].scopes_claim", STRING, "scope", "Claim holding the scopes "
+            "(space-separated string or list).", check="nonempty"),
+    Setting("auth.jwt.issuers[].clearance_claim", STRING, "clearance", "Claim holding the "
+            "clearance.", check="nonempty"),
+    # limits
+    Setting("limits.rate_per_s", FLOAT, 0.0, "Calls per second per principal (token bucket; "
+            "0: unlimited).", minimum=0, maximum=1e6),
+    Setting("limits.burst", INTEGER, 0, "Bucket size (0: max(1, ceil(rate_per_s))).",
+            minimum=0, maximum=1_000_000),
+    Setting("limits.concurrency", INTEGER, 0, "Calls in flight per principal (0: "
+            "unlimited).", minimum=0, maximum=1_000_000),
+    Setting("limits.call_timeout_s", FLOAT, 0.0, "Per-call timeout (0: none).", minimum=0,
+            maximum=_DAY),
+    Setting("limits.tenants.*.rate_per_s", FLOAT, None, "The tenant's `limits.rate_per_s` "
+            "(unset: the default's).",
+            minimum=0, maximum=1e6),
+    Setting("limits.tenants.*.burst", INTEGER, None, "The tenant's `limits.burst`.", minimum=0,
+            maximum=1_000_000),
+    Setting("limits.tenants.*.concurrency", INTEGER, None, "The tenant's `limits.concurrency`.",
+            minimum=0, maximum=1_000_000),
+    Setting("limits.tools.*.call_timeout_s", FLOAT, None, "The tool's call timeout (0: none; "
+            "unset: `limits.call_timeout_s`).",
+            minimum=0, maximum=_DAY),
+    # calllog
+    Setting("calllog.durable", BOOLEAN, True, "Write dispatched calls to the registry store."),
+    Setting("calllog.flush_interval_ms", INTEGER, 200, "Longest time a call-log row waits "
+            "before it is written (what a crash may lose).", minimum=1, maximum=60_000),
+    Setting("calllog.max_batch", INTEGER, 1000, "Most rows written in one batch.", minimum=1,
+            maximum=1_000_000),
+    Setting("calllog.retention_days", INTEGER, 30, "Delete rows older than this (0: keep).",
+            minimum=0, maximum=36500),
+    Setting("calllog.retention_rows", INTEGER, 1_000_000, "Keep at most this many rows "
+            "(0: no cap).", minimum=0, maximum=10**12),
+    # metrics
+    Setting("metrics.port", INTEGER, 0, "Prometheus exposition port (0: off).",
+            flag="--metrics-port", minimum=0, maximum=65535),
+    Setting("metrics.host", STRING, "127.0.0.1", "Prometheus exposition address.",
+            check="host"),
+    # logging
+    Setting("logging.level", STRING, "info", "Least severe level logged.", flag="--log-level",
+            choices=_LEVELS),
+    Setting("logging.format", STRING, "text", "`text` lines or one JSON object per line.",
+            flag="--log-format", choices=("text", "json")),
+    Setting("logging.otel", BOOLEAN, False, "OpenTelemetry spans (needs `toolkeeper[otel]`)."),
+)
+
+_BY_KEY: Final = {row.key: row for row in SETTINGS}
+
+
+def setting(key: str) -> Setting:
+    """The row of ``key`` (a pattern such as ``auth.jwt.issuers[].issuer``)."""
+    return _BY_KEY[key]
+
+
+def default_of(key: str) -> Any:
+    """The default of ``key`` (flags use it, so ``--help`` shows the table's default)."""
+    return _BY_KEY[key].default

@@ -1,0 +1,147 @@
+"""The checked configuration as typed, frozen values: one dataclass per section, field names
+the TOML keys (arrays become tuples).
+
+``[limits]`` is the limits feature's own :class:`~toolkeeper.server.limits.LimitsSettings`,
+``[calllog]`` and ``[metrics]`` the observability feature's settings; ``[auth]`` is defined
+here and satisfies the auth feature's read-only protocols
+(:mod:`toolkeeper.auth.settings`).
+:func:`build_config` turns the loader's checked tree into a :class:`GatewayConfig`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
+
+from toolkeeper.observability.build import CallLogSettings, MetricsSettings
+from toolkeeper.server.limits import LimitsSettings, TenantLimits, ToolLimits
+
+__all__ = [
+    "AuthSettings", "CallLogSettings", "EstateSettings", "GatewayConfig", "JwtIssuerSettings",
+    "LimitsSettings", "LoggingSettings", "MetricsSettings", "RegistrySettings",
+    "ServerSettings", "StdioPrincipalSettings", "TenantLimits", "ToolLimits", "build_config",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RegistrySettings:
+    url: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    transport: str = "http"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    path: str = "/mcp"
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    json_response: bool = False
+    legacy_sessions: str = "stateful"
+    head_timeout_s: float = 10.0
+    idle_timeout_s: float = 5.0
+    body_timeout_s: float = 5.0
+    max_body_bytes: int = 4194304
+    max_connections: int = 1000
+    backlog: int = 2048
+
+
+@dataclass(frozen=True, slots=True)
+class EstateSettings:
+    demo: bool = False
+    dirs: tuple[str, ...] = ()
+    handlers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StdioPrincipalSettings:
+    tenant: str = "local"
+    scopes: tuple[str, ...] = ()
+    clearance: str = "restricted"
+
+
+@dataclass(frozen=True, slots=True)
+class JwtIssuerSettings:
+    issuer: str
+    audience: str = ""
+    algorithms: tuple[str, ...] = ("RS256",)
+    secret_file: str = ""
+    public_key_file: str = ""
+    jwks_file: str = ""
+    jwks_url: str = ""
+    jwks_refresh_s: int = 300
+    leeway_s: int = 30
+    tenant_claim: str = "tenant"
+    scopes_claim: str = "scope"
+    clearance_claim: str = "clearance"
+
+
+@dataclass(frozen=True, slots=True)
+class AuthSettings:
+    """``[auth]``; ``stdio`` is None when ``[auth.stdio]`` is absent, ``jwt_issuers`` holds
+    ``[[auth.jwt.issuers]]`` in file order."""
+
+    methods: tuple[str, ...] = ()
+    resource: str = ""
+    authorization_servers: tuple[str, ...] = ()
+    scopes_supported: tuple[str, ...] = ()
+    stdio: StdioPrincipalSettings | None = None
+    jwt_issuers: tuple[JwtIssuerSettings, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LoggingSettings:
+    level: str = "info"
+    format: str = "text"
+    otel: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayConfig:
+    """Everything ``toolkeeper serve`` is configured with (file, then flags over it)."""
+
+    registry: RegistrySettings = field(default_factory=RegistrySettings)
+    server: ServerSettings = field(default_factory=ServerSettings)
+    estate: EstateSettings = field(default_factory=EstateSettings)
+    auth: AuthSettings = field(default_factory=AuthSettings)
+    limits: LimitsSettings = field(default_factory=LimitsSettings)
+    calllog: CallLogSettings = field(default_factory=CallLogSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    logging: LoggingSettings = field(default_factory=LoggingSettings)
+
+
+_T = TypeVar("_T")
+
+
+def _leaves(cls: type[_T], values: Mapping[str, Any], **nested: Any) -> _T:
+    """``cls`` from the checked ``values`` of its section (leaf keys only) and ``nested``."""
+    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]  # cls is a dataclass
+    plain = {name: value for name, value in values.items()
+             if name in names and name not in nested and not isinstance(value, dict | list)}
+    return cls(**plain, **nested)
+
+
+def build_config(tree: Mapping[str, Any]) -> GatewayConfig:
+    """The typed configuration of a checked tree (every section present, defaults filled)."""
+    auth, limits = tree["auth"], tree["limits"]
+    stdio = auth["stdio"]
+    return GatewayConfig(
+        registry=_leaves(RegistrySettings, tree["registry"]),
+        server=_leaves(ServerSettings, tree["server"]),
+        estate=_leaves(EstateSettings, tree["estate"]),
+        auth=_leaves(
+            AuthSettings, auth,
+            stdio=None if stdio is None else _leaves(StdioPrincipalSettings, stdio),
+            jwt_issuers=tuple(_leaves(JwtIssuerSettings, issuer)
+                              for issuer in auth["jwt"]["issuers"])),
+        limits=_leaves(
+            LimitsSettings, limits,
+            tenants={name: _leaves(TenantLimits, values)
+                     for name, values in limits["tenants"].items()},
+            tools={name: _leaves(ToolLimits, values)
+                   for name, values in limits["tools"].items()}),
+        calllog=_leaves(CallLogSettings, tree["calllog"]),
+        metrics=_leaves(MetricsSettings, tree["metrics"]),
+        logging=_leaves(LoggingSettings, tree["logging"]),
+    )

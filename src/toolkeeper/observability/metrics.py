@@ -1,0 +1,205 @@
+"""Prometheus metrics of the gateway, on a private registry, served on their own listener.
+
+Every metric lives in a :class:`prometheus_client.CollectorRegistry` of its own (never the
+process-global one), so two gateways in one process (tests) do not share counts. Call counts
+and latencies are fed by the call recorder's flusher (a :class:`CallSink`), never from a
+call's path; their label children are bound once per (tool, version, outcome) and cached.
+HTTP responses by status and open streams come from :class:`MetricsMiddleware`, an ASGI
+wrapper around the gateway's app. Authentication refusals are counted through
+:func:`observe_auth_refusal`, which the auth code calls without holding a metrics object: it
+counts into the metrics of the running gateway (none: nothing happens).
+
+:class:`MetricsServer` serves the exposition format over HTTP (``GET`` any path) on
+``metrics.host:metrics.port``, a listener apart from the MCP endpoint; each scrape first drains
+the call recorder, so it counts every call answered before it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+
+from toolkeeper.registry import Registry
+from toolkeeper.server.calllog import CallRecord
+
+__all__ = ["GatewayMetrics", "MetricsMiddleware", "MetricsServer", "observe_auth_refusal"]
+
+_log = logging.getLogger("toolkeeper.metrics")
+
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+                    2.5, 5.0, 10.0, 30.0, 60.0)
+
+_active: GatewayMetrics | None = None
+
+
+def observe_auth_refusal(reason: str) -> None:
+    """Count one refused credential (``missing``, ``expired``, ``bad_signature``, ...) in
+    the running gateway's metrics; nothing when metrics are off."""
+    metrics = _active
+    if metrics is not None:
+        metrics.auth_refused(reason)
+
+
+class GatewayMetrics:
+    """The gateway's metrics (a :class:`CallSink` for the call recorder)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self._calls = Counter("toolkeeper_calls", "Dispatched tools/call by tool, version "
+                              "and outcome.", ("tool", "version", "outcome"), registry=r)
+        self._latency = Histogram("toolkeeper_call_latency_seconds", "Handler latency of "
+                                  "dispatched calls.", ("tool", "version"),
+                                  buckets=_LATENCY_BUCKETS, registry=r)
+        self._refusals = Counter("toolkeeper_gate_refusals", "tools/call refused before "
+                                 "dispatch, by reason.", ("reason",), registry=r)
+        self._invalid = Counter("toolkeeper_validation_failures", "tools/call whose arguments "
+                                "failed validation.", ("tool", "version"), registry=r)
+        self._responses = Counter("toolkeeper_http_responses", "HTTP responses by status.",
+                                  ("status",), registry=r)
+        self.open_streams = Gauge("toolkeeper_open_streams", "SSE response streams open.",
+                                  registry=r)
+        self._auth = Counter("toolkeeper_auth_refusals", "Refused credentials by reason.",
+                             ("reason",), registry=r)
+        self._generation = Gauge("toolkeeper_registry_generation", "The registry's "
+                                 "generation (moves on every change).", registry=r)
+        self._changed = Gauge("toolkeeper_registry_last_change_timestamp_seconds", "When the "
+                              "gateway last saw the registry change (its start at first).",
+                              registry=r)
+        self._children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+        self._statuses: dict[int, Any] = {}
+        self._unsubscribe: Callable[[], None] | None = None
+
+    # --- feeds -----------------------------------------------------------------------------
+
+    def completed(self, record: CallRecord, at_ns: int, outcome: str,
+                  latency_ms: float) -> None:
+        key = (record.tool, record.version, outcome)
+        children = self._children.get(key)
+        if children is None:
+            children = (self._calls.labels(*key), self._latency.labels(*key[:2]))
+            self._children[key] = children
+        children[0].inc()
+        children[1].observe(latency_ms / 1000.0)
+
+    def refused(self, reason: str) -> None:
+        self._refusals.labels(reason).inc()
+
+    def invalid(self, tool: str, version: str) -> None:
+        self._invalid.labels(tool, version).inc()
+
+    def auth_refused(self, reason: str) -> None:
+        self._auth.labels(reason).inc()
+
+    def responded(self, status: int) -> None:
+        child = self._statuses.get(status)
+        if child is None:
+            child = self._statuses[status] = self._responses.labels(str(status))
+        child.inc()
+
+    def watch(self, registry: Registry) -> None:
+        """Report ``registry``'s generation (read at scrape time) and last change time."""
+        self._generation.set_function(lambda: float(registry.generation))
+        self._changed.set(time.time())
+        self._unsubscribe = registry.subscribe(lambda: self._changed.set(time.time()))
+
+    # --- lifetime --------------------------------------------------------------------------
+
+    def activate(self) -> None:
+        """Make these the metrics :func:`observe_auth_refusal` counts into."""
+        global _active
+        _active = self
+
+    def deactivate(self) -> None:
+        global _active
+        if _active is self:
+            _active = None
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+
+_Scope = MutableMapping[str, Any]
+_Message = MutableMapping[str, Any]
+_App = Callable[[_Scope, Callable[[], Awaitable[_Message]],
+                 Callable[[_Message], Awaitable[None]]], Awaitable[None]]
+
+
+class MetricsMiddleware:
+    """ASGI: counts HTTP responses by status and keeps the open-streams gauge (a response
+    whose ``content-type`` is ``text/event-stream``, from its start until its last body
+    message or the end of the request, whichever comes first)."""
+
+    def __init__(self, app: _App, metrics: GatewayMetrics) -> None:
+        self.app = app
+        self._metrics = metrics
+
+    async def __call__(self, scope: _Scope, receive: Callable[[], Awaitable[_Message]],
+                       send: Callable[[_Message], Awaitable[None]]) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        metrics = self._metrics
+        streaming = False
+
+        async def counted(message: _Message) -> None:
+            nonlocal streaming
+            kind = message["type"]
+            if kind == "http.response.start":
+                metrics.responded(message["status"])
+                if any(name.lower() == b"content-type" and value.startswith(b"text/event-stream")
+                       for name, value in message.get("headers", ())):
+                    streaming = True
+                    metrics.open_streams.inc()
+            elif streaming and kind == "http.response.body" and not message.get("more_body"):
+                streaming = False
+                metrics.open_streams.dec()
+            await send(message)
+
+        try:
+            await self.app(scope, receive, counted)
+        finally:
+            if streaming:
+                metrics.open_streams.dec()
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Scrapes are not logged."""
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class MetricsServer:
+    """The exposition listener: ``before_scrape`` runs first on every scrape."""
+
+    def __init__(self, metrics: GatewayMetrics, host: str, port: int,
+                 before_scrape: Callable[[], None] | None = None) -> None:
+        exposition = make_wsgi_app(metrics.registry)
+        hook = before_scrape
+
+        def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+            if hook is not None:
+                hook()
+            result: Iterable[bytes] = exposition(environ, start_response)
+            return result
+
+        self._server = make_server(host, port, app, _ThreadingServer, handler_class=_QuietHandler)
+        self.port: int = self._server.server_port
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={
+            "poll_interval": 0.2}, name="toolkeeper-metrics", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5.0)

@@ -1,0 +1,198 @@
+"""The call recorder: the gateway's call log when calls are kept durably, counted or traced.
+
+A call costs two ``deque.append`` on its path (one when dispatched, one when completed) and
+nothing else: no lock, no I/O, no metric. One background thread, the flusher, wakes every
+``flush_interval_ms`` (sooner once ``max_batch`` calls were dispatched since it last woke),
+drains the deque, pairs each completion with its dispatch and hands the completed calls to the
+sinks: Prometheus counters and histograms, OpenTelemetry spans (built after the fact with the
+call's own start and end times), and the durable :class:`~toolkeeper.registry.call_rows.CallRows`
+(in batches of at most ``max_batch`` rows, one transaction each). A metrics scrape drains
+first (:meth:`CallRecorder.drain`), so a scrape counts every call answered before it.
+
+What a crash loses: the calls completed since the flusher last wrote, at most one
+``flush_interval_ms`` window (plus the time the write itself takes), and the calls still
+running. A write that fails (the database is unreachable) is logged and retried on the next
+wake, holding at most ``100 * max_batch`` rows; beyond that the oldest are dropped and
+counted. Retention (rows older than ``retention_days``, all but the newest
+``retention_rows``) is applied by the flusher once a minute.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import itertools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import msgspec
+
+from toolkeeper.registry.call_rows import CallRow, CallRows
+from toolkeeper.server.calllog import CallRecord
+
+__all__ = ["CallRecorder", "CallSink", "utc_text"]
+
+_log = logging.getLogger("toolkeeper.calllog")
+
+_PRUNE_EVERY_S = 60.0
+_HELD_BATCHES = 100  # rows held across failing writes: this many batches
+
+
+def utc_text(ns: int) -> str:
+    """``ns`` (nanoseconds since the epoch) as the store's UTC timestamp text."""
+    moment = _dt.datetime.fromtimestamp(ns / 1e9, _dt.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class CallSink(Protocol):
+    """Something told of every completed call, from the flusher thread (or a scrape)."""
+
+    def completed(self, record: CallRecord, at_ns: int, outcome: str,
+                  latency_ms: float) -> None: ...
+
+    def refused(self, reason: str) -> None: ...
+
+    def invalid(self, tool: str, version: str) -> None: ...
+
+
+class CallRecorder:
+    """A :class:`~toolkeeper.server.calllog.CallLog`: see the module docstring. ``rows``:
+    where completed calls are stored (None: not stored); ``sinks``: who else is told."""
+
+    def __init__(self, rows: CallRows | None, sinks: Sequence[CallSink] = (), *,
+                 flush_interval_ms: int = 200, max_batch: int = 1000,
+                 retention_days: int = 30, retention_rows: int = 1_000_000,
+                 clock_ns: Callable[[], int] = time.time_ns) -> None:
+        self._rows = rows
+        self._sinks = tuple(sinks)
+        self._interval = flush_interval_ms / 1000.0
+        self._max_batch = max_batch
+        self._retention_days = retention_days
+        self._retention_rows = retention_rows
+        self._clock_ns = clock_ns
+        self._events: deque[tuple[Any, ...]] = deque()
+        self._handles = itertools.count()
+        self._open: dict[int, tuple[CallRecord, int]] = {}
+        self._ready: list[CallRow] = []
+        self._drain_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._pruned_at = 0.0
+        self.dropped = 0
+        self._thread: threading.Thread | None = None
+
+    # --- the call's path -------------------------------------------------------------------
+
+    def dispatched(self, record: CallRecord) -> int:
+        handle = next(self._handles)
+        self._events.append((record, handle, self._clock_ns()))
+        if handle % self._max_batch == self._max_batch - 1:
+            self._wake.set()
+        return handle
+
+    def completed(self, handle: int, outcome: str, latency_ms: float) -> None:
+        self._events.append((handle, outcome, latency_ms))
+
+    def refused(self, reason: str) -> None:
+        for sink in self._sinks:
+            sink.refused(reason)
+
+    def invalid(self, tool: str, version: str) -> None:
+        for sink in self._sinks:
+            sink.invalid(tool, version)
+
+    # --- the flusher -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the flusher thread (idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="toolkeeper-calllog",
+                                            daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the flusher, writing what is pending; then close the rows (idempotent)."""
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        self.flush()
+        if self._rows is not None:
+            self._rows.close()
+            self._rows = None
+
+    def _loop(self) -> None:
+        while not self._stopping:
+            self._wake.wait(self._interval)
+            self._wake.clear()
+            try:
+                self.flush()
+            except Exception:  # never let the flusher die: the next wake retries
+                _log.exception("call log: flush failed")
+
+    def drain(self) -> None:
+        """Pair the queued dispatches and completions and tell the sinks (thread-safe)."""
+        with self._drain_lock:
+            events, opened, ready = self._events, self._open, self._ready
+            while events:
+                first, second, third = events.popleft()
+                if type(first) is not int:
+                    opened[second] = (first, third)
+                    continue
+                started = opened.pop(first, None)
+                if started is None:
+                    continue
+                record, at_ns = started
+                for sink in self._sinks:
+                    sink.completed(record, at_ns, second, third)
+                if self._rows is not None:
+                    ready.append(CallRow(
+                        utc_text(at_ns), record.principal, record.credential, record.tool,
+                        record.version, record.era, record.arguments_digest, second,
+                        third, None if record.request_id is None
+                        else msgspec.json.encode(record.request_id).decode()))
+
+    def flush(self) -> None:
+        """Drain, then write the completed calls in batches (and prune when it is time)."""
+        self.drain()
+        with self._write_lock:
+            rows = self._rows
+            if rows is None:
+                return
+            with self._drain_lock:
+                pending, self._ready = self._ready, []
+            written = 0
+            try:
+                while written < len(pending):
+                    rows.append(pending[written:written + self._max_batch])
+                    written = min(len(pending), written + self._max_batch)
+                self._prune(rows)
+            except Exception as exc:
+                _log.warning("call log: writing %d rows failed (%s); retrying",
+                             len(pending) - written, getattr(exc, "code", type(exc).__name__))
+                self._hold(pending[written:])
+
+    def _hold(self, unwritten: list[CallRow]) -> None:
+        with self._drain_lock:
+            held = unwritten + self._ready
+            cap = self._max_batch * _HELD_BATCHES
+            if len(held) > cap:
+                self.dropped += len(held) - cap
+                held = held[len(held) - cap:]
+            self._ready = held
+
+    def _prune(self, rows: CallRows) -> None:
+        now = time.monotonic()
+        if now - self._pruned_at < _PRUNE_EVERY_S:
+            return
+        self._pruned_at = now
+        before = (utc_text(self._clock_ns() - self._retention_days * 86_400 * 10**9)
+                  if self._retention_days else None)
+        keep = self._retention_rows or None
+        if before is not None or keep is not None:
+            rows.prune(before, keep)

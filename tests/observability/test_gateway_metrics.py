@@ -1,0 +1,200 @@
+"""Prometheus metrics of a gateway: calls by tool, version and outcome, latency, gate refusals
+by reason, validation failures, HTTP statuses, open streams, auth refusals, registry state."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
+from gateway_kit import Driver, calc_estate, contract, gateway_for
+
+from toolkeeper.errors import ConfigError
+from toolkeeper.observability import (
+    CallLogSettings,
+    MetricsSettings,
+    Observability,
+    build_observability,
+    observe_auth_refusal,
+)
+from toolkeeper.registry import Registry
+from toolkeeper.registry.call_rows import CallQuery, open_call_rows
+from toolkeeper.server import ToolHandlers
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def scrape(port: int) -> Samples:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def handlers() -> ToolHandlers:
+    bound = ToolHandlers()
+
+    def calc(arguments: dict[str, Any]) -> dict[str, Any]:
+        if arguments.get("a") == 13:
+            raise RuntimeError("unlucky")
+        return {"a": arguments["a"]}
+
+    bound.bind("calc", calc)
+    bound.bind("vault", lambda arguments, ctx: {"ok": True})
+    return bound
+
+
+@pytest.fixture
+def observed(tmp_path: Path) -> Iterator[tuple[Registry, Observability, str]]:
+    url = f"sqlite://{tmp_path / 'r.db'}"
+    registry = Registry.open(url)
+    calc_estate(registry)
+    obs = build_observability(CallLogSettings(flush_interval_ms=20),
+                              MetricsSettings(port=free_port()), registry=registry,
+                              registry_url=url)
+    yield registry, obs, url
+    obs.stop()
+    registry.close()
+
+
+def test_a_scrape_counts_each_call_by_tool_version_and_outcome(
+        observed: tuple[Registry, Observability, str]) -> None:
+    registry, obs, url = observed
+    assert obs.metrics_port is not None
+    driver = Driver(gateway_for(registry, handlers(), call_log=obs.call_log).kernel)
+    for a in (1, 2, 13):
+        driver.call("calc", {"a": a, "b": 0})                    # 2.0.0: ok, ok, exception
+    driver.call("calc", {"a": 1}, version="1.2.0")              # pinned: ok
+    driver.call("vault", {"a": 1})                              # context handler: ok
+    driver.call("calc", {"a": "x", "b": 0})                     # validation failure
+    driver.call("calc", {"a": 1}, version="1.0.0")              # retired
+    driver.call("calc", {"a": 1}, version="9.9.9")              # unknown version
+    driver.call("secret", {"a": 1})                             # invisible: unknown tool
+    samples = scrape(obs.metrics_port)
+    calls = {labels: value for (name, labels), value in samples.items()
+             if name == "toolkeeper_calls_total"}
+    assert calls == {
+        (("outcome", "ok"), ("tool", "calc"), ("version", "2.0.0")): 2.0,
+        (("outcome", "exception"), ("tool", "calc"), ("version", "2.0.0")): 1.0,
+        (("outcome", "ok"), ("tool", "calc"), ("version", "1.2.0")): 1.0,
+        (("outcome", "ok"), ("tool", "vault"), ("version", "1.0.0")): 1.0,
+    }
+    assert samples[("toolkeeper_call_latency_seconds_count",
+                    (("tool", "calc"), ("version", "2.0.0")))] == 3.0
+    assert samples[("toolkeeper_validation_failures_total",
+                    (("tool", "calc"), ("version", "2.0.0")))] == 1.0
+    refusals = {labels[0][1]: value for (name, labels), value in samples.items()
+                if name == "toolkeeper_gate_refusals_total"}
+    assert refusals == {"schema_version_retired": 1.0, "schema_version_unknown": 1.0,
+                        "unknown_tool": 1.0}
+    obs.stop()  # the durable log holds exactly the dispatched calls
+    rows = open_call_rows(url, read_only=True)
+    assert sorted((r.tool, r.version, r.outcome) for r in rows.query(CallQuery())) == sorted([
+        ("calc", "2.0.0", "ok"), ("calc", "2.0.0", "ok"), ("calc", "2.0.0", "exception"),
+        ("calc", "1.2.0", "ok"), ("vault", "1.0.0", "ok")])
+    rows.close()
+
+
+def test_registry_generation_and_last_change_are_reported(
+        observed: tuple[Registry, Observability, str]) -> None:
+    registry, obs, _ = observed
+    assert obs.metrics_port is not None
+    before = scrape(obs.metrics_port)
+    registry.publish(contract("extra", "1.0.0", {"type": "object"}))
+    after = scrape(obs.metrics_port)
+    assert after[("toolkeeper_registry_generation", ())] == registry.generation
+    assert after[("toolkeeper_registry_generation", ())] > before[
+        ("toolkeeper_registry_generation", ())]
+    assert after[("toolkeeper_registry_last_change_timestamp_seconds", ())] >= before[
+        ("toolkeeper_registry_last_change_timestamp_seconds", ())]
+
+
+def test_auth_refusals_count_by_reason_only_while_metrics_run(
+        observed: tuple[Registry, Observability, str]) -> None:
+    _, obs, _ = observed
+    assert obs.metrics_port is not None
+    observe_auth_refusal("expired")
+    observe_auth_refusal("expired")
+    observe_auth_refusal("missing")
+    samples = scrape(obs.metrics_port)
+    assert samples[("toolkeeper_auth_refusals_total", (("reason", "expired"),))] == 2.0
+    assert samples[("toolkeeper_auth_refusals_total", (("reason", "missing"),))] == 1.0
+    metrics = obs.metrics
+    obs.stop()
+    observe_auth_refusal("expired")  # no running gateway: counted nowhere
+    assert metrics is not None
+    assert metrics.registry.get_sample_value("toolkeeper_auth_refusals_total",
+                                             {"reason": "expired"}) == 2.0
+
+
+def test_http_responses_count_by_status_and_streams_stay_open_until_their_end(
+        observed: tuple[Registry, Observability, str]) -> None:
+    _, obs, _ = observed
+    assert obs.metrics is not None
+    seen_open: list[float | None] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        stream = scope["path"] == "/sse"
+        await send({"type": "http.response.start", "status": 200 if stream else 404,
+                    "headers": [(b"content-type",
+                                 b"text/event-stream" if stream else b"application/json")]})
+        await send({"type": "http.response.body", "body": b"x", "more_body": stream})
+        if stream:
+            seen_open.append(obs.metrics.registry.get_sample_value(  # type: ignore[union-attr]
+                "toolkeeper_open_streams"))
+            await send({"type": "http.response.body", "body": b""})
+
+    wrapped = obs.wrap_app(app)
+
+    async def send(message: dict[str, Any]) -> None:
+        return None
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.disconnect"}
+
+    for path in ("/sse", "/missing", "/missing"):
+        asyncio.run(wrapped({"type": "http", "path": path}, receive, send))
+    registry = obs.metrics.registry
+    assert seen_open == [1.0]
+    assert registry.get_sample_value("toolkeeper_open_streams") == 0.0
+    assert registry.get_sample_value("toolkeeper_http_responses_total", {"status": "200"}) == 1.0
+    assert registry.get_sample_value("toolkeeper_http_responses_total", {"status": "404"}) == 2.0
+
+
+def test_a_metrics_port_in_use_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
+    registry = Registry.open("memory:")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(ConfigError) as refused:
+            build_observability(CallLogSettings(durable=False),
+                                MetricsSettings(port=taken.getsockname()[1]),
+                                registry=registry, registry_url="memory:")
+    assert (refused.value.code, refused.value.data["key"]) == ("config.metrics_port",
+                                                                "metrics.port")
+    observe_auth_refusal("missing")  # the failed start left no metrics running
+
+
+def test_with_everything_off_the_gateway_keeps_its_default_call_log() -> None:
+    registry = Registry.open("memory:")
+    obs = build_observability(CallLogSettings(durable=False), MetricsSettings(),
+                              registry=registry, registry_url="memory:")
+    assert (obs.call_log, obs.metrics, obs.metrics_port) == (None, None, None)
+    app = object()
+    assert obs.wrap_app(app) is app
+    obs.stop()
