@@ -216,6 +216,10 @@ def _policy(host: str, allow_hosts: tuple[str, ...], allow_origins: tuple[str, .
 @click.pass_context
 def serve(ctx: click.Context, /, config_path: str | None, **flags: Any) -> None:
     """Run the MCP gateway (both protocol eras on one endpoint)."""
+    registry_flag = flags.get("registry_url")
+    if registry_flag is not None and not registry_flag.strip():  # never the default store
+        fail(ToolkeeperError("--registry is empty (omit it for the default registry)",
+                             code="registry.url_invalid", data={"key": "registry.url"}))
     try:
         config = config_from_flags(ctx, config_path)
     except ToolkeeperError as exc:
