@@ -157,12 +157,14 @@ def handlers(names: Sequence[str] = ("ledger", "vault", "secret", "open")) -> To
 
 
 @contextmanager
-def served(auth: Auth, registry: Registry | None = None) -> Iterator[str]:
-    """The gateway with ``auth`` over real HTTP on 127.0.0.1; yields the endpoint URL."""
+def served(auth: Auth, registry: Registry | None = None, **gateway_options: Any
+           ) -> Iterator[str]:
+    """The gateway with ``auth`` (and ``build_gateway`` options) over real HTTP on 127.0.0.1;
+    yields the endpoint URL."""
     registry = registry if registry is not None else estate(Registry.open("memory:"))
     resource = auth.resource or default_resource("127.0.0.1", 8000, "/mcp")
     resolver = build_resolver(auth, registry, resource=resource)
-    gateway = build_gateway(registry, handlers(), resolve_principal=resolver)
+    gateway = build_gateway(registry, handlers(), resolve_principal=resolver, **gateway_options)
     config = HttpConfig(documents=metadata_documents(auth, resource, "/mcp"))
     with serve_in_thread(create_asgi_app(gateway.kernel, config)) as running:
         yield running.url

@@ -22,6 +22,7 @@ from jwt_kit import (
     SECRET,
     Auth,
     Issuer,
+    claims,
     hs256_with,
     jwk_of,
     legacy_initialize,
@@ -61,6 +62,17 @@ def client() -> Iterator[httpx.Client]:
         yield http
 
 
+def _forged(**overrides: Any) -> str:
+    """A token with an RS256 header, any claims (PyJWT will not encode a non-string ``iss``)
+    and a signature that is not one."""
+    import base64
+
+    def part(value: dict[str, Any]) -> str:
+        raw = json.dumps(value, separators=(",", ":")).encode()
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+    return f"{part({'alg': 'RS256', 'typ': 'JWT', 'kid': 'k1'})}.{part(claims(**overrides))}.AAAA"
+
+
 REFUSED: dict[str, Any] = {
     "expired": lambda: mint(KEY, exp=int(time.time()) - 3600),
     "not_yet_valid": lambda: mint(KEY, nbf=int(time.time()) + 3600),
@@ -74,6 +86,11 @@ REFUSED: dict[str, Any] = {
     "no_exp": lambda: mint(KEY, exp=None),
     "no_tenant": lambda: mint(KEY, tenant=None),
     "unknown_clearance": lambda: mint(KEY, clearance="secret-ish"),
+    # An issuer claim that is not a string (unhashable, or a lookalike) is a bad issuer, signed
+    # or not: a TypeError here once let a forged token past the 401.
+    "iss_list": lambda: _forged(iss=[ISSUER]),
+    "iss_object": lambda: _forged(iss={"iss": ISSUER}),
+    "iss_number": lambda: _forged(iss=7),
 }
 
 
@@ -271,3 +288,20 @@ def test_claims_map_to_the_principal_with_list_scopes_and_least_clearance_by_def
                                                 tenant=None, scope=None, clearance=None))
     assert (principal.tenant, principal.scopes, principal.clearance.value,
             principal.credential) == ("globex", {"a", "b"}, "public", f"{ISSUER}#agent-1")
+
+
+def test_a_forged_token_is_refused_before_any_method_that_needs_no_principal(
+        jwks_file: Path, client: httpx.Client) -> None:
+    # A stateless legacy gateway serves initialize and ping without a session; a refused
+    # credential must still get 401 for them, and for a notification.
+    forged = {"authorization": f"Bearer {_forged(iss=[ISSUER])}",
+              "content-type": "application/json", "accept": "application/json, text/event-stream"}
+    with served(Auth(jwt_issuers=(Issuer(jwks_file=str(jwks_file)),)),
+                legacy_sessions="stateless") as url:
+        for body in ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                         "protocolVersion": "2025-11-25", "capabilities": {},
+                         "clientInfo": {"name": "x", "version": "1"}}},
+                     {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                     {"jsonrpc": "2.0", "method": "notifications/initialized"}):
+            response = client.post(url, json=body, headers=forged)
+            assert (response.status_code, response.json()) == (401, BODY), body

@@ -228,8 +228,11 @@ def test_a_legacy_session_of_one_tenant_is_not_found_with_another_tenants_creden
                      thief.post("ping")):
         assert response.status_code == 404
         assert response.json()["error"]["code"] == -32600
+    # A request whose credential the resolver refuses gets that refusal before any session is
+    # looked up (it learns nothing about the session), and never a result.
     anonymous = HttpPeer(url, http, None, legacy=True, session=acme.session)
-    assert anonymous.post("tools/list").status_code == 404
+    refused = anonymous.post("tools/list")
+    assert "result" not in refused.json() and refused.json()["error"]["code"] == UNAUTHORIZED
     stream = http.get(url, headers=thief.headers("GET"))
     assert stream.status_code == 404
     assert http.delete(url, headers=thief.headers("DELETE")).status_code == 404
@@ -345,9 +348,11 @@ def test_a_refusing_resolver_over_http_keeps_its_code_and_leaks_no_session(
         legacy: bool) -> None:
     with http_gateway() as (url, _), httpx.Client(timeout=10) as http:
         peer = HttpPeer(url, http, None, legacy=legacy)
-        if legacy:
+        if legacy:  # the refusal comes before any session is looked up
             peer.session = "0" * 32
-            assert peer.post("tools/list").status_code == 404
+            response = peer.post("tools/list")
+            assert (response.status_code, response.json()["error"]["code"]) == (200, UNAUTHORIZED)
+            assert "mcp-session-id" not in response.headers
             return
         for method, name in (("tools/list", None), ("tools/call", "ledger"),
                              ("server/discover", None)):

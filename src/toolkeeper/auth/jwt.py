@@ -130,7 +130,8 @@ class JwtAuthenticator:
         algorithm, kid = header.get("alg"), header.get("kid")
         if not isinstance(algorithm, str) or algorithm not in SUPPORTED_ALGORITHMS:
             raise AuthenticationError("bad_signature")  # alg none, or one never configured
-        issuer = self._issuers.get(claims.get("iss"))  # type: ignore[arg-type] # any JSON
+        named = claims.get("iss")
+        issuer = self._issuers.get(named) if isinstance(named, str) else None
         if issuer is None:
             raise AuthenticationError("bad_issuer")
         return issuer.verify(token, algorithm, kid if isinstance(kid, str) else None)

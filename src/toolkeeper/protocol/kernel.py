@@ -136,14 +136,16 @@ class ServerKernel:
     def authenticate(self, facts: TransportFacts) -> Reply | None:
         """HTTP, before anything else: the 401 for a request whose credential the resolver
         refuses (:class:`~toolkeeper.errors.AuthenticationError`), else None, the principal
-        kept for the rest of the request. Another exception from the resolver is None here and
-        answered later by the request's era, as a refusal always was."""
+        kept for the rest of the request. Any other exception from the resolver (a JSON-RPC
+        refusal, a store it could not read) is answered here too, through the exception
+        boundary, and the request goes no further: a request without a principal is never
+        served, not even a method that needs none (``initialize``, ``ping``, a notification)."""
         try:
             principal = self._resolve(facts)
         except AuthenticationError as exc:
             return unauthorized_reply(exc)
-        except Exception:
-            return None
+        except Exception as exc:
+            return error_reply(None, exc)
         self._authenticated = (facts, principal)
         return None
 
