@@ -9,9 +9,15 @@ from pathlib import Path
 import pytest
 
 from toolkeeper.errors import StoreError
-from toolkeeper.observability.recorder import CallRecorder, utc_text
+from toolkeeper.observability.recorder import CallRecorder
 from toolkeeper.registry import Registry
-from toolkeeper.registry.call_rows import CallQuery, CallRow, MemoryCallRows, open_call_rows
+from toolkeeper.registry.call_rows import (
+    CallQuery,
+    CallValues,
+    MemoryCallRows,
+    at_text,
+    open_call_rows,
+)
 from toolkeeper.server.calllog import CallRecord
 
 T0 = 1_767_225_600 * 10**9  # 2026-01-01T00:00:00Z
@@ -32,7 +38,7 @@ class CountingRows(MemoryCallRows):
         self.batches: list[int] = []
         self.failing = False
 
-    def append(self, rows: Sequence[CallRow]) -> None:
+    def append(self, rows: Sequence[CallValues]) -> None:
         if self.failing:
             raise StoreError("down", code="calllog.store")
         self.batches.append(len(rows))
@@ -125,5 +131,6 @@ def test_retention_prunes_by_age_and_by_rows_in_sqlite(tmp_path: Path, days: int
     reader.close()
 
 
-def test_utc_text_is_the_store_timestamp_format() -> None:
-    assert utc_text(T0 + 1_500) == "2026-01-01T00:00:00.000001Z"
+def test_at_text_is_utc_iso_with_microseconds_truncated() -> None:
+    assert at_text((T0 + 1_999) // 1000) == "2026-01-01T00:00:00.000001Z"
+    assert at_text(T0 // 1000 - 1) == "2025-12-31T23:59:59.999999Z"

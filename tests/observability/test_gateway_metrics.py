@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
@@ -20,6 +21,7 @@ from gateway_kit import Driver, calc_estate, contract, gateway_for
 from toolkeeper.errors import ConfigError
 from toolkeeper.observability import (
     CallLogSettings,
+    GatewayMetrics,
     MetricsSettings,
     Observability,
     build_observability,
@@ -28,6 +30,7 @@ from toolkeeper.observability import (
 from toolkeeper.registry import Registry
 from toolkeeper.registry.call_rows import CallQuery, open_call_rows
 from toolkeeper.server import ToolHandlers
+from toolkeeper.server.calllog import CallRecord
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -198,3 +201,29 @@ def test_with_everything_off_the_gateway_keeps_its_default_call_log() -> None:
     app = object()
     assert obs.wrap_app(app) is app
     obs.stop()
+
+
+def test_latencies_land_in_the_first_bucket_at_or_above_them_summed_over_outcomes() -> None:
+    metrics = GatewayMetrics()
+    calc = CallRecord("calc", "2.0.0", "acme", "sha256:00", "modern")
+    for latency_ms, outcome in ((0.5, "ok"), (0.6, "ok"), (1.0, "error"), (61_000.0, "ok")):
+        metrics.completed(calc, 0, outcome, latency_ms)  # 0.5 ms is the first bound exactly
+    metrics.completed(CallRecord("vault", "1.0.0", "acme", "sha256:00", "modern"), 0, "ok", 2.0)
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for family in
+               text_string_to_metric_families(generate_latest(metrics.registry).decode())
+               for s in family.samples}
+    calc_labels = (("tool", "calc"), ("version", "2.0.0"))
+
+    def bucket(le: str) -> float:
+        return samples[("toolkeeper_call_latency_seconds_bucket", (("le", le), *calc_labels))]
+
+    assert [bucket(le) for le in ("0.0005", "0.001", "0.0025", "60.0", "+Inf")] == [
+        1.0, 3.0, 3.0, 3.0, 4.0]
+    assert samples[("toolkeeper_call_latency_seconds_count", calc_labels)] == 4.0
+    assert samples[("toolkeeper_call_latency_seconds_sum", calc_labels)] == pytest.approx(
+        61.0021)
+    assert ("toolkeeper_call_latency_seconds_created", calc_labels) in samples
+    assert samples[("toolkeeper_calls_total", (("outcome", "ok"), *calc_labels))] == 3.0
+    assert samples[("toolkeeper_calls_total", (("outcome", "error"), *calc_labels))] == 1.0
+    assert samples[("toolkeeper_call_latency_seconds_count",
+                    (("tool", "vault"), ("version", "1.0.0")))] == 1.0

@@ -18,7 +18,6 @@ import click
 
 from toolkeeper.cli.output import echo_json, fail
 from toolkeeper.errors import ToolkeeperError
-from toolkeeper.observability.recorder import utc_text
 from toolkeeper.registry.call_rows import CallQuery, open_call_rows
 from toolkeeper.registry.location import ENV_VAR
 
@@ -26,15 +25,18 @@ __all__ = ["register"]
 
 _AGE = re.compile(r"^(\d{1,9})([smhd])$")
 _UNIT_S: Mapping[str, int] = MappingProxyType({"s": 1, "m": 60, "h": 3600, "d": 86_400})
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+_MICROSECOND = _dt.timedelta(microseconds=1)
 OUTCOMES = ("ok", "error", "exception", "invalid_output", "protocol_error", "cancelled",
             "timeout")
 
 
-def since_bound(text: str, now_ns: int) -> str:
-    """The ``at`` lower bound ``--since`` names (ToolkeeperError ``cli.since_invalid``)."""
+def since_bound(text: str, now_ns: int) -> int:
+    """The ``at`` lower bound ``--since`` names, in microseconds since the epoch
+    (ToolkeeperError ``cli.since_invalid``)."""
     age = _AGE.match(text)
     if age is not None:
-        return utc_text(now_ns - int(age.group(1)) * _UNIT_S[age.group(2)] * 10**9)
+        return now_ns // 1000 - int(age.group(1)) * _UNIT_S[age.group(2)] * 10**6
     try:
         moment = _dt.datetime.fromisoformat(text)
     except ValueError:
@@ -43,7 +45,7 @@ def since_bound(text: str, now_ns: int) -> str:
                               data={"since": text}) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=_dt.UTC)
-    return utc_text(int(moment.timestamp() * 10**9))
+    return (moment - _EPOCH) // _MICROSECOND
 
 
 @click.command("calls")

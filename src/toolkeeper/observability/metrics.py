@@ -3,7 +3,10 @@
 Every metric lives in a :class:`prometheus_client.CollectorRegistry` of its own (never the
 process-global one), so two gateways in one process (tests) do not share counts. Call counts
 and latencies are fed by the call recorder's flusher (a :class:`CallSink`), never from a
-call's path; their label children are bound once per (tool, version, outcome) and cached.
+call's path, into :class:`_CallCounts`: plain per-(tool, version, outcome) bucket counts and
+latency sums, a few list increments per call instead of a prometheus-client Counter and
+Histogram (a lock per increment and a Python loop over the buckets), exposed at scrape time
+as the ``toolkeeper_calls`` counter and the ``toolkeeper_call_latency_seconds`` histogram.
 HTTP responses by status and open streams come from :class:`MetricsMiddleware`, an ASGI
 wrapper around the gateway's app. Authentication refusals are counted through
 :func:`observe_auth_refusal`, which the auth code calls without holding a metrics object: it
@@ -19,12 +22,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from bisect import bisect_left
+from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
 from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+from prometheus_client import CollectorRegistry, Counter, Gauge, make_wsgi_app
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
 
 from toolkeeper.registry import Registry
 from toolkeeper.server.calllog import CallRecord
@@ -35,6 +42,10 @@ _log = logging.getLogger("toolkeeper.metrics")
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
                     2.5, 5.0, 10.0, 30.0, 60.0)
+
+_go_text: Callable[[float], str] = floatToGoString  # a bound as prometheus-client writes it
+_LE = (*(_go_text(bound) for bound in _LATENCY_BUCKETS), "+Inf")
+_SUM = len(_LE)  # a cell: the count in each bucket (not cumulative), then the latency sum
 
 _active: GatewayMetrics | None = None
 
@@ -47,17 +58,69 @@ def observe_auth_refusal(reason: str) -> None:
         metrics.auth_refused(reason)
 
 
+class _CallCounts:
+    """The calls counter and the latency histogram, one custom collector. Written by one
+    thread at a time (the call recorder drains under its own lock): :meth:`cell` gives the
+    counts of one (tool, version, outcome), which the writer increments in place; a new cell
+    is added under ``_lock``, and :meth:`collect` copies every cell under it (a copy of a
+    list is one step for the interpreter, so it sees each increment whole)."""
+
+    def __init__(self) -> None:
+        self.cells: dict[tuple[str, str, str], list[float]] = {}
+        self._created: dict[tuple[str, str, str], float] = {}
+        self._lock = threading.Lock()
+
+    def cell(self, key: tuple[str, str, str]) -> list[float]:
+        with self._lock:
+            found = self.cells.get(key)
+            if found is None:
+                found = self.cells[key] = [0.0] * (_SUM + 1)
+                self._created[key] = time.time()
+            return found
+
+    def describe(self) -> Iterator[Metric]:
+        return self._families()
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            cells = [(key, list(cell), self._created[key]) for key, cell in self.cells.items()]
+        return self._families(cells)
+
+    def _families(self, cells: Iterable[tuple[tuple[str, str, str], list[float], float]] = (),
+                  ) -> Iterator[Metric]:
+        calls = CounterMetricFamily("toolkeeper_calls", "Dispatched tools/call by tool, "
+                                    "version and outcome.", labels=("tool", "version",
+                                                                    "outcome"))
+        latency = HistogramMetricFamily("toolkeeper_call_latency_seconds", "Handler latency "
+                                        "of dispatched calls.", labels=("tool", "version"))
+        merged: dict[tuple[str, str], list[float]] = {}
+        first: dict[tuple[str, str], float] = {}
+        for key, cell, created in cells:
+            calls.add_metric(key, sum(cell[:_SUM]), created=created)
+            into = merged.setdefault(key[:2], [0.0] * (_SUM + 1))
+            into[:] = [a + b for a, b in zip(into, cell, strict=True)]
+            first[key[:2]] = min(first.get(key[:2], created), created)
+        for (tool, version), cell in merged.items():
+            running, buckets = 0.0, []
+            for le, count in zip(_LE, cell, strict=False):  # the cell's last item: the sum
+                running += count
+                buckets.append((le, running))
+            latency.add_metric((tool, version), buckets, cell[_SUM])
+            latency.samples.append(Sample(latency.name + "_created", {
+                "tool": tool, "version": version}, first[tool, version]))
+        yield calls
+        yield latency
+
+
 class GatewayMetrics:
     """The gateway's metrics (a :class:`CallSink` for the call recorder)."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self._calls = Counter("toolkeeper_calls", "Dispatched tools/call by tool, version "
-                              "and outcome.", ("tool", "version", "outcome"), registry=r)
-        self._latency = Histogram("toolkeeper_call_latency_seconds", "Handler latency of "
-                                  "dispatched calls.", ("tool", "version"),
-                                  buckets=_LATENCY_BUCKETS, registry=r)
+        self._counts = _CallCounts()
+        r.register(self._counts)
+        self._cells = self._counts.cells
         self._refusals = Counter("toolkeeper_gate_refusals", "tools/call refused before "
                                  "dispatch, by reason.", ("reason",), registry=r)
         self._invalid = Counter("toolkeeper_validation_failures", "tools/call whose arguments "
@@ -73,7 +136,6 @@ class GatewayMetrics:
         self._changed = Gauge("toolkeeper_registry_last_change_timestamp_seconds", "When the "
                               "gateway last saw the registry change (its start at first).",
                               registry=r)
-        self._children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
         self._statuses: dict[int, Any] = {}
         self._unsubscribe: Callable[[], None] | None = None
 
@@ -82,12 +144,12 @@ class GatewayMetrics:
     def completed(self, record: CallRecord, at_ns: int, outcome: str,
                   latency_ms: float) -> None:
         key = (record.tool, record.version, outcome)
-        children = self._children.get(key)
-        if children is None:
-            children = (self._calls.labels(*key), self._latency.labels(*key[:2]))
-            self._children[key] = children
-        children[0].inc()
-        children[1].observe(latency_ms / 1000.0)
+        cell = self._cells.get(key)
+        if cell is None:
+            cell = self._counts.cell(key)
+        seconds = latency_ms / 1000.0
+        cell[bisect_left(_LATENCY_BUCKETS, seconds)] += 1  # le: the first bound >= seconds
+        cell[_SUM] += seconds
 
     def refused(self, reason: str) -> None:
         self._refusals.labels(reason).inc()

@@ -19,7 +19,6 @@ counted. Retention (rows older than ``retention_days``, all but the newest
 
 from __future__ import annotations
 
-import datetime as _dt
 import itertools
 import logging
 import threading
@@ -30,21 +29,16 @@ from typing import Any, Protocol
 
 import msgspec
 
-from toolkeeper.registry.call_rows import CallRow, CallRows
+from toolkeeper.registry.call_rows import CallRows, CallValues
 from toolkeeper.server.calllog import CallRecord
 
-__all__ = ["CallRecorder", "CallSink", "utc_text"]
+__all__ = ["CallRecorder", "CallSink"]
 
 _log = logging.getLogger("toolkeeper.calllog")
 
 _PRUNE_EVERY_S = 60.0
 _HELD_BATCHES = 100  # rows held across failing writes: this many batches
-
-
-def utc_text(ns: int) -> str:
-    """``ns`` (nanoseconds since the epoch) as the store's UTC timestamp text."""
-    moment = _dt.datetime.fromtimestamp(ns / 1e9, _dt.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+_json = msgspec.json.encode
 
 
 class CallSink(Protocol):
@@ -76,7 +70,7 @@ class CallRecorder:
         self._events: deque[tuple[Any, ...]] = deque()
         self._handles = itertools.count()
         self._open: dict[int, tuple[CallRecord, int]] = {}
-        self._ready: list[CallRow] = []
+        self._ready: list[CallValues] = []
         self._drain_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._wake = threading.Event()
@@ -151,11 +145,12 @@ class CallRecorder:
                 for sink in self._sinks:
                     sink.completed(record, at_ns, second, third)
                 if self._rows is not None:
-                    ready.append(CallRow(
-                        utc_text(at_ns), record.principal, record.credential, record.tool,
-                        record.version, record.era, record.arguments_digest, second,
-                        third, None if record.request_id is None
-                        else msgspec.json.encode(record.request_id).decode()))
+                    rid = record.request_id
+                    ready.append((
+                        at_ns // 1000, record.principal, record.credential or "", record.tool,
+                        record.version, record.era, record.arguments_digest, second, third,
+                        "" if rid is None else str(rid) if type(rid) is int
+                        else _json(rid).decode()))
 
     def flush(self) -> None:
         """Drain, then write the completed calls in batches (and prune when it is time)."""
@@ -177,7 +172,7 @@ class CallRecorder:
                              len(pending) - written, getattr(exc, "code", type(exc).__name__))
                 self._hold(pending[written:])
 
-    def _hold(self, unwritten: list[CallRow]) -> None:
+    def _hold(self, unwritten: list[CallValues]) -> None:
         with self._drain_lock:
             held = unwritten + self._ready
             cap = self._max_batch * _HELD_BATCHES
@@ -191,7 +186,7 @@ class CallRecorder:
         if now - self._pruned_at < _PRUNE_EVERY_S:
             return
         self._pruned_at = now
-        before = (utc_text(self._clock_ns() - self._retention_days * 86_400 * 10**9)
+        before = ((self._clock_ns() // 1000 - self._retention_days * 86_400 * 10**6)
                   if self._retention_days else None)
         keep = self._retention_rows or None
         if before is not None or keep is not None:

@@ -107,7 +107,7 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "call log", (
         """CREATE TABLE calls (
             seq INTEGER PRIMARY KEY AUTOINCREMENT,
-            at TEXT NOT NULL,
+            at INTEGER NOT NULL,
             tenant TEXT NOT NULL,
             credential TEXT,
             tool TEXT NOT NULL,
@@ -179,7 +179,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "call log", (
         """CREATE TABLE calls (
             seq BIGSERIAL PRIMARY KEY,
-            at TEXT NOT NULL,
+            at BIGINT NOT NULL,
             tenant TEXT NOT NULL,
             credential TEXT,
             tool TEXT NOT NULL,
