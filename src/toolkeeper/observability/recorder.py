@@ -6,15 +6,17 @@ nothing else: no lock, no I/O, no metric. One background thread, the flusher, wa
 drains the deque, pairs each completion with its dispatch and hands the completed calls to the
 sinks: Prometheus counters and histograms, OpenTelemetry spans (built after the fact with the
 call's own start and end times), and the durable :class:`~toolkeeper.registry.call_rows.CallRows`
-(in batches of at most ``max_batch`` rows, one transaction each). A metrics scrape drains
-first (:meth:`CallRecorder.drain`), so a scrape counts every call answered before it.
+(in batches of at most ``max_batch`` rows, one transaction and one stored segment each). A
+metrics scrape drains first (:meth:`CallRecorder.drain`), so a scrape counts every call
+answered before it.
 
 What a crash loses: the calls completed since the flusher last wrote, at most one
 ``flush_interval_ms`` window (plus the time the write itself takes), and the calls still
 running. A write that fails (the database is unreachable) is logged and retried on the next
 wake, holding at most ``100 * max_batch`` rows; beyond that the oldest are dropped and
 counted. Retention (rows older than ``retention_days``, all but the newest
-``retention_rows``) is applied by the flusher once a minute.
+``retention_rows``) is applied by the flusher once a minute (by age, a few rows completed
+after a newer one may outlive the bound: :mod:`toolkeeper.registry.call_segments`).
 """
 
 from __future__ import annotations

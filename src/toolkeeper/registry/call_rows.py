@@ -8,30 +8,23 @@ first (so the URL is checked, and the database recognised and migrated, exactly 
 does it), then connects beside it. ``memory:`` has no table: its rows live in the process.
 
 Rows are written as :data:`CallValues`, plain tuples in column order, built once by the
-recorder's flusher: ``at`` is an integer of microseconds since the epoch (UTC; compared and
-indexed as a number, formatted as text only when read, :func:`at_text`), and a missing
-credential or request id is the empty string, which the ``INSERT`` turns into ``NULL``
-(``NULLIF``; neither is ever empty: a credential id is a key id, ``iss#sub`` or ``stdio``,
-a request id is JSON text). SQLite appends a batch as multi-row ``INSERT`` statements of
-:data:`_CHUNKS` rows (one statement's work, and one ``sqlite_sequence`` update, per chunk),
-the rest row by row; its writer uses ``synchronous = NORMAL`` (the registry's database is in
-WAL mode: a commit survives a process crash; power loss may undo the last ones).
+recorder's flusher: ``at`` is an integer of microseconds since the epoch (UTC; compared as a
+number, formatted as text only when read, :func:`at_text`), and a missing credential or
+request id is the empty string, read back as ``None`` (neither is ever empty: a credential id
+is a key id, ``iss#sub`` or ``stdio``, a request id is JSON text). The SQL backends store each
+appended batch as one row, a segment (:mod:`toolkeeper.registry.call_segments`).
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any, Protocol
-from urllib.parse import quote
 
 import msgspec
 
-from toolkeeper.errors import StoreError
 from toolkeeper.registry.location import open_store
 
 __all__ = ["CallQuery", "CallRow", "CallRows", "CallValues", "MemoryCallRows", "at_text",
@@ -118,17 +111,6 @@ class CallQuery:
                 and (self.outcome is None or row.outcome == self.outcome)
                 and (self.since is None or row.at_us >= self.since))
 
-    def where(self, mark: str) -> tuple[str, list[Any]]:
-        """The SQL ``WHERE`` clause (``mark``: the driver's placeholder) and its parameters."""
-        terms: list[str] = []
-        params: list[Any] = []
-        for column, value, op in (("tool", self.tool, "="), ("tenant", self.tenant, "="),
-                                  ("outcome", self.outcome, "="), ("at", self.since, ">=")):
-            if value is not None:
-                terms.append(f"{column} {op} {mark}")
-                params.append(value)
-        return (" WHERE " + " AND ".join(terms)) if terms else "", params
-
 
 class CallRows(Protocol):
     """Where the call log's rows are kept. Written by one thread (the flusher); read by any."""
@@ -180,158 +162,16 @@ class MemoryCallRows:
         pass
 
 
-def _row(values: Sequence[Any]) -> CallRow:
-    seq, at, tenant, credential, tool, version, era, digest, outcome, latency, request_id = values
-    return CallRow(int(at), tenant, credential, tool, version, era, digest, outcome,
-                   float(latency), request_id, seq=int(seq))
-
-
-_SELECT = "SELECT seq, " + ", ".join(_COLUMNS) + " FROM calls"
-_CHUNKS = (64, 16, 4)  # rows per multi-row INSERT, largest first (64 * 10 < 999 parameters)
-
-
-def _insert(mark: str, rows: int = 1) -> str:
-    """The ``INSERT`` of ``rows`` rows (``mark``: the driver's placeholder)."""
-    one = (f"({mark}, {mark}, NULLIF({mark}, ''), {mark}, {mark}, {mark}, {mark}, {mark}, "
-           f"{mark}, NULLIF({mark}, ''))")
-    return f"INSERT INTO calls ({', '.join(_COLUMNS)}) VALUES " + ", ".join([one] * rows)
-
-
-_SQLITE_INSERTS = {size: _insert("?", size) for size in (1, *_CHUNKS)}
-
-
-class _SQLiteCallRows:
-    def __init__(self, path: str, read_only: bool) -> None:
-        self._path = path
-        mode = "ro" if read_only else "rw"
-        try:
-            uri = ("file://" if path.startswith("/") else "file:") + quote(path)
-            self._conn = sqlite3.connect(f"{uri}?mode={mode}", uri=True, timeout=30.0,
-                                         isolation_level=None, check_same_thread=False)
-            if not read_only:
-                self._conn.execute("PRAGMA synchronous = NORMAL")
-        except sqlite3.Error as exc:
-            raise self._error(exc) from None
-        self._lock = threading.Lock()
-
-    def _error(self, exc: sqlite3.Error) -> StoreError:
-        return StoreError(f"the call log in {self._path} failed: {exc}", code="calllog.store")
-
-    def _run(self, work: Callable[[sqlite3.Connection], Any], write: bool = False) -> Any:
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                try:
-                    result = work(self._conn)
-                except BaseException:
-                    self._conn.rollback()
-                    raise
-                self._conn.execute("COMMIT")
-                return result
-            except sqlite3.Error as exc:
-                raise self._error(exc) from None
-
-    def append(self, rows: Sequence[CallValues]) -> None:
-        def work(conn: sqlite3.Connection) -> None:
-            start = 0
-            for size in _CHUNKS:
-                sql = _SQLITE_INSERTS[size]
-                while len(rows) - start >= size:
-                    conn.execute(sql, list(chain.from_iterable(rows[start:start + size])))
-                    start += size
-            conn.executemany(_SQLITE_INSERTS[1], rows[start:])
-        self._run(work, write=True)
-
-    def prune(self, before: int | None, keep_rows: int | None) -> int:
-        def work(conn: sqlite3.Connection) -> int:
-            dropped = 0
-            if before is not None:
-                dropped += conn.execute("DELETE FROM calls WHERE at < ?", (before,)).rowcount
-            if keep_rows is not None:
-                dropped += conn.execute(
-                    "DELETE FROM calls WHERE seq <= (SELECT seq FROM calls ORDER BY seq DESC"
-                    " LIMIT 1 OFFSET ?)", (keep_rows,)).rowcount
-            return int(dropped)
-        return int(self._run(work, write=True))
-
-    def query(self, query: CallQuery) -> list[CallRow]:
-        where, params = query.where("?")
-        sql = f"{_SELECT}{where} ORDER BY seq DESC LIMIT ?"
-        rows = self._run(lambda c: c.execute(sql, [*params, query.limit]).fetchall())
-        return [_row(r) for r in rows]
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
-
-
-class _PostgresCallRows:
-    def __init__(self, url: str, read_only: bool) -> None:
-        import psycopg
-
-        from toolkeeper.registry.location import masked
-
-        self._url = url
-        self._masked = masked
-        self._psycopg = psycopg
-        self._lock = threading.Lock()
-        try:
-            self._conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
-            if read_only:
-                self._conn.execute("SET default_transaction_read_only = on")
-        except psycopg.Error as exc:
-            raise self._error(exc) from None
-
-    def _error(self, exc: Exception) -> StoreError:
-        return StoreError(f"the call log failed: {self._masked(str(exc), self._url)}",
-                          code="calllog.store")
-
-    def _run(self, work: Callable[[Any], Any]) -> Any:
-        with self._lock:
-            try:
-                if self._conn.closed or self._conn.broken:
-                    self._conn = self._psycopg.connect(self._url, autocommit=True,
-                                                       connect_timeout=10)
-                with self._conn.transaction():
-                    return work(self._conn)
-            except self._psycopg.Error as exc:
-                raise self._error(exc) from None
-
-    def append(self, rows: Sequence[CallValues]) -> None:
-        sql = _insert("%s")
-        self._run(lambda c: c.cursor().executemany(sql, rows))
-
-    def prune(self, before: int | None, keep_rows: int | None) -> int:
-        def work(conn: Any) -> int:
-            dropped = 0
-            if before is not None:
-                dropped += conn.execute("DELETE FROM calls WHERE at < %s", (before,)).rowcount
-            if keep_rows is not None:
-                dropped += conn.execute(
-                    "DELETE FROM calls WHERE seq <= (SELECT seq FROM calls ORDER BY seq DESC"
-                    " LIMIT 1 OFFSET %s)", (keep_rows,)).rowcount
-            return int(dropped)
-        return int(self._run(work))
-
-    def query(self, query: CallQuery) -> list[CallRow]:
-        where, params = query.where("%s")
-        sql = f"{_SELECT}{where} ORDER BY seq DESC LIMIT %s"
-        return [_row(r) for r in self._run(
-            lambda c: c.execute(sql, [*params, query.limit]).fetchall())]
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
-
-
 def _beside(store: object, read_only: bool) -> CallRows:
     """The call rows in the database ``store`` (an opened registry store) keeps."""
+    from toolkeeper.registry.call_segments import PostgresCallRows, SQLiteCallRows
+
     path = getattr(store, "path", None)
     if path is not None:
-        return _SQLiteCallRows(str(path), read_only)
+        return SQLiteCallRows(str(path), read_only)
     url = getattr(store, "url", None)
     if isinstance(url, str):
-        return _PostgresCallRows(url, read_only)
+        return PostgresCallRows(url, read_only)
     return MemoryCallRows()
 
 

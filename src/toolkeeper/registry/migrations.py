@@ -106,18 +106,13 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
     )),
     Migration(3, "call log", (
         """CREATE TABLE calls (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT,
-            at INTEGER NOT NULL,
-            tenant TEXT NOT NULL,
-            credential TEXT,
-            tool TEXT NOT NULL,
-            version TEXT NOT NULL,
-            era TEXT NOT NULL,
-            arguments_digest TEXT NOT NULL,
-            outcome TEXT NOT NULL,
-            latency_ms REAL NOT NULL,
-            request_id TEXT)""",
-        "CREATE INDEX calls_at ON calls (at)",
+            seq INTEGER PRIMARY KEY,
+            call_count INTEGER NOT NULL,
+            at_min INTEGER NOT NULL,
+            at_max INTEGER NOT NULL,
+            body BLOB NOT NULL)""",
+        "CREATE INDEX calls_at_min ON calls (at_min)",
+        "CREATE INDEX calls_at_max ON calls (at_max)",
     )),
 )
 
@@ -178,18 +173,13 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     )),
     Migration(3, "call log", (
         """CREATE TABLE calls (
-            seq BIGSERIAL PRIMARY KEY,
-            at BIGINT NOT NULL,
-            tenant TEXT NOT NULL,
-            credential TEXT,
-            tool TEXT NOT NULL,
-            version TEXT NOT NULL,
-            era TEXT NOT NULL,
-            arguments_digest TEXT NOT NULL,
-            outcome TEXT NOT NULL,
-            latency_ms DOUBLE PRECISION NOT NULL,
-            request_id TEXT)""",
-        "CREATE INDEX calls_at ON calls (at)",
+            seq BIGINT PRIMARY KEY,
+            call_count INTEGER NOT NULL,
+            at_min BIGINT NOT NULL,
+            at_max BIGINT NOT NULL,
+            body BYTEA NOT NULL)""",
+        "CREATE INDEX calls_at_min ON calls (at_min)",
+        "CREATE INDEX calls_at_max ON calls (at_max)",
     )),
 )
 
