@@ -63,6 +63,16 @@ __all__ = ["ServerKernel", "StreamConnection", "select_http_era"]
 _DISCOVER_CACHE = CacheHint(0, "public")
 
 
+class _Refused:
+    """What :meth:`ServerKernel.authenticate` keeps for a request whose principal the resolver
+    could not give (an exception other than a refused credential)."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
+
+
 def _anonymous(facts: TransportFacts) -> Any:
     return None
 
@@ -130,22 +140,27 @@ class ServerKernel:
         (an identity check: any other request, or another thread's, resolves afresh)."""
         authenticated = self._authenticated
         if authenticated[0] is facts:
-            return authenticated[1]
+            found = authenticated[1]
+            if type(found) is _Refused:
+                raise found.exc
+            return found
         return self._resolve(facts)
 
     def authenticate(self, facts: TransportFacts) -> Reply | None:
         """HTTP, before anything else: the 401 for a request whose credential the resolver
         refuses (:class:`~toolkeeper.errors.AuthenticationError`), else None, the principal
         kept for the rest of the request. Any other exception from the resolver (a JSON-RPC
-        refusal, a store it could not read) is answered here too, through the exception
-        boundary, and the request goes no further: a request without a principal is never
-        served, not even a method that needs none (``initialize``, ``ping``, a notification)."""
+        refusal, a store it could not read) is kept too: every later resolution of these facts
+        raises it, and :meth:`handle_http_message` answers it in the request's era before
+        anything else, so a request without a principal is never served, not even a method
+        that needs none (``initialize``, ``ping``, a notification)."""
         try:
             principal = self._resolve(facts)
         except AuthenticationError as exc:
             return unauthorized_reply(exc)
         except Exception as exc:
-            return error_reply(None, exc)
+            self._authenticated = (facts, _Refused(exc))
+            return None
         self._authenticated = (facts, principal)
         return None
 
@@ -201,6 +216,11 @@ class ServerKernel:
             refusal = self.authenticate(facts)
             if refusal is not None:
                 return refusal
+        found = self._authenticated[1]
+        if type(found) is _Refused:  # no principal: answered before any method is looked at
+            if select_http_era(message, facts.headers) is Era.MODERN:
+                return error_reply(safe_id(message), found.exc)
+            return answer_error_reply(safe_id(message), found.exc, Era.LEGACY)
         if select_http_era(message, facts.headers) is Era.MODERN:
             return self._modern.handle(message, facts, http=True)
         return self._legacy_http(message, facts)
