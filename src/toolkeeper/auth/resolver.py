@@ -19,6 +19,7 @@ protected-resource metadata; the HTTP transport answers it 401.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from toolkeeper.auth.jwt import JwtAuthenticator, build_jwt
@@ -44,24 +45,43 @@ class BearerResolver:
         self._keys = keys
         self._jwt = jwt
         self._missing, self._invalid = challenges(resource)
+        # (header, authenticate, token) of the credential read last: the same header again
+        # skips its parsing and hands the authenticator that very token object, whose hash
+        # its cache lookup reuses. The authenticator still judges the token on every call.
+        self._last: tuple[str, Callable[[str], Principal], str] = ("", _never, "")
 
     def __call__(self, facts: TransportFacts) -> Principal:
         header = facts.headers.get("authorization")
         if header is None:
             raise AuthenticationError("missing", token_sent=False, challenge=self._missing)
-        scheme, _, token = header.partition(" ")
-        token = token.strip(" \t")
         try:
-            if scheme.lower() != "bearer" or not token or " " in token:
-                raise AuthenticationError("malformed")
-            if token.startswith(KEY_PREFIX):
-                if self._keys is not None:
-                    return self._keys.authenticate(token)
-            elif self._jwt is not None:
-                return self._jwt.authenticate(token)
-            raise AuthenticationError("malformed")  # a kind of credential not accepted here
+            last = self._last
+            if header == last[0]:
+                return last[1](last[2])
+            return self._read(header)
         except AuthenticationError as exc:
             raise AuthenticationError(exc.reason, challenge=self._invalid) from None
+
+    def _read(self, header: str) -> Principal:
+        scheme, _, token = header.partition(" ")
+        token = token.strip(" \t")
+        if scheme.lower() != "bearer" or not token or " " in token:
+            raise AuthenticationError("malformed")
+        authenticate: Callable[[str], Principal] | None = None
+        if token.startswith(KEY_PREFIX):
+            if self._keys is not None:
+                authenticate = self._keys.authenticate
+        elif self._jwt is not None:
+            authenticate = self._jwt.authenticate
+        if authenticate is None:
+            raise AuthenticationError("malformed")  # a kind of credential not accepted here
+        principal = authenticate(token)
+        self._last = (header, authenticate, token)
+        return principal
+
+
+def _never(token: str) -> Principal:
+    raise AuthenticationError("malformed")  # (the empty header never matches: see __call__)
 
 
 def build_resolver(auth: AuthSettingsLike, registry: Registry, *, resource: str = ""

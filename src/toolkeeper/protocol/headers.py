@@ -72,6 +72,10 @@ _NAMES: Final[dict[bytes, str]] = {}
 request decodes every header name, and real traffic uses a handful of them)."""
 _NAMES_MAX: Final = 512
 
+_RAW_KEYS: Final[dict[str, bytes]] = {}
+"""ASCII header name asked for -> its lowercase bytes, the key of a raw index (a bounded memo:
+the server asks for a handful of names)."""
+
 _Index = tuple[dict[str, str], frozenset[str]]
 _NO_REPEATS: Final[frozenset[str]] = frozenset()
 
@@ -182,9 +186,15 @@ class HeaderView:
     def get(self, name: str) -> str | None:
         """The first value of a header, or None."""
         raw_index = self._raw_index
-        if raw_index is not None and self._pairs is None and name.isascii():
-            value = raw_index.get(name.lower().encode())
-            return None if value is None else value.strip(b" \t").decode("latin-1")
+        if raw_index is not None and self._pairs is None:
+            key = _RAW_KEYS.get(name)
+            if key is None and name.isascii():
+                key = name.lower().encode()
+                if len(name) <= _MEMO_LENGTH and len(_RAW_KEYS) < _NAMES_MAX:
+                    _RAW_KEYS[name] = key
+            if key is not None:
+                value = raw_index.get(key)
+                return None if value is None else value.strip(b" \t").decode("latin-1")
         return self._lookup()[0].get(name.lower())
 
     def get_all(self, name: str) -> list[str]:
