@@ -57,7 +57,7 @@ dotted key and the reason, exit status 2, nothing served. The error codes are st
 | `config.missing_key` | a required key of a table is absent |
 | `config.jwt_without_issuer` | `auth.methods` has `jwt` and no issuer is configured |
 | `config.issuer_key_missing` | an issuer has no key for one of its algorithms |
-| `config.resource_needed` | no `auth.resource` with `auth.methods` and `server.port` 0, or with `jwt` on a host that is not loopback and an issuer without `audience` |
+| `config.resource_needed` | no `auth.resource` with port 0, or with `jwt` off loopback (see it below) |
 | `config.anonymous_not_loopback` | no `auth.methods` (or `--auth none`) on a host that is not loopback |
 
 `auth.methods` empty (or `--auth none`) serves every HTTP request as the anonymous local
