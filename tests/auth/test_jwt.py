@@ -131,6 +131,19 @@ def test_a_malformed_authorization_header_is_401_invalid_token(
     assert (response.status_code, response.headers["www-authenticate"]) == (401, CHALLENGE)
 
 
+@pytest.mark.parametrize("method", ["tools/list", "tools/call"])
+def test_two_authorization_headers_are_401_even_when_both_are_valid(
+        gateway_url: str, client: httpx.Client, method: str) -> None:
+    valid = modern(client, gateway_url, method, mint(KEY), "ledger")
+    assert valid.status_code == 200
+    request = valid.request
+    headers = [(k, v) for k, v in request.headers.multi_items() if k != "content-length"]
+    headers.append(("authorization", f"Bearer {mint(KEY, sub='someone-else')}"))
+    response = client.post(gateway_url, content=request.content, headers=headers)
+    assert (response.status_code, response.headers["www-authenticate"]) == (401, CHALLENGE)
+    assert response.json() == BODY
+
+
 def test_a_valid_token_sees_its_entitled_tools_in_both_eras_and_the_scheme_in_any_case(
         gateway_url: str, client: httpx.Client) -> None:
     basic = mint(KEY, scope="", clearance="internal", sub="basic")

@@ -12,7 +12,8 @@ a credential is read (``bearer_methods_supported: ["header"]``): a token startin
 an API key when ``keys`` is among ``auth.methods``
 (:class:`~toolkeeper.auth.keys.KeyAuthenticator`), anything else a JWT when ``jwt`` is. With
 no method configured the resolver is the anonymous :class:`~toolkeeper.server.LocalPrincipal`.
-A missing, malformed, expired or unverifiable credential is an
+More than one ``Authorization`` header is ``malformed``, whatever they hold. A missing,
+malformed, expired or unverifiable credential is an
 :class:`~toolkeeper.errors.AuthenticationError` carrying the challenge that points at the
 protected-resource metadata; the HTTP transport answers it 401.
 """
@@ -46,13 +47,15 @@ class BearerResolver:
         self._missing, self._invalid = challenges(resource)
 
     def __call__(self, facts: TransportFacts) -> Principal:
-        header = facts.headers.get("authorization")
+        headers = facts.headers
+        header = headers.get("authorization")
         if header is None:
             raise AuthenticationError("missing", token_sent=False, challenge=self._missing)
         scheme, _, token = header.partition(" ")
         token = token.strip(" \t")
         try:
-            if scheme.lower() != "bearer" or not token or " " in token:
+            if (scheme.lower() != "bearer" or not token or " " in token
+                    or headers.repeats("authorization")):  # which one would speak?
                 raise AuthenticationError("malformed")
             if token.startswith(KEY_PREFIX):
                 if self._keys is not None:
