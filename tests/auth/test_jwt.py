@@ -212,6 +212,17 @@ def test_hs256_verifies_with_its_secret_file_only(tmp_path: Path) -> None:
         authenticator.authenticate(mint(b"x" * 40, "HS256"))
 
 
+@pytest.mark.parametrize("secret", [b"", b"k", b"x" * 31 + b"\n"], ids=["empty", "1", "31"])
+def test_an_hs256_secret_shorter_than_32_bytes_is_refused_at_build(
+        tmp_path: Path, secret: bytes) -> None:
+    (tmp_path / "secret").write_bytes(secret)
+    with pytest.raises(ConfigError) as caught:
+        build_jwt([Issuer(secret_file=str(tmp_path / "secret"), algorithms=("HS256",))],
+                  RESOURCE)
+    assert (caught.value.code, caught.value.data["key"]) == (
+        "config.key_file", "auth.jwt.issuers[0].secret_file")
+
+
 def test_an_rsa_key_configured_for_hs256_is_refused_at_build(tmp_path: Path) -> None:
     (tmp_path / "rsa.pem").write_bytes(public_pem(KEY))
     with pytest.raises(ConfigError) as caught:

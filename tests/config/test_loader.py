@@ -62,6 +62,8 @@ BROKEN: list[tuple[str, str, str]] = [
      'issuer = "https://a"\njwks_file = "jwks.json"\naudience = "https://gw/mcp"\n'
      '[[auth.jwt.issuers]]\nissuer = "https://b"\njwks_file = "jwks.json"\n',
      "config.resource_needed", "auth.resource"),
+    ('[[auth.jwt.issuers]]\nissuer = "https://i"\nalgorithms = ["HS256"]\n'
+     'secret_file = "short-secret"\n', "config.bad_value", "auth.jwt.issuers[0].secret_file"),
     ('[server]\nport = \n', "config.not_toml", ""),
 ]
 
@@ -69,6 +71,7 @@ BROKEN: list[tuple[str, str, str]] = [
 @pytest.fixture
 def config_dir(tmp_path: Path) -> Path:
     (tmp_path / "jwks.json").write_text('{"keys": []}')
+    (tmp_path / "short-secret").write_bytes(b"x" * 31 + b"\n")  # one byte short of HS256's 32
     return tmp_path
 
 

@@ -43,6 +43,7 @@ from toolkeeper.errors import AuthenticationError, ConfigError
 __all__ = [
     "FIRST_LOAD_RETRY_S",
     "JWKS_FETCH_TIMEOUT_S",
+    "MIN_SECRET_BYTES",
     "JwksSource",
     "KeySource",
     "StaticKeys",
@@ -55,6 +56,8 @@ _log = logging.getLogger("toolkeeper.auth")
 
 JWKS_FETCH_TIMEOUT_S: Final = 5.0
 _MAX_JWKS_BYTES: Final = 1 << 20
+MIN_SECRET_BYTES: Final = 32
+"""The shortest HS256 secret accepted (RFC 7518 3.2: a key at least as long as the hash)."""
 FIRST_LOAD_RETRY_S: Final = 5.0
 """Seconds between reads of a JWKS that has never been read successfully."""
 
@@ -107,9 +110,9 @@ class StaticKeys(KeySource):
     @classmethod
     def from_secret_file(cls, path: str, allowed: frozenset[str], where: str) -> StaticKeys:
         secret = _read(path, f"{where}.secret_file").strip()
-        if not secret:
-            raise ConfigError("the HS256 secret file is empty", code="config.key_file",
-                              data={"key": f"{where}.secret_file"})
+        if len(secret) < MIN_SECRET_BYTES:
+            raise ConfigError(f"an HS256 secret needs at least {MIN_SECRET_BYTES} bytes",
+                              code="config.key_file", data={"key": f"{where}.secret_file"})
         return cls(_require(_pinned(secret, allowed), f"{where}.algorithms"))
 
     @classmethod

@@ -148,7 +148,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting("auth.jwt.issuers[].algorithms", STRINGS, ["RS256"], "Signature algorithms "
             "accepted; each must match the key's type.", choices=_ALGORITHMS),
     Setting("auth.jwt.issuers[].secret_file", STRING, "", "File holding the HS256 shared "
-            "secret.", check="readable_file"),
+            "secret (at least 32 bytes, surrounding whitespace ignored).", check="secret_file"),
     Setting("auth.jwt.issuers[].public_key_file", STRING, "", "PEM public key file.",
             check="readable_file"),
     Setting("auth.jwt.issuers[].jwks_file", STRING, "", "JWKS (JSON Web Key Set) file.",

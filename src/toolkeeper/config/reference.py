@@ -18,6 +18,7 @@ _CHECKS: Final = {
     "registry_url": "a registry URL",
     "http_url": "an http(s) URL",
     "readable_file": "a readable file (relative to the configuration file)",
+    "secret_file": "a readable file of at least 32 bytes (relative to the configuration file)",
     "directory": "a directory (relative to the configuration file)",
     "handlers_ref": "`module:ATTR` or `file.py:ATTR`",
     "url_path": "an absolute URL path",
