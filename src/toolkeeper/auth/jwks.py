@@ -52,7 +52,7 @@ __all__ = [
     "fetch_url",
 ]
 
-_log = logging.getLogger("toolkeeper.auth")
+_log = logging.getLogger(__name__)  # not toolkeeper.auth: see protocol/challenge.py
 
 JWKS_FETCH_TIMEOUT_S: Final = 5.0
 _MAX_JWKS_BYTES: Final = 1 << 20
