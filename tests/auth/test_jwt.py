@@ -37,6 +37,7 @@ from jwt_kit import (
 
 from toolkeeper.auth import build_jwt, metadata_url
 from toolkeeper.auth.jwks import JwksSource
+from toolkeeper.auth.jwt import IssuerVerifier, JwtAuthenticator
 from toolkeeper.errors import AuthenticationError, ConfigError
 
 KEY = rsa_key()
@@ -130,6 +131,19 @@ def test_a_malformed_authorization_header_is_401_invalid_token(
     assert (response.status_code, response.headers["www-authenticate"]) == (401, CHALLENGE)
 
 
+@pytest.mark.parametrize("method", ["tools/list", "tools/call"])
+def test_two_authorization_headers_are_401_even_when_both_are_valid(
+        gateway_url: str, client: httpx.Client, method: str) -> None:
+    valid = modern(client, gateway_url, method, mint(KEY), "ledger")
+    assert valid.status_code == 200
+    request = valid.request
+    headers = [(k, v) for k, v in request.headers.multi_items() if k != "content-length"]
+    headers.append(("authorization", f"Bearer {mint(KEY, sub='someone-else')}"))
+    response = client.post(gateway_url, content=request.content, headers=headers)
+    assert (response.status_code, response.headers["www-authenticate"]) == (401, CHALLENGE)
+    assert response.json() == BODY
+
+
 def test_a_valid_token_sees_its_entitled_tools_in_both_eras_and_the_scheme_in_any_case(
         gateway_url: str, client: httpx.Client) -> None:
     basic = mint(KEY, scope="", clearance="internal", sub="basic")
@@ -198,6 +212,17 @@ def test_hs256_verifies_with_its_secret_file_only(tmp_path: Path) -> None:
         authenticator.authenticate(mint(b"x" * 40, "HS256"))
 
 
+@pytest.mark.parametrize("secret", [b"", b"k", b"x" * 31 + b"\n"], ids=["empty", "1", "31"])
+def test_an_hs256_secret_shorter_than_32_bytes_is_refused_at_build(
+        tmp_path: Path, secret: bytes) -> None:
+    (tmp_path / "secret").write_bytes(secret)
+    with pytest.raises(ConfigError) as caught:
+        build_jwt([Issuer(secret_file=str(tmp_path / "secret"), algorithms=("HS256",))],
+                  RESOURCE)
+    assert (caught.value.code, caught.value.data["key"]) == (
+        "config.key_file", "auth.jwt.issuers[0].secret_file")
+
+
 def test_an_rsa_key_configured_for_hs256_is_refused_at_build(tmp_path: Path) -> None:
     (tmp_path / "rsa.pem").write_bytes(public_pem(KEY))
     with pytest.raises(ConfigError) as caught:
@@ -218,22 +243,108 @@ def test_a_bad_issuer_configuration_names_its_key(issuer: Issuer, key: str) -> N
     assert caught.value.data["key"] == key
 
 
-def test_a_jwks_file_is_reread_once_per_interval_for_an_unknown_kid(tmp_path: Path) -> None:
+def test_an_unknown_kid_asks_for_one_early_reread_per_interval_and_never_reads_itself(
+        tmp_path: Path) -> None:
     path = write_jwks(tmp_path / "jwks.json", jwk_of(KEY, "k1"))
     now = [0.0]
     source = JwksSource(path.read_bytes, frozenset({"RS256"}), 60, clock=lambda: now[0])
-    assert source.reads == 1
+    assert source.reads == 1  # the first read happens when the source is built
     for _ in range(5):
         with pytest.raises(AuthenticationError):
             source.key("k2")
-    assert source.reads == 2  # one look for the unknown kid, no more this interval
+    assert (source.reads, source.refresh_wanted) == (1, True)  # verification never reads
+    source.refresh_now()  # what the background thread does when asked
+    assert (source.reads, source.refresh_wanted) == (2, False)
     write_jwks(path, jwk_of(KEY, "k1"), jwk_of(OTHER, "k2"))
+    with pytest.raises(AuthenticationError):
+        source.key("k2")
+    assert not source.refresh_wanted  # already looked early this interval
     now[0] = 61.0
+    with pytest.raises(AuthenticationError):
+        source.key("k2")
+    assert source.refresh_wanted
+    source.refresh_now()
     assert source.key("k2").algorithms == {"RS256"}
-    assert source.reads == 3
     path.write_text("not json")
-    now[0] = 200.0
+    source.refresh_now()
     assert source.key("k2") is not None  # a failed read keeps the last good keys
+
+
+def test_a_stalled_jwks_read_does_not_hold_up_verification(tmp_path: Path) -> None:
+    document = json.dumps({"keys": [jwk_of(KEY, "k1")]}).encode()
+    gate, stalled = threading.Event(), threading.Event()
+    documents = [document]
+
+    def load() -> bytes:
+        if len(documents) > 1:
+            stalled.set()
+            gate.wait(10)  # a JWKS server that answers slowly
+        return documents[-1]
+    source = JwksSource(load, frozenset({"RS256"}), 1)
+    authenticator = JwtAuthenticator([IssuerVerifier(Issuer(), source, RESOURCE)])
+    documents.append(json.dumps({"keys": [jwk_of(KEY, "k1"), jwk_of(OTHER, "k2")]}).encode())
+    source.start()
+    try:
+        for token in (mint(OTHER, kid="k2"), mint(KEY, kid="k9")):
+            began = time.monotonic()
+            with pytest.raises(AuthenticationError) as caught:
+                authenticator.authenticate(token)
+            assert caught.value.reason == "unknown_key"
+            assert time.monotonic() - began < 1.0  # not the 10 s the read takes
+        assert stalled.wait(5)  # the read runs, off the request
+        assert authenticator.authenticate(mint(KEY, sub="during")).tenant == "acme"
+    finally:
+        gate.set()
+    deadline = time.monotonic() + 5
+    while True:  # the rotated key arrives by the background read
+        try:
+            assert authenticator.authenticate(mint(OTHER, kid="k2")).tenant == "acme"
+            break
+        except AuthenticationError:
+            assert time.monotonic() < deadline
+
+
+def test_a_jwks_url_unreadable_at_start_refuses_its_tokens_until_a_read_succeeds() -> None:
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    authenticator = build_jwt([Issuer(jwks_url=f"http://127.0.0.1:{port}/jwks")], RESOURCE)
+    with pytest.raises(AuthenticationError) as caught:
+        authenticator.authenticate(mint(KEY))
+    assert caught.value.reason == "unknown_key"
+    documents = [b"", json.dumps({"keys": [jwk_of(KEY, "k1")]}).encode()]
+    source = JwksSource(lambda: documents[0], frozenset({"RS256"}), 300)
+    assert not source.loaded and source.reads == 1
+    documents.pop(0)
+    source.refresh_now()  # the retry the background thread makes
+    assert source.loaded and source.key("k1").algorithms == {"RS256"}
+
+
+def test_a_cached_verdict_is_dropped_when_its_key_leaves_the_set(tmp_path: Path) -> None:
+    path = write_jwks(tmp_path / "jwks.json", jwk_of(KEY, "k1"), jwk_of(OTHER, "k2"))
+    source = JwksSource(path.read_bytes, frozenset({"RS256"}), 60)
+    authenticator = JwtAuthenticator([IssuerVerifier(Issuer(), source, RESOURCE)])
+    token = mint(KEY)
+    assert authenticator.authenticate(token).tenant == "acme"
+    write_jwks(path, jwk_of(OTHER, "k2"))  # k1 removed (compromised, say)
+    source.refresh_now()
+    with pytest.raises(AuthenticationError) as caught:
+        authenticator.authenticate(token)
+    assert caught.value.reason == "unknown_key"
+    assert authenticator.authenticate(mint(OTHER, kid="k2")).tenant == "acme"
+
+
+def test_two_issuers_never_share_a_credential(tmp_path: Path) -> None:
+    (tmp_path / "rsa.pem").write_bytes(public_pem(KEY))
+    pem = str(tmp_path / "rsa.pem")
+    authenticator = build_jwt([Issuer(issuer="https://a", public_key_file=pem),
+                               Issuer(issuer="https://a#x", public_key_file=pem)], RESOURCE)
+    first = authenticator.authenticate(mint(KEY, iss="https://a", sub="x#y"))
+    second = authenticator.authenticate(mint(KEY, iss="https://a#x", sub="y"))
+    assert first.credential != second.credential
+    assert first.credential == "https://a#x#y"
+    assert second.credential == "https://a%23x#y"
 
 
 class _JwksHandler(BaseHTTPRequestHandler):

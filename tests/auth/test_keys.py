@@ -199,6 +199,37 @@ def test_the_cache_is_bounded_and_forgets_the_oldest_token_first(store: KeyStore
     assert counting.finds == 4
 
 
+def test_an_unknown_id_costs_one_store_read_per_interval_and_a_new_key_works_after_it(
+        store: KeyStore) -> None:
+    clock = Clock()
+    counting = CountingStore(store)
+    auth = authenticator(counting, clock, recheck_s=0.5)
+    made_up = [f"tk_{index:012x}_{'A' * 43}" for index in range(3)]
+    for _ in range(50):
+        for token in made_up:
+            assert reason(auth, token) == "unknown_key"
+    assert counting.finds == 3  # one per id, not one per request
+    issued = issue_key(store, tenant="acme", scopes=[], clearance="public")
+    real_id = issued.record.id
+    assert reason(auth, f"tk_{real_id}_{'A' * 43}") == "unknown_key"  # a wrong secret
+    clock.advance(0.5)
+    assert reason(auth, made_up[0]) == "unknown_key"
+    assert counting.finds == 5  # the interval passed: that id is asked about again
+    assert auth.authenticate(issued.token).credential == real_id
+
+
+def test_the_unknown_ids_remembered_are_bounded(store: KeyStore) -> None:
+    counting = CountingStore(store)
+    auth = authenticator(counting, Clock(), cache_size=2, recheck_s=3600)
+    made_up = [f"tk_{index:012x}_{'A' * 43}" for index in range(3)]
+    for token in made_up:
+        reason(auth, token)
+    reason(auth, made_up[2])
+    assert counting.finds == 3  # the newest id is remembered
+    reason(auth, made_up[0])
+    assert counting.finds == 4  # the oldest was forgotten
+
+
 def test_keys_are_listed_and_revoked_once_keeping_the_first_time(store: KeyStore) -> None:
     first = issue_key(store, tenant="acme", scopes=["x"], clearance="internal", name="ci")
     second = issue_key(store, tenant="beta", scopes=[], clearance="public")

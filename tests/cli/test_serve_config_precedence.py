@@ -95,7 +95,8 @@ def test_a_non_loopback_host_from_the_file_is_refused_without_auth(tmp_path: Pat
 
 def test_auth_none_overrides_the_files_methods_and_is_refused_off_loopback(
         tmp_path: Path) -> None:
-    text = ('[server]\nhost = "0.0.0.0"\n[auth]\nmethods = ["jwt"]\n[[auth.jwt.issuers]]\n'
+    text = ('[server]\nhost = "0.0.0.0"\n[auth]\nmethods = ["jwt"]\n'
+            'resource = "https://gw.example/mcp"\n[[auth.jwt.issuers]]\n'
             'issuer = "https://i"\njwks_url = "https://i/jwks"\n')
     assert _config(tmp_path, text=text).auth.methods == ("jwt",)
     with pytest.raises(ConfigError) as caught:

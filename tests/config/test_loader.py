@@ -58,6 +58,12 @@ BROKEN: list[tuple[str, str, str]] = [
     ('[server]\nhost = "0.0.0.0"\n', "config.anonymous_not_loopback", "auth.methods"),
     ('[server]\nport = 0\n[auth]\nmethods = ["keys"]\n', "config.resource_needed",
      "auth.resource"),
+    ('[server]\nhost = "0.0.0.0"\n[auth]\nmethods = ["jwt"]\n[[auth.jwt.issuers]]\n'
+     'issuer = "https://a"\njwks_file = "jwks.json"\naudience = "https://gw/mcp"\n'
+     '[[auth.jwt.issuers]]\nissuer = "https://b"\njwks_file = "jwks.json"\n',
+     "config.resource_needed", "auth.resource"),
+    ('[[auth.jwt.issuers]]\nissuer = "https://i"\nalgorithms = ["HS256"]\n'
+     'secret_file = "short-secret"\n', "config.bad_value", "auth.jwt.issuers[0].secret_file"),
     ('[server]\nport = \n', "config.not_toml", ""),
 ]
 
@@ -65,6 +71,7 @@ BROKEN: list[tuple[str, str, str]] = [
 @pytest.fixture
 def config_dir(tmp_path: Path) -> Path:
     (tmp_path / "jwks.json").write_text('{"keys": []}')
+    (tmp_path / "short-secret").write_bytes(b"x" * 31 + b"\n")  # one byte short of HS256's 32
     return tmp_path
 
 
@@ -145,6 +152,19 @@ def test_a_present_stdio_table_gives_its_principal_with_defaults() -> None:
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.10", "::1", "localhost"])
 def test_the_anonymous_principal_is_allowed_on_every_loopback_host(host: str) -> None:
     assert parse_config(f'[server]\nhost = "{host}"\n').server.host == host
+
+
+@pytest.mark.parametrize(("host", "resource", "audience"), [
+    ("0.0.0.0", "https://gw.example/mcp", ""),
+    ("0.0.0.0", "", "https://gw.example/mcp"),
+    ("127.0.0.1", "", ""),
+], ids=["resource", "every-audience", "loopback"])
+def test_jwt_on_a_public_host_loads_with_a_resource_or_every_audience_or_on_loopback(
+        config_dir: Path, host: str, resource: str, audience: str) -> None:
+    text = (f'[server]\nhost = "{host}"\n[auth]\nmethods = ["jwt"]\nresource = "{resource}"\n'
+            f'[[auth.jwt.issuers]]\nissuer = "https://a"\njwks_file = "jwks.json"\n'
+            f'audience = "{audience}"\n')
+    assert load_config(_write(config_dir, text), read=read_source).auth.methods == ("jwt",)
 
 
 def test_a_non_loopback_stdio_server_needs_no_auth_methods() -> None:

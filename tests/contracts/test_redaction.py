@@ -73,6 +73,7 @@ def test_benign_keys_that_only_contain_a_denied_word_are_kept(key: str) -> None:
     ("-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nMIIEowIBAAKCAQEA\n-----END PGP PRIVATE KEY BLOCK-----",
      "value.private_key"),
     ("charge sk_live_abcdefghijklmnop1234", "value.provider_key"),
+    (f"key=tk_0123456789ab_{'abcdefghijklmnop1234' * 2}xyz rejected", "value.gateway_key"),
     ("postgres://app:abcdefghijklmnop1234@db:5432/prod", "value.url_password"),
     ("https://h/cb?state=1&access_token=abcdefghijklmnop1234", "value.query_secret"),
 ])

@@ -31,7 +31,8 @@ PREFIXES = (
     "eyJa", "eyJa-", "eyJaaaa.", "BEGIN ", "-----BEGIN ", "-----BEGIN PRIVATE KEY-----",
     "-----END PRIVATE KEY", "Bearer ", "bearer ", "Bearer\t", "Basic ", "Basic YWRh",
     "sk_live_", "sk-", "rk_test_", "whsec_", "ghp_", "github_pat_", "xoxb-", "AKIA", "AIza",
-    "npm_", "://a:", "a://a:", "a://a:b@", "?token=", "&a=", "#a=", "?a",
+    "npm_", "tk_", "tk_0123456789ab_", "tk_0123456789ab_a", "tk_0123456789ab_" + "a" * 42 + " ",
+    "://a:", "a://a:", "a://a:b@", "?token=", "&a=", "#a=", "?a",
     # names and values in text
     "password=", "password='", 'password="', "password=[", "password=(", "password=a;",
     "Authorization: Bearer ", 'Authorization: Digest a="', "Authorization: Digest a=b,",

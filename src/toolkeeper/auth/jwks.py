@@ -6,11 +6,19 @@ only a shared secret verifies HS256; a JWK that names its ``alg`` narrows that f
 HS256 token signed with the bytes of an RSA public key's PEM has no key to be checked against.
 
 Sources: a shared secret file (HS256), a PEM public key file, or a JWKS (a file, or a URL
-fetched with a timeout). A JWKS is read again every ``jwks_refresh_s``, and at most once per
-that interval when a token names a ``kid`` it does not hold (a rotated key), so a flood of
-tokens with made-up ``kid`` values cannot make the gateway hammer the issuer. A failed read
-keeps the keys last read (logged). Reads happen on the request that finds the set stale,
-bounded by the fetch timeout.
+fetched with a timeout). Verification only ever reads the JWKS source's current snapshot: it
+never reads a file or the network, so a slow or hostile JWKS server cannot stall a request (or
+the event loop it runs on). The set is read once when the source is built (start-up may wait
+for it), then by one background daemon thread (:meth:`JwksSource.start`): every
+``jwks_refresh_s``, and earlier when a token names a ``kid`` the set does not hold (a rotated
+key), at most once per that interval, so a flood of tokens with made-up ``kid`` values cannot
+make the gateway hammer the issuer. One read runs at a time (:meth:`JwksSource.refresh_now`,
+single-flight). A failed read keeps the keys last read (logged). A JWKS URL that cannot be read
+at start does not stop the gateway: it starts with no keys for that issuer, refuses its tokens
+(``unknown_key``) and retries every :data:`FIRST_LOAD_RETRY_S` seconds until a read succeeds
+(an issuer briefly down must not take the gateway, and its API keys, down with it). Each change
+of the set bumps :attr:`JwksSource.generation`, so verdicts cached under an older set (a key
+since removed) are dropped (:mod:`toolkeeper.auth.jwt`).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import logging
 import threading
 import time
 import urllib.request
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +41,9 @@ from jwt import PyJWK
 from toolkeeper.errors import AuthenticationError, ConfigError
 
 __all__ = [
+    "FIRST_LOAD_RETRY_S",
     "JWKS_FETCH_TIMEOUT_S",
+    "MIN_SECRET_BYTES",
     "JwksSource",
     "KeySource",
     "StaticKeys",
@@ -41,10 +52,14 @@ __all__ = [
     "fetch_url",
 ]
 
-_log = logging.getLogger("toolkeeper.auth")
+_log = logging.getLogger(__name__)  # not toolkeeper.auth: see protocol/challenge.py
 
 JWKS_FETCH_TIMEOUT_S: Final = 5.0
 _MAX_JWKS_BYTES: Final = 1 << 20
+MIN_SECRET_BYTES: Final = 32
+"""The shortest HS256 secret accepted (RFC 7518 3.2: a key at least as long as the hash)."""
+FIRST_LOAD_RETRY_S: Final = 5.0
+"""Seconds between reads of a JWKS that has never been read successfully."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +92,10 @@ def _pinned(key: Any, allowed: frozenset[str], declared: str | None = None
 
 
 class KeySource:
-    """Keys of one issuer: :meth:`key` for a token's ``kid`` (None: the token names none)."""
+    """Keys of one issuer: :meth:`key` for a token's ``kid`` (None: the token names none);
+    :attr:`generation` changes whenever the set changes."""
+
+    generation: int = 0
 
     def key(self, kid: str | None) -> VerificationKey:
         raise NotImplementedError
@@ -92,9 +110,9 @@ class StaticKeys(KeySource):
     @classmethod
     def from_secret_file(cls, path: str, allowed: frozenset[str], where: str) -> StaticKeys:
         secret = _read(path, f"{where}.secret_file").strip()
-        if not secret:
-            raise ConfigError("the HS256 secret file is empty", code="config.key_file",
-                              data={"key": f"{where}.secret_file"})
+        if len(secret) < MIN_SECRET_BYTES:
+            raise ConfigError(f"an HS256 secret needs at least {MIN_SECRET_BYTES} bytes",
+                              code="config.key_file", data={"key": f"{where}.secret_file"})
         return cls(_require(_pinned(secret, allowed), f"{where}.algorithms"))
 
     @classmethod
@@ -111,7 +129,8 @@ class StaticKeys(KeySource):
 
 
 class JwksSource(KeySource):
-    """A JSON Web Key Set, read by ``load`` (a file or a URL), refreshed as the module says."""
+    """A JSON Web Key Set, read by ``load`` (a file or a URL) now and then by the background
+    thread :meth:`start` begins (module docstring). ``clock`` paces the early refreshes."""
 
     def __init__(self, load: Callable[[], bytes], allowed: frozenset[str], refresh_s: float,
                  *, clock: Callable[[], float] = time.monotonic, name: str = "") -> None:
@@ -120,38 +139,75 @@ class JwksSource(KeySource):
         self._refresh_s = max(1.0, float(refresh_s))
         self._clock = clock
         self._name = name
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # single-flight reads
+        self._wake = threading.Event()  # an early refresh is wanted
         self._keys: Mapping[str | None, VerificationKey] = {}
-        self._read_at = -self._refresh_s
-        self._refetched_at = -self._refresh_s
+        self._document: bytes | None = None
+        self._signalled_at = -self._refresh_s
+        self._thread: threading.Thread | None = None
+        self.loaded = False
         self.reads = 0
-        self._read()
+        self.refresh_now()
+
+    @property
+    def refresh_wanted(self) -> bool:
+        """Whether a token with an unknown ``kid`` asked for an early refresh not yet done."""
+        return self._wake.is_set()
 
     def key(self, kid: str | None) -> VerificationKey:
-        now = self._clock()
-        if now - self._read_at >= self._refresh_s:
-            self._read()
         found = self._keys.get(kid)
-        if found is None and kid is not None and now - self._refetched_at >= self._refresh_s:
-            self._refetched_at = now  # an unknown kid: one more look this interval, no more
-            self._read()
-            found = self._keys.get(kid)
         if found is None:
+            if kid is not None or not self.loaded:
+                self._want_refresh()
             raise AuthenticationError("unknown_key")
         return found
 
-    def _read(self) -> None:
+    def _want_refresh(self) -> None:
+        now = self._clock()
+        if now - self._signalled_at >= self._refresh_s:
+            self._signalled_at = now  # one early look per interval, no more
+            self._wake.set()
+
+    def refresh_now(self) -> None:
+        """Read the set now (what the background thread does; one read at a time)."""
         with self._lock:
-            self._read_at = self._clock()
+            self._wake.clear()
             self.reads += 1
             try:
-                document = json.loads(self._load())
-                keys = _parse_jwks(document, self._allowed)
+                document = self._load()
+                keys = _parse_jwks(json.loads(document), self._allowed)
             except Exception as exc:
                 _log.warning("JWKS %s could not be read (%s); keeping %d keys", self._name,
                              type(exc).__name__, len(self._keys))
                 return
-            self._keys = keys
+            self.loaded = True
+            if document != self._document:
+                self._document = document
+                self._keys = keys
+                self.generation += 1
+
+    def start(self) -> None:
+        """Begin the background refreshes (a daemon thread that ends with this source)."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=_refresh_loop, args=(weakref.ref(self), self._wake, self._refresh_s),
+                name=f"toolkeeper-jwks {self._name}", daemon=True)
+            self._thread.start()
+
+
+def _refresh_loop(ref: weakref.ref[JwksSource], wake: threading.Event, every_s: float) -> None:
+    while True:
+        source = ref()
+        if source is None:
+            return
+        wait_s = every_s if source.loaded else min(every_s, FIRST_LOAD_RETRY_S)
+        del source  # hold no reference while waiting: a dropped source ends the thread
+        wake.wait(wait_s)
+        source = ref()
+        if source is None:
+            return
+        source.refresh_now()
+        del source
 
 
 def _parse_jwks(document: Any, allowed: frozenset[str]) -> dict[str | None, VerificationKey]:

@@ -7,11 +7,15 @@ the gateway's resource URL, RFC 8707), and ``exp`` (required) and ``nbf`` hold w
 ``leeway_s``. Its claims map to a :class:`~toolkeeper.registry.Principal`: tenant from
 ``tenant_claim``, scopes from ``scopes_claim`` (a space-separated string, or a list of
 strings), clearance from ``clearance_claim`` (absent: ``public``, the least), credential
-``iss#sub`` (``sub`` required).
+``iss#sub`` (``sub`` required) with ``%`` and ``#`` in ``iss`` percent-encoded, so the first
+``#`` always ends the issuer and two issuers' subjects never share a credential (it keys
+session ownership and rate limits).
 
 Verification is cached per token until its ``exp`` (plus the leeway it was accepted with), in
 a bounded table that drops its oldest entry when full: a repeated token costs a dictionary
-lookup and a clock read, not a signature check. Refusals are
+lookup, a clock read and a look at the issuer's key set generation, not a signature check;
+a verdict reached under an older key set (a key since removed from a JWKS) is verified
+afresh. Refusals are
 :class:`~toolkeeper.errors.AuthenticationError` with one reason per PyJWT failure
 (:data:`_REASONS`, a table).
 """
@@ -65,6 +69,12 @@ class IssuerVerifier:
         self.leeway_s = max(0, int(settings.leeway_s))
         self._keys = keys
         self._claims = (settings.tenant_claim, settings.scopes_claim, settings.clearance_claim)
+        self._credential_prefix = self.issuer.replace("%", "%25").replace("#", "%23")
+
+    @property
+    def keys(self) -> KeySource:
+        """Where this issuer's keys come from (its ``generation`` dates cached verdicts)."""
+        return self._keys
 
     def verify(self, token: str, algorithm: str, kid: str | None) -> tuple[Principal, float]:
         """The principal and the epoch second until which the verdict holds."""
@@ -93,7 +103,7 @@ class IssuerVerifier:
             raise AuthenticationError("bad_claims")
         try:
             return Principal.parse(tenant, scopes, clearance,
-                                   credential=f"{self.issuer}#{sub}")
+                                   credential=f"{self._credential_prefix}#{sub}")
         except PrincipalError:
             raise AuthenticationError("bad_claims") from None
 
@@ -106,22 +116,25 @@ class JwtAuthenticator:
         self._issuers = {issuer.issuer: issuer for issuer in issuers}
         self._clock = clock
         self._cache_size = max(1, cache_size)
-        self._cache: dict[str, tuple[Principal, float]] = {}
+        # token -> (principal, valid until, the issuer's key source, its generation then)
+        self._cache: dict[str, tuple[Principal, float, KeySource, int]] = {}
 
     def authenticate(self, token: str) -> Principal:
         cached = self._cache.get(token)
         if cached is not None:
-            if self._clock() < cached[1]:
+            if self._clock() < cached[1] and cached[2].generation == cached[3]:
                 return cached[0]
             self._cache.pop(token, None)
-        principal, until = self._verify(token)
+        issuer, algorithm, kid = self._issuer_of(token)
+        generation = issuer.keys.generation  # before the keys are read: a change moves it
+        principal, until = issuer.verify(token, algorithm, kid)
         cache = self._cache
         if len(cache) >= self._cache_size:
             cache.pop(next(iter(cache), ""), None)  # the oldest entry
-        cache[token] = (principal, until)
+        cache[token] = (principal, until, issuer.keys, generation)
         return principal
 
-    def _verify(self, token: str) -> tuple[Principal, float]:
+    def _issuer_of(self, token: str) -> tuple[IssuerVerifier, str, str | None]:
         try:
             header = jwt.get_unverified_header(token)
             claims = jwt.decode(token, options={"verify_signature": False})
@@ -134,7 +147,7 @@ class JwtAuthenticator:
         issuer = self._issuers.get(named) if isinstance(named, str) else None
         if issuer is None:
             raise AuthenticationError("bad_issuer")
-        return issuer.verify(token, algorithm, kid if isinstance(kid, str) else None)
+        return issuer, algorithm, kid if isinstance(kid, str) else None
 
 
 def build_jwt(issuers: Sequence[JwtIssuerSettingsLike], resource: str, *,
@@ -177,10 +190,13 @@ def _key_source(settings: JwtIssuerSettingsLike, allowed: frozenset[str], where:
         except OSError:
             raise ConfigError("the key file cannot be read", code="config.key_file",
                               data={"key": f"{where}.jwks_file"}) from None
-        return JwksSource(lambda: _read_file(path), allowed, settings.jwks_refresh_s,
-                          name=f"{where}.jwks_file")
-    return JwksSource(fetch_url(settings.jwks_url), allowed, settings.jwks_refresh_s,
-                      name=f"{where}.jwks_url")
+        source = JwksSource(lambda: _read_file(path), allowed, settings.jwks_refresh_s,
+                            name=f"{where}.jwks_file")
+    else:
+        source = JwksSource(fetch_url(settings.jwks_url), allowed, settings.jwks_refresh_s,
+                            name=f"{where}.jwks_url")
+    source.start()
+    return source
 
 
 def _read_file(path: str) -> bytes:

@@ -23,7 +23,10 @@ second: each entry carries the store's *revocation generation* (the number of re
 :mod:`toolkeeper.registry.apikeys`) seen before the key was read, and the authenticator re-reads
 that generation at most every ``recheck_s`` (0.5 s: half the one-second promise, leaving the other
 half for the query and the request in flight), one cheap query per process, never per request. An
-entry from an older generation is verified afresh against its row. When the store cannot be read
+entry from an older generation is verified afresh against its row. An id the store does not hold
+is remembered as unknown for ``recheck_s`` too (a bounded table, oldest forgotten first), so a
+flood of made-up keys costs at most one store query per id per interval, and a key created
+meanwhile works within that interval. When the store cannot be read
 the error propagates (a :class:`~toolkeeper.errors.StoreError`): a key whose revocation cannot be
 checked is not trusted. Refusals (:class:`~toolkeeper.errors.AuthenticationError` reasons):
 ``malformed`` (not a key's shape), ``unknown_key`` (no such id, *or* a wrong secret: the two are
@@ -78,7 +81,8 @@ class KeySettings:
     recheck_s: float = 0.5
     """How often (seconds) a process re-reads the revocation generation; keep it under 1."""
     cache_size: int = 10_000
-    """How many verified tokens are remembered (the oldest is forgotten first)."""
+    """How many verified tokens, and how many unknown ids, are remembered (the oldest is
+    forgotten first)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +194,7 @@ class KeyAuthenticator:
         self._clock = clock
         self._wall = wall
         self._cache: dict[str, _Verified] = {}
+        self._unknown: dict[str, float] = {}  # key id -> when to ask the store again
         self._lock = threading.Lock()  # the slow path's cache writes (eviction iterates)
         self._generation = 0
         self._recheck_at = 0.0
@@ -219,8 +224,9 @@ class KeyAuthenticator:
             raise AuthenticationError("malformed")
         key_id, secret = found.groups()
         generation = self._generation  # before the read: a later revocation moves it
-        record = self._store.find_key(key_id)
+        record = None if self._known_unknown(key_id) else self._store.find_key(key_id)
         if record is None:
+            self._remember_unknown(key_id)
             hmac.compare_digest(hash_secret(_DUMMY_SALT, secret), "0" * 64)  # same work
             raise AuthenticationError("unknown_key")
         if not hmac.compare_digest(hash_secret(bytes.fromhex(record.salt), secret), record.hash):
@@ -237,6 +243,18 @@ class KeyAuthenticator:
                 self._cache.pop(next(iter(self._cache)), None)
             self._cache[token] = entry
         return entry
+
+    def _known_unknown(self, key_id: str) -> bool:
+        until = self._unknown.get(key_id)
+        return until is not None and self._clock() < until
+
+    def _remember_unknown(self, key_id: str) -> None:
+        with self._lock:
+            unknown = self._unknown
+            if key_id not in unknown and len(unknown) >= self._cache_size:
+                unknown.pop(next(iter(unknown)), None)
+            unknown.pop(key_id, None)  # re-inserted last: the newest
+            unknown[key_id] = self._clock() + self._recheck_s
 
 
 def key_authenticator(registry: Registry | KeyStore,

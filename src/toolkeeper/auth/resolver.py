@@ -12,7 +12,8 @@ a credential is read (``bearer_methods_supported: ["header"]``): a token startin
 an API key when ``keys`` is among ``auth.methods``
 (:class:`~toolkeeper.auth.keys.KeyAuthenticator`), anything else a JWT when ``jwt`` is. With
 no method configured the resolver is the anonymous :class:`~toolkeeper.server.LocalPrincipal`.
-A missing, malformed, expired or unverifiable credential is an
+More than one ``Authorization`` header is ``malformed``, whatever they hold. A missing,
+malformed, expired or unverifiable credential is an
 :class:`~toolkeeper.errors.AuthenticationError` carrying the challenge that points at the
 protected-resource metadata; the HTTP transport answers it 401.
 """
@@ -51,10 +52,13 @@ class BearerResolver:
         self._last: tuple[str, Callable[[str], Principal], str] = ("", _never, "")
 
     def __call__(self, facts: TransportFacts) -> Principal:
-        header = facts.headers.get("authorization")
+        headers = facts.headers
+        header = headers.get("authorization")
         if header is None:
             raise AuthenticationError("missing", token_sent=False, challenge=self._missing)
         try:
+            if headers.repeats("authorization"):  # which one would speak?
+                raise AuthenticationError("malformed")
             last = self._last
             if header == last[0]:
                 return last[1](last[2])

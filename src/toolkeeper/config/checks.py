@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from toolkeeper.config.definitions import BOOLEAN, FLOAT, INTEGER, STRING, STRINGS, Setting
 from toolkeeper.errors import ConfigError
 
-__all__ = ["check_value", "config_error", "is_loopback"]
+__all__ = ["MIN_SECRET_BYTES", "check_value", "config_error", "is_loopback"]
 
 
 def config_error(key: str, reason: str, code: str, **data: Any) -> ConfigError:
@@ -81,6 +81,21 @@ def _readable_file(value: str, base: Path) -> str:
     return path
 
 
+MIN_SECRET_BYTES: Final = 32
+"""The shortest HS256 secret accepted (RFC 7518 3.2: a key at least as long as the hash)."""
+
+
+def _secret_file(value: str, base: Path) -> str:
+    path = _readable_file(value, base)
+    if path:
+        with open(path, "rb") as file:
+            secret = file.read(1 << 16).strip()
+        if len(secret) < MIN_SECRET_BYTES:
+            raise ValueError("config.bad_value", f"an HS256 secret of {len(secret)} bytes; at "
+                             f"least {MIN_SECRET_BYTES} are needed")
+    return path
+
+
 def _directory(value: str, base: Path) -> str:
     path = _resolve(value, base)
     if not os.path.isdir(path):
@@ -119,6 +134,7 @@ _CHECKS: Final[dict[str, Callable[[str, Path], str]]] = {
     "registry_url": _registry_url,
     "http_url": _http_url,
     "readable_file": _readable_file,
+    "secret_file": _secret_file,
     "directory": _directory,
     "handlers_ref": _handlers_ref,
     "url_path": _url_path,

@@ -129,7 +129,8 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "anonymous local principal (loopback hosts only).", flag="--auth",
             choices=("keys", "jwt")),
     Setting("auth.resource", STRING, "", "This gateway's resource URL (RFC 8707 audience, RFC "
-            "9728 `resource`); empty: derived from host, port and path.", check="http_url"),
+            "9728 `resource`); empty: derived from host, port and path (with `jwt` on a host that is "
+            "not loopback: required, unless every issuer sets `audience`).", check="http_url"),
     Setting("auth.authorization_servers", STRINGS, [], "Authorization servers named in the "
             "protected-resource metadata.", check="http_url"),
     Setting("auth.scopes_supported", STRINGS, [], "Scopes named in the protected-resource "
@@ -147,7 +148,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting("auth.jwt.issuers[].algorithms", STRINGS, ["RS256"], "Signature algorithms "
             "accepted; each must match the key's type.", choices=_ALGORITHMS),
     Setting("auth.jwt.issuers[].secret_file", STRING, "", "File holding the HS256 shared "
-            "secret.", check="readable_file"),
+            "secret (at least 32 bytes, surrounding whitespace ignored).", check="secret_file"),
     Setting("auth.jwt.issuers[].public_key_file", STRING, "", "PEM public key file.",
             check="readable_file"),
     Setting("auth.jwt.issuers[].jwks_file", STRING, "", "JWKS (JSON Web Key Set) file.",

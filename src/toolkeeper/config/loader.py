@@ -138,6 +138,13 @@ def _check_auth(tree: _Tree) -> None:
         raise config_error("auth.resource", "needed with server.port 0: the 401 challenge and "
                            "the metadata name this gateway's URL, not known before it listens",
                            "config.resource_needed")
+    if (server["transport"] == "http" and "jwt" in auth["methods"] and not auth["resource"]
+            and not is_loopback(server["host"])
+            and not all(issuer["audience"] for issuer in issuers)):
+        raise config_error("auth.resource", f"needed with jwt on {server['host']}: a token's "
+                           f"audience derived from the listen address is the same for every "
+                           f"gateway listening there (set auth.resource, or every issuer's "
+                           f"audience)", "config.resource_needed", host=server["host"])
     if (server["transport"] == "http" and not auth["methods"]
             and not is_loopback(server["host"])):
         raise config_error("auth.methods", f"the anonymous principal is served only on a "

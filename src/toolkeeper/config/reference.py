@@ -18,6 +18,7 @@ _CHECKS: Final = {
     "registry_url": "a registry URL",
     "http_url": "an http(s) URL",
     "readable_file": "a readable file (relative to the configuration file)",
+    "secret_file": "a readable file of at least 32 bytes (relative to the configuration file)",
     "directory": "a directory (relative to the configuration file)",
     "handlers_ref": "`module:ATTR` or `file.py:ATTR`",
     "url_path": "an absolute URL path",
@@ -57,7 +58,7 @@ dotted key and the reason, exit status 2, nothing served. The error codes are st
 | `config.missing_key` | a required key of a table is absent |
 | `config.jwt_without_issuer` | `auth.methods` has `jwt` and no issuer is configured |
 | `config.issuer_key_missing` | an issuer has no key for one of its algorithms |
-| `config.resource_needed` | `auth.methods` with `server.port` 0 and no `auth.resource` |
+| `config.resource_needed` | no `auth.resource` with port 0, or with `jwt` off loopback (see it below) |
 | `config.anonymous_not_loopback` | no `auth.methods` (or `--auth none`) on a host that is not loopback |
 
 `auth.methods` empty (or `--auth none`) serves every HTTP request as the anonymous local

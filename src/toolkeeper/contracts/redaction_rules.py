@@ -137,6 +137,9 @@ SHAPES: Final[tuple[Shape, ...]] = (
     _row("value.provider_key",  # AWS key ids (long-lived, temporary), Google API keys
          r"A(?:(?:KIA|SIA)[0-9A-Z]{16}|Iza[0-9A-Za-z_-]{35})"),
     _row("value.provider_key", rf"n{_WORD_START}pm_[A-Za-z0-9]{{36}}", find=r"_(?<=npm_)"),
+    _row("value.gateway_key",  # toolkeeper's own API keys: the id stays, the secret goes
+         rf"t{_WORD_START}k_[0-9a-f]{{12}}_(?P<secret>[A-Za-z0-9_-]{{43,}}+)",
+         find=r"_(?<=tk_)"),
     _row("value.url_password",  # scheme://user:password@host; the password to the last @
          r":(?<=[A-Za-z0-9+.-]:)//[^/\s:@'\"<>]{0,256}:(?P<secret>[^/\s'\"<>]+)@"),
     *(_row("value.query_secret", re.escape(lead) + _QUERY_PARAMETER, check=_denied_name)

@@ -19,7 +19,9 @@ from toolkeeper.protocol.outcome import Reply
 
 __all__ = ["UNAUTHORIZED_BODY", "WWW_AUTHENTICATE", "unauthorized_reply"]
 
-_log = logging.getLogger("toolkeeper.auth")
+_log = logging.getLogger("toolkeeper.auth.refusals")
+"""Not ``toolkeeper.auth``: in a text log line ``toolkeeper.auth: <word>`` reads as a value
+under a key named ``auth``, and redaction masks that first word."""
 
 WWW_AUTHENTICATE: Final = "www-authenticate"
 
@@ -32,5 +34,5 @@ _ENCODED: Final = encode_message(UNAUTHORIZED_BODY)
 
 def unauthorized_reply(exc: AuthenticationError) -> Reply:
     """401 with the challenge the resolver put on ``exc`` and the fixed body."""
-    _log.info("authentication refused: %s", exc.reason)
+    _log.info("credential refused (%s)", exc.reason)  # no "credential: value" to redact
     return Reply(dict(UNAUTHORIZED_BODY), 401, ((WWW_AUTHENTICATE, exc.challenge),), _ENCODED)

@@ -205,6 +205,13 @@ class HeaderView:
         value = first.get(key)
         return [] if value is None else [value]
 
+    def repeats(self, name: str) -> bool:
+        """Whether ``name`` appears more than once (free for a view with a raw index, which
+        exists only when no name repeats)."""
+        if self._raw_index is not None:
+            return False
+        return name.lower() in self._lookup()[1]
+
     @property
     def repeated(self) -> frozenset[str]:
         """The (lowercase) names that appear more than once."""
