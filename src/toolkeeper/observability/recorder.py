@@ -134,15 +134,16 @@ class CallRecorder:
     def drain(self) -> None:
         """Tell the sinks of the completed calls queued and make their rows (thread-safe)."""
         with self._drain_lock:
-            done, sinks, keep = self._done, self._sinks, self._rows is not None
+            done, keep = self._done, self._rows is not None
+            tell = [sink.completed for sink in self._sinks]
             add = self._ready.append
             for _ in range(len(done)):
                 started, outcome, latency_ms = done.popleft()
                 if started is None:  # completed twice, or never dispatched here
                     continue
                 record, at_ns = started
-                for sink in sinks:
-                    sink.completed(record, at_ns, outcome, latency_ms)
+                for completed in tell:
+                    completed(record, at_ns, outcome, latency_ms)
                 if keep:
                     rid = record.request_id
                     add((at_ns // 1000, record.principal, record.credential or "", record.tool,
