@@ -1,14 +1,14 @@
 """The call recorder: the gateway's call log when calls are kept durably, counted or traced.
 
-A call costs two ``deque.append`` on its path (one when dispatched, one when completed) and
-nothing else: no lock, no I/O, no metric. One background thread, the flusher, wakes every
-``flush_interval_ms`` (sooner once ``max_batch`` calls were dispatched since it last woke),
-drains the deque, pairs each completion with its dispatch and hands the completed calls to the
-sinks: Prometheus counters and histograms, OpenTelemetry spans (built after the fact with the
-call's own start and end times), and the durable :class:`~toolkeeper.registry.call_rows.CallRows`
-(in batches of at most ``max_batch`` rows, one transaction and one stored segment each). A
-metrics scrape drains first (:meth:`CallRecorder.drain`), so a scrape counts every call
-answered before it.
+A call costs a dictionary write on its path when dispatched (its record and start time, by
+handle) and, when completed, that entry's removal and one ``deque.append`` of it with the
+outcome and latency; nothing else: no lock, no I/O, no metric. One background thread, the
+flusher, wakes every ``flush_interval_ms`` (sooner once ``max_batch`` calls were dispatched
+since it last woke), drains the deque and hands the completed calls to the sinks: Prometheus
+counters and histograms, OpenTelemetry spans (built after the fact with the call's own start
+and end times), and the durable :class:`~toolkeeper.registry.call_rows.CallRows` (in batches
+of at most ``max_batch`` rows, one transaction and one stored segment each). A metrics scrape
+drains first (:meth:`CallRecorder.drain`), so a scrape counts every call answered before it.
 
 What a crash loses: the calls completed since the flusher last wrote, at most one
 ``flush_interval_ms`` window (plus the time the write itself takes), and the calls still
@@ -27,7 +27,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import msgspec
 
@@ -69,9 +69,9 @@ class CallRecorder:
         self._retention_days = retention_days
         self._retention_rows = retention_rows
         self._clock_ns = clock_ns
-        self._events: deque[tuple[Any, ...]] = deque()
         self._handles = itertools.count()
-        self._open: dict[int, tuple[CallRecord, int]] = {}
+        self._open: dict[int, tuple[CallRecord, int]] = {}  # running calls, by handle
+        self._done: deque[tuple[tuple[CallRecord, int] | None, str, float]] = deque()
         self._ready: list[CallValues] = []
         self._drain_lock = threading.Lock()
         self._write_lock = threading.Lock()
@@ -85,13 +85,13 @@ class CallRecorder:
 
     def dispatched(self, record: CallRecord) -> int:
         handle = next(self._handles)
-        self._events.append((record, handle, self._clock_ns()))
+        self._open[handle] = (record, self._clock_ns())
         if handle % self._max_batch == self._max_batch - 1:
             self._wake.set()
         return handle
 
     def completed(self, handle: int, outcome: str, latency_ms: float) -> None:
-        self._events.append((handle, outcome, latency_ms))
+        self._done.append((self._open.pop(handle, None), outcome, latency_ms))
 
     def refused(self, reason: str) -> None:
         for sink in self._sinks:
@@ -132,27 +132,24 @@ class CallRecorder:
                 _log.exception("call log: flush failed")
 
     def drain(self) -> None:
-        """Pair the queued dispatches and completions and tell the sinks (thread-safe)."""
+        """Tell the sinks of the completed calls queued and make their rows (thread-safe)."""
         with self._drain_lock:
-            events, opened, ready = self._events, self._open, self._ready
-            while events:
-                first, second, third = events.popleft()
-                if type(first) is not int:
-                    opened[second] = (first, third)
-                    continue
-                started = opened.pop(first, None)
-                if started is None:
+            done, keep = self._done, self._rows is not None
+            tell = [sink.completed for sink in self._sinks]
+            add = self._ready.append
+            for _ in range(len(done)):
+                started, outcome, latency_ms = done.popleft()
+                if started is None:  # completed twice, or never dispatched here
                     continue
                 record, at_ns = started
-                for sink in self._sinks:
-                    sink.completed(record, at_ns, second, third)
-                if self._rows is not None:
+                for completed in tell:
+                    completed(record, at_ns, outcome, latency_ms)
+                if keep:
                     rid = record.request_id
-                    ready.append((
-                        at_ns // 1000, record.principal, record.credential or "", record.tool,
-                        record.version, record.era, record.arguments_digest, second, third,
-                        "" if rid is None else str(rid) if type(rid) is int
-                        else _json(rid).decode()))
+                    add((at_ns // 1000, record.principal, record.credential or "", record.tool,
+                         record.version, record.era, record.arguments_digest, outcome,
+                         latency_ms, "" if rid is None else str(rid) if type(rid) is int
+                         else _json(rid).decode()))
 
     def flush(self) -> None:
         """Drain, then write the completed calls in batches (and prune when it is time)."""

@@ -32,6 +32,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any
 from urllib.parse import quote
 
@@ -44,6 +45,7 @@ __all__ = ["PostgresCallRows", "SQLiteCallRows"]
 
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(list[CallValues]).decode
+_at = itemgetter(0)  # a row's at: min and max compare it alone, not whole rows
 
 _APPEND = ("INSERT INTO calls (seq, call_count, at_min, at_max, body)"
            " VALUES (COALESCE((SELECT MAX(seq) FROM calls), 0) + ?, ?, ?, ?, ?)")
@@ -73,7 +75,8 @@ class _SegmentRows:
         if not rows:
             return
         count = len(rows)
-        params = (count, count, min(rows)[0], max(rows)[0], _encode(rows))
+        ats = list(map(_at, rows))
+        params = (count, count, min(ats), max(ats), _encode(rows))
         sql = self._sql(_APPEND)
 
         def work(conn: Any) -> None:
@@ -142,7 +145,8 @@ class _SegmentRows:
         """Keep only ``values``, the newest rows of segment ``seq`` (whose seq stays its
         last row's)."""
         if values:
-            bounds = (min(values)[0], max(values)[0])
+            ats = list(map(_at, values))
+            bounds = (min(ats), max(ats))
             conn.execute(self._sql(
                 "UPDATE calls SET call_count = ?, at_min = ?, at_max = ?, body = ? WHERE seq = ?"),
                 (len(values), *bounds, _encode(values), seq))
