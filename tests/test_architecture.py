@@ -29,7 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "registry": {"contracts"},
     "transports": {"contracts", "protocol"},
     "server": {"contracts", "protocol", "registry", "transports"},
-    "auth": {"contracts", "protocol", "registry", "server"},
+    "auth": {"contracts", "protocol", "registry", "server", "observability"},
     "demo": {"contracts", "registry", "server"},
     "config": {"contracts", "server", "observability"},
     "observability": {"contracts", "registry", "server"},

@@ -227,3 +227,27 @@ def test_latencies_land_in_the_first_bucket_at_or_above_them_summed_over_outcome
     assert samples[("toolkeeper_calls_total", (("outcome", "error"), *calc_labels))] == 1.0
     assert samples[("toolkeeper_call_latency_seconds_count",
                     (("tool", "vault"), ("version", "1.0.0")))] == 1.0
+
+
+def test_the_bearer_resolver_counts_each_refusal_by_reason(
+        observed: tuple[Registry, Observability, str]) -> None:
+    from types import SimpleNamespace
+
+    from toolkeeper.auth import build_resolver
+    from toolkeeper.errors import AuthenticationError
+    from toolkeeper.protocol import HeaderView, TransportFacts
+
+    registry, obs, _ = observed
+    auth = SimpleNamespace(methods=("keys",), resource="https://gw.test/mcp",
+                           authorization_servers=(), scopes_supported=(), stdio=None,
+                           jwt_issuers=())
+    resolver = build_resolver(auth, registry)
+    for header in (None, "Basic abc", "Bearer tk_000000000000_" + "A" * 43):
+        pairs = [] if header is None else [("authorization", header)]
+        with pytest.raises(AuthenticationError):
+            resolver(TransportFacts("http", HeaderView(pairs)))
+    assert obs.metrics_port is not None
+    samples = scrape(obs.metrics_port)
+    assert {reason: samples.get(("toolkeeper_auth_refusals_total", (("reason", reason),)))
+            for reason in ("missing", "malformed", "unknown_key")} == {
+        "missing": 1.0, "malformed": 1.0, "unknown_key": 1.0}

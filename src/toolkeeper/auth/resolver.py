@@ -28,6 +28,7 @@ from toolkeeper.auth.keys import KEY_PREFIX, KeyAuthenticator, key_authenticator
 from toolkeeper.auth.metadata import challenges
 from toolkeeper.auth.settings import AuthSettingsLike
 from toolkeeper.errors import AuthenticationError, ConfigError
+from toolkeeper.observability.metrics import observe_auth_refusal
 from toolkeeper.protocol import TransportFacts
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server import LocalPrincipal, PrincipalResolver, fixed_principal
@@ -55,6 +56,7 @@ class BearerResolver:
         headers = facts.headers
         header = headers.get("authorization")
         if header is None:
+            observe_auth_refusal("missing")
             raise AuthenticationError("missing", token_sent=False, challenge=self._missing)
         try:
             if headers.repeats("authorization"):  # which one would speak?
@@ -64,6 +66,7 @@ class BearerResolver:
                 return last[1](last[2])
             return self._read(header)
         except AuthenticationError as exc:
+            observe_auth_refusal(exc.reason)  # (a no-op unless metrics run)
             raise AuthenticationError(exc.reason, challenge=self._invalid) from None
 
     def _read(self, header: str) -> Principal:
