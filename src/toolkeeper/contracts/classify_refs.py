@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
 from toolkeeper.contracts.canonical import canonical_json
+from toolkeeper.contracts.references import remove_dot_segments
 from toolkeeper.contracts.validate import format_path
 
 __all__ = [
@@ -270,14 +271,8 @@ def _normal(uri: str) -> tuple[str, str, str, str]:
     """A URI without fragment as (scheme, authority, path, query), compared loosely: scheme and
     host are case-insensitive, dot segments are removed, an empty path is ``/``."""
     parts = urlsplit(uri)
-    segments: list[str] = []
-    for segment in parts.path.split("/"):
-        if segment == "..":
-            if len(segments) > 1:
-                segments.pop()
-        elif segment != ".":
-            segments.append(segment)
-    return (parts.scheme.lower(), parts.netloc.lower(), "/".join(segments) or "/", parts.query)
+    return (parts.scheme.lower(), parts.netloc.lower(), remove_dot_segments(parts.path),
+            parts.query)
 
 
 def _embeds_resources(root: Any) -> bool:

@@ -55,7 +55,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlsplit, uses_relative
 
 from toolkeeper.contracts.json_values import Link
 
-__all__ = ["SchemaProblem", "find_reference_problem", "iter_schema_objects"]
+__all__ = ["SchemaProblem", "find_reference_problem", "iter_schema_objects", "remove_dot_segments"]
 
 Location = tuple[str | int, ...]
 
@@ -368,15 +368,21 @@ def _normal(uri: str) -> str:
     userinfo, at, host = parts.netloc.rpartition("@")
     userinfo, host = userinfo.lower(), _UNRESERVED.sub(_decoded, host).lower()
     host = host.removesuffix(_DEFAULT_PORTS.get(scheme, "\0"))
+    path = remove_dot_segments(parts.path)
+    return f"{scheme}://{userinfo}{at}{host}{path}" + (f"?{parts.query}" if parts.query else "")
+
+
+def remove_dot_segments(path: str) -> str:
+    """A URI path with its ``.`` and ``..`` segments resolved (never above the root); an
+    empty path is ``/``."""
     segments: list[str] = []
-    for segment in parts.path.split("/"):
+    for segment in path.split("/"):
         if segment == "..":
             if len(segments) > 1:
                 segments.pop()
         elif segment != ".":
             segments.append(segment)
-    path = "/".join(segments) or "/"
-    return f"{scheme}://{userinfo}{at}{host}{path}" + (f"?{parts.query}" if parts.query else "")
+    return "/".join(segments) or "/"
 
 
 def _decoded(match: re.Match[str]) -> str:
