@@ -104,19 +104,26 @@ def _cancel(timer: asyncio.TimerHandle | None) -> None:
         timer.cancel()
 
 
-class _BoundedH11(H11Protocol):
+class _Admitted:
+    """The connection's admission and its head timer, for either uvicorn protocol class
+    (listed first among the bases, so these run around the protocol's own)."""
+
     limits: ClassVar[_Limits]
     _head_timer: asyncio.TimerHandle | None = None
+    loop: asyncio.AbstractEventLoop
+    connections: set[Any]
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+    def connection_made(self, transport: Any) -> None:  # an asyncio.Transport
+        super().connection_made(transport)  # type: ignore[misc]  # the protocol's, by the MRO
         self._head_timer = self.limits.admit(self.loop, transport, len(self.connections))
 
     def connection_lost(self, exc: Exception | None) -> None:
         _cancel(self._head_timer)
         self._head_timer = None
-        super().connection_lost(exc)
+        super().connection_lost(exc)  # type: ignore[misc]  # the protocol's, by the MRO
 
+
+class _BoundedH11(_Admitted, H11Protocol):
     def handle_events(self) -> None:
         cycle = self.cycle
         super().handle_events()
@@ -138,19 +145,7 @@ try:
 except ImportError:  # pragma: no cover - httptools comes with uvicorn[standard]
     pass
 else:
-    class _BoundedHttpTools(HttpToolsProtocol):
-        limits: ClassVar[_Limits]
-        _head_timer: asyncio.TimerHandle | None = None
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._head_timer = self.limits.admit(self.loop, transport, len(self.connections))
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            _cancel(self._head_timer)
-            self._head_timer = None
-            super().connection_lost(exc)
-
+    class _BoundedHttpTools(_Admitted, HttpToolsProtocol):
         # The two methods below run once per request: the timer work is inlined.
         def on_headers_complete(self) -> None:
             if (timer := self._head_timer) is not None:
