@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import re
 import selectors
+import subprocess
 import time
 from typing import IO, Any
 
-__all__ = ["read_until"]
+__all__ = ["read_until", "stop_process"]
 
 
 def read_until(stream: IO[bytes] | Any, pattern: re.Pattern[bytes], timeout: float
@@ -29,3 +30,17 @@ def read_until(stream: IO[bytes] | Any, pattern: re.Pattern[bytes], timeout: flo
                     raise EOFError(buffer.decode(errors="replace"))
                 buffer += chunk
     return match
+
+
+def stop_process(proc: subprocess.Popen[Any], grace: float = 20) -> None:
+    """SIGTERM ``proc`` if it still runs, wait up to ``grace`` seconds, then SIGKILL; close
+    its standard error pipe."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    if proc.stderr is not None:
+        proc.stderr.close()

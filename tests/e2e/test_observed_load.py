@@ -25,7 +25,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from process_kit import read_until
+from process_kit import read_until, stop_process
 
 MODERN = "2026-07-28"
 READY = re.compile(rb"toolkeeper gateway on (\S+/mcp)\n")
@@ -106,15 +106,7 @@ def gateway(setup: tuple[Path, str, int], tmp_path: Path
         assert proc.stderr is not None
         yield proc, read_until(proc.stderr, READY, 60).group(1).decode()
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        stop_process(proc)
 
 
 def call(http: httpx.Client, url: str, request_id: int, name: str, arguments: dict[str, Any],

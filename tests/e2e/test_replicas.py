@@ -16,7 +16,7 @@ from typing import IO, Any
 import httpx
 import pytest
 
-from process_kit import read_until
+from process_kit import read_until, stop_process
 
 pytestmark = pytest.mark.postgres
 
@@ -50,15 +50,9 @@ def replicas(pg_url: str, tmp_path: Path) -> Iterator[list[str]]:
         yield urls
     finally:
         for proc in procs:
-            proc.terminate()
+            proc.terminate()  # all at once; stop_process then waits for each
         for proc in procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-            if proc.stderr is not None:
-                proc.stderr.close()
+            stop_process(proc)
         for log in logs:
             log.close()
 
