@@ -7,7 +7,6 @@ import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from toolkeeper.auth import build_resolver, default_resource, metadata_documents
+from toolkeeper.config.model import AuthSettings, JwtIssuerSettings, StdioPrincipalSettings
 from toolkeeper.contracts import spec_from_mapping
 from toolkeeper.registry import Registry
 from toolkeeper.server import ToolHandlers, build_gateway
@@ -30,37 +30,18 @@ ACCEPT = "application/json, text/event-stream"
 SECRET = b"an-hs256-shared-secret-of-32-bytes-or-more!"
 
 
-@dataclass(frozen=True)
-class Issuer:
-    issuer: str = ISSUER
-    audience: str = ""
-    algorithms: tuple[str, ...] = ("RS256",)
-    secret_file: str = ""
-    public_key_file: str = ""
-    jwks_file: str = ""
-    jwks_url: str = ""
-    jwks_refresh_s: int = 300
-    leeway_s: int = 30
-    tenant_claim: str = "tenant"
-    scopes_claim: str = "scope"
-    clearance_claim: str = "clearance"
+# The configuration's own settings types, with this kit's defaults (one issuer, JWT on).
+Stdio = StdioPrincipalSettings
 
 
-@dataclass(frozen=True)
-class Stdio:
-    tenant: str = "local"
-    scopes: tuple[str, ...] = ()
-    clearance: str = "restricted"
+def Issuer(**fields: Any) -> JwtIssuerSettings:
+    return JwtIssuerSettings(**{"issuer": ISSUER, **fields})
 
 
-@dataclass(frozen=True)
-class Auth:
-    methods: tuple[str, ...] = ("jwt",)
-    resource: str = RESOURCE
-    authorization_servers: tuple[str, ...] = (ISSUER,)
-    scopes_supported: tuple[str, ...] = ("vault.admin",)
-    stdio: Stdio | None = None
-    jwt_issuers: tuple[Issuer, ...] = field(default_factory=tuple)
+def Auth(**fields: Any) -> AuthSettings:
+    return AuthSettings(**{"methods": ("jwt",), "resource": RESOURCE,
+                           "authorization_servers": (ISSUER,),
+                           "scopes_supported": ("vault.admin",), **fields})
 
 
 def rsa_key() -> rsa.RSAPrivateKey:
