@@ -51,6 +51,28 @@ class Migration:
                          if (found := _CREATES_TABLE.match(statement)))
 
 
+_API_KEYS: tuple[str, ...] = (
+    """CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        salt TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        tenant TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        clearance TEXT NOT NULL,
+        name TEXT,
+        created TEXT NOT NULL,
+        expires TEXT,
+        revoked_at TEXT)""",
+    "CREATE INDEX api_keys_revoked ON api_keys (revoked_at) WHERE revoked_at IS NOT NULL",
+)
+"""Migration 2's table and index, the same on both backends (their triggers differ)."""
+
+_CALLS_INDEXES: tuple[str, ...] = (
+    "CREATE INDEX calls_at_min ON calls (at_min)",
+    "CREATE INDEX calls_at_max ON calls (at_max)",
+)
+"""Migration 3's indexes, the same on both backends (the table's column types differ)."""
+
 SQLITE_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "contracts, append-only audit trail", (
         """CREATE TABLE contracts (
@@ -82,18 +104,7 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             BEGIN SELECT RAISE(ABORT, 'published contract content is immutable'); END""",
     )),
     Migration(2, "api keys: salted hashes, revocation", (
-        """CREATE TABLE api_keys (
-            id TEXT PRIMARY KEY,
-            salt TEXT NOT NULL,
-            hash TEXT NOT NULL,
-            tenant TEXT NOT NULL,
-            scopes TEXT NOT NULL,
-            clearance TEXT NOT NULL,
-            name TEXT,
-            created TEXT NOT NULL,
-            expires TEXT,
-            revoked_at TEXT)""",
-        """CREATE INDEX api_keys_revoked ON api_keys (revoked_at) WHERE revoked_at IS NOT NULL""",
+        *_API_KEYS,
         """CREATE TRIGGER api_keys_kept BEFORE DELETE ON api_keys
             BEGIN SELECT RAISE(ABORT, 'api keys are revoked, never deleted'); END""",
         """CREATE TRIGGER api_keys_revocation_only BEFORE UPDATE ON api_keys
@@ -111,8 +122,7 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             at_min INTEGER NOT NULL,
             at_max INTEGER NOT NULL,
             body BLOB NOT NULL)""",
-        "CREATE INDEX calls_at_min ON calls (at_min)",
-        "CREATE INDEX calls_at_max ON calls (at_max)",
+        *_CALLS_INDEXES,
     )),
 )
 
@@ -149,18 +159,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             EXECUTE FUNCTION toolkeeper_refuse('published contract content is immutable')""",
     )),
     Migration(2, "api keys: salted hashes, revocation", (
-        """CREATE TABLE api_keys (
-            id TEXT PRIMARY KEY,
-            salt TEXT NOT NULL,
-            hash TEXT NOT NULL,
-            tenant TEXT NOT NULL,
-            scopes TEXT NOT NULL,
-            clearance TEXT NOT NULL,
-            name TEXT,
-            created TEXT NOT NULL,
-            expires TEXT,
-            revoked_at TEXT)""",
-        """CREATE INDEX api_keys_revoked ON api_keys (revoked_at) WHERE revoked_at IS NOT NULL""",
+        *_API_KEYS,
         """CREATE TRIGGER api_keys_kept BEFORE DELETE ON api_keys FOR EACH ROW
             EXECUTE FUNCTION toolkeeper_refuse('api keys are revoked, never deleted')""",
         """CREATE TRIGGER api_keys_revocation_only BEFORE UPDATE ON api_keys FOR EACH ROW
@@ -178,8 +177,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             at_min BIGINT NOT NULL,
             at_max BIGINT NOT NULL,
             body BYTEA NOT NULL)""",
-        "CREATE INDEX calls_at_min ON calls (at_min)",
-        "CREATE INDEX calls_at_max ON calls (at_max)",
+        *_CALLS_INDEXES,
     )),
 )
 
