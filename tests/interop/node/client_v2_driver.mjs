@@ -5,7 +5,7 @@
 import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
 
-import { OP_TIMEOUT_MS, detailOf, installedVersion, runDriver, serverEnv } from './common.mjs';
+import { OP_TIMEOUT_MS, detailOf, installedVersion, runDriver, transportOf } from './common.mjs';
 
 const PACKAGE = '@modelcontextprotocol/client';
 const REQUEST = { timeout: OP_TIMEOUT_MS };
@@ -20,20 +20,13 @@ const NEGOTIATION = {
 // v2 separates the two surfaces by type: ProtocolError is a JSON-RPC error the peer sent (code and
 // data as received); SdkError and its SdkHttpError are the client's own (timeouts, closed
 // connections, HTTP statuses), so they are failures.
+const SDK_TRANSPORTS = {
+  Http: StreamableHTTPClientTransport, Stdio: StdioClientTransport, environment: getDefaultEnvironment,
+};
+
 function classify(err) {
   if (err instanceof ProtocolError) return { outcome: 'error', code: err.code, data: err.data ?? null };
   return { outcome: 'failure', detail: detailOf(err) };
-}
-
-function transportFor(args) {
-  if (args.transport === 'http') return new StreamableHTTPClientTransport(new URL(args.url));
-  const [command, ...rest] = args.command;
-  return new StdioClientTransport({
-    command,
-    args: rest,
-    env: { ...getDefaultEnvironment(), ...serverEnv() },
-    stderr: 'inherit',
-  });
 }
 
 async function connect(args) {
@@ -41,7 +34,7 @@ async function connect(args) {
     { name: 'toolkeeper-interop', version: '0.0.0' },
     { versionNegotiation: { mode: NEGOTIATION[args.mode], probe: { timeoutMs: OP_TIMEOUT_MS } } },
   );
-  await client.connect(transportFor(args), REQUEST);
+  await client.connect(transportOf(args, SDK_TRANSPORTS), REQUEST);
   return {
     list: () => client.listTools(undefined, REQUEST),
     call: (op) =>

@@ -61,6 +61,19 @@ export function serverEnv() {
 }
 
 /** The version of an installed package, read from the install the driver runs from (one pin: package.json). */
+// The transport a driver's client connects through, from its own package's classes: HTTP to
+// --url, or the server command on stdio with serverEnv() over the SDK's default environment.
+export function transportOf(args, { Http, Stdio, environment }) {
+  if (args.transport === 'http') return new Http(new URL(args.url));
+  const [command, ...rest] = args.command;
+  return new Stdio({
+    command,
+    args: rest,
+    env: { ...environment(), ...serverEnv() },
+    stderr: 'inherit',
+  });
+}
+
 export function installedVersion(pkg) {
   const manifest = new URL(`../node_modules/${pkg}/package.json`, import.meta.url);
   return JSON.parse(readFileSync(manifest, 'utf8')).version;

@@ -5,7 +5,7 @@ import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 
-import { OP_TIMEOUT_MS, detailOf, installedVersion, runDriver, serverEnv } from './common.mjs';
+import { OP_TIMEOUT_MS, detailOf, installedVersion, runDriver, transportOf } from './common.mjs';
 
 const PACKAGE = '@modelcontextprotocol/sdk';
 const REQUEST = { timeout: OP_TIMEOUT_MS };
@@ -13,6 +13,10 @@ const REQUEST = { timeout: OP_TIMEOUT_MS };
 // v1 raises McpError for the server's JSON-RPC errors and also for two conditions of its own (no
 // answer in time, connection closed): those two are failures, not answers.
 const LOCAL_CODES = new Set([ErrorCode.RequestTimeout, ErrorCode.ConnectionClosed]);
+
+const SDK_TRANSPORTS = {
+  Http: StreamableHTTPClientTransport, Stdio: StdioClientTransport, environment: getDefaultEnvironment,
+};
 
 function classify(err) {
   if (err instanceof McpError && !LOCAL_CODES.has(err.code)) {
@@ -23,19 +27,8 @@ function classify(err) {
   return { outcome: 'failure', detail: detailOf(err) };
 }
 
-function transportFor(args) {
-  if (args.transport === 'http') return new StreamableHTTPClientTransport(new URL(args.url));
-  const [command, ...rest] = args.command;
-  return new StdioClientTransport({
-    command,
-    args: rest,
-    env: { ...getDefaultEnvironment(), ...serverEnv() },
-    stderr: 'inherit',
-  });
-}
-
 async function connect(args) {
-  const transport = transportFor(args);
+  const transport = transportOf(args, SDK_TRANSPORTS);
   // The client tells the transport the negotiated version after initialize; v1's Client keeps no
   // getter for it, so the driver listens on that call (HTTP keeps its own copy as well).
   let era = null;
