@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 from gateway_kit import Driver, gateway_for
@@ -210,6 +210,28 @@ def test_the_untyped_decorator_keeps_working_and_derives_nothing() -> None:
     assert handlers.contracts() == []
     binding = handlers.lookup("t", Version.parse("1.0.0"))
     assert binding is not None and binding.function is tool and binding.contract is None
+
+
+class LookupArguments(TypedDict):
+    reference: str
+
+
+@pytest.mark.parametrize("source", [
+    "def tool(arguments: dict[str, Any], ctx: ToolContext | None = None) -> str: ...",
+    "def tool(arguments: Mapping[str, object], ctx: Optional[ToolContext]) -> str: ...",
+    "def tool(arguments: LookupArguments) -> str: ...",
+    "def tool(arguments: Any, ctx: Any) -> str: ...",
+    "def tool(arguments, ctx): ...",
+    "def tool(arguments: 'Unresolvable') -> str: ...",
+])
+def test_the_untyped_api_s_annotations_bind_untyped_without_metadata(source: str) -> None:
+    namespace: dict[str, Any] = {"LookupArguments": LookupArguments}
+    exec("from collections.abc import Mapping\nfrom typing import Any, Optional\n"
+         "from toolkeeper.server import ToolContext\n" + source, namespace)
+    handlers = ToolHandlers()
+    handlers.tool("t")(namespace["tool"])
+    assert handlers.contracts() == []
+    assert handlers.lookup("t", Version.parse("1.0.0")) is not None
 
 
 @pytest.mark.parametrize(("source", "code"), [

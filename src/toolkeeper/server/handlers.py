@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import types
 import typing
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
@@ -180,25 +181,32 @@ def _is_plain_function(function: Callable[..., Any]) -> bool:
                    for f in (function, call) if f is not None)
 
 
-_UNTYPED_HINTS = (Any, object, ToolContext, inspect.Parameter.empty)
+_UNTYPED_HINTS = (Any, object, ToolContext, inspect.Parameter.empty, type(None))
 _MAPPINGS = (dict, Mapping, MutableMapping)
+
+
+def _untyped_hint(hint: Any) -> bool:
+    """The untyped API's annotations: none, ``Any``, the context, a mapping (``dict[str, Any]``,
+    a TypedDict) or a union of those (``ToolContext | None``)."""
+    if hint in _UNTYPED_HINTS or hint in _MAPPINGS or typing.get_origin(hint) in _MAPPINGS:
+        return True
+    if isinstance(hint, type):
+        return issubclass(hint, Mapping)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return all(_untyped_hint(arg) for arg in typing.get_args(hint))
+    return False
 
 
 def _looks_typed(function: Callable[..., Any]) -> bool:
     """Whether a function bound without contract metadata has a typed signature (a parameter
-    annotated other than as a mapping, ``Any`` or the context), which needs the metadata. An
-    annotation that cannot be resolved counts as untyped: the API as it was."""
+    annotated other than as the untyped API's are), which needs the metadata. An annotation
+    that cannot be resolved counts as untyped: the API as it was."""
     try:
         hints = typing.get_type_hints(function)
         params = inspect.signature(function).parameters
     except Exception:  # any failure to resolve leaves the untyped API in charge
         return False
-    for name in params:
-        hint = hints.get(name, inspect.Parameter.empty)
-        if not (hint in _UNTYPED_HINTS or hint in _MAPPINGS
-                or typing.get_origin(hint) in _MAPPINGS):
-            return True
-    return False
+    return not all(_untyped_hint(hints.get(name, inspect.Parameter.empty)) for name in params)
 
 
 class ToolHandlers:
