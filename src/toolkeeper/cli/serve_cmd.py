@@ -135,7 +135,8 @@ def _policy(host: str, allow_hosts: tuple[str, ...], allow_origins: tuple[str, .
               help="The endpoint path (starts with '/').")
 @click.option("--handlers", "handler_refs", multiple=True, metavar="MODULE:ATTR",
               help="A ToolHandlers (or a function returning one) to serve; MODULE may be a "
-                   "path/to/file.py; repeatable.")
+                   "path/to/file.py; its typed tools' contracts are published through the "
+                   "publish guard at start; repeatable.")
 @click.option("--allow-host", multiple=True, metavar="HOST[:PORT|:*]",
               help="Also accept this Host header (DNS-rebinding allow list); repeatable.")
 @click.option("--allow-origin", multiple=True, metavar="SCHEME://HOST[:PORT|:*]",
