@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
-from gateway_kit import Driver, gateway_for
+from gateway_kit import USER, Driver, gateway_for
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkeeper.contracts.canonical import canonical_json
@@ -21,7 +21,7 @@ from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.contracts.validate import compile_schema
 from toolkeeper.errors import ContractError
-from toolkeeper.registry import Registry
+from toolkeeper.registry import Principal, Registry
 from toolkeeper.server import ToolContext, ToolHandlers, ToolResult
 
 META: dict[str, Any] = {"version": "1.0.0", "title": "T", "description": "D.",
@@ -61,11 +61,11 @@ def _spec(function: Any, **meta: Any) -> ToolSpec:
     return spec
 
 
-def _drive(handlers: ToolHandlers) -> Driver:
+def _drive(handlers: ToolHandlers, principal: Principal | None = None) -> Driver:
     registry = Registry.open("memory:")
     for spec in handlers.contracts():
         registry.publish(spec)
-    return Driver(gateway_for(registry, handlers).kernel)
+    return Driver(gateway_for(registry, handlers, principal).kernel)
 
 
 # (annotation, the property's derived schema): every shape a parameter may take.
@@ -369,3 +369,21 @@ def test_a_derived_contract_is_byte_identical_in_another_process() -> None:
                            capture_output=True, timeout=60, text=True,
                            env={**os.environ, "PYTHONHASHSEED": "12345"}).stdout
     assert json.loads(there) == json.loads(here) and there == here
+
+
+def test_the_examples_typed_tools_answer_through_the_gateway() -> None:
+    from pathlib import Path
+
+    from toolkeeper.cli.handler_refs import load_handlers
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "typed_tools.py"
+    shipper = Principal("acme", frozenset({"shipping.read"}), USER.clearance)
+    driver = _drive(load_handlers(f"{example}:handlers"), shipper)
+    quote = driver.call("shipping.quote", {"weight_kg": 2, "destination": "DE",
+                                           "service": "express"})["result"]
+    assert quote["structuredContent"] == {"price_cents": 2300, "currency": "EUR", "days": 1}
+    convert = driver.call("units.convert", {"value": 2.54, "unit": "in"})["result"]
+    assert convert["structuredContent"] == {"result": 6.4516}
+    refused = driver.call("shipping.quote", {"weight_kg": 31, "destination": "DE"})["result"]
+    assert refused["isError"] is True
+    assert refused["structuredContent"]["errors"][0]["path"] == "$.weight_kg"
