@@ -123,7 +123,8 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting("estate.dirs", STRINGS, [], "Directories whose contract files (JSON/YAML) are "
             "published if absent.", flag="--estate", check="directory"),
     Setting("estate.handlers", STRINGS, [], "Handler modules to serve, `module:ATTR` or "
-            "`path/to/file.py:ATTR`.", flag="--handlers", check="handlers_ref"),
+            "`path/to/file.py:ATTR`; the contracts their typed tools derive are published "
+            "through the publish guard at start.", flag="--handlers", check="handlers_ref"),
     # auth
     Setting("auth.methods", STRINGS, [], "Credentials accepted over HTTP; empty: the "
             "anonymous local principal (loopback hosts only).", flag="--auth",

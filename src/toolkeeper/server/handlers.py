@@ -11,22 +11,32 @@
 
     handlers.bind("db.query", query_v4, version="4.0.0")   # per name+version
 
+    @handlers.tool("math.add", version="1.0.0", title="Add", data_classification="public",
+                   side_effect="read", required_scopes=[], tenants=[])
+    def add(a: int, b: int = 0) -> int:      # typed: the contract is derived from the hints
+        '''The sum of a and b.'''
+        return a + b
+
 A handler takes ``(arguments)`` or ``(arguments, ctx)`` and returns a
 :class:`~toolkeeper.server.content.ToolResult`, a string, a mapping (structured content), a
 list of content blocks, or None. A binding for the exact version wins over one for the name.
 Sync handlers run on the event loop: keep them quick, and use ``async def`` for I/O.
+A typed handler (:mod:`~toolkeeper.server.typed`) also carries its derived contract, which
+:meth:`ToolHandlers.contracts` lists for ``contracts export`` and ``serve --handlers``.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Mapping
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from toolkeeper.contracts.semver import Version
-from toolkeeper.contracts.spec import ToolSpec
+from toolkeeper.contracts.spec import DataClassification, SideEffect, ToolSpec
 from toolkeeper.errors import CapabilityRequiredError, JsonRpcError
 from toolkeeper.protocol import (
     LOG_LEVELS,
@@ -65,6 +75,9 @@ class HandlerBinding:
     inline: bool = False
     """A plain (not ``async def``) function without a context: run inside dispatch itself,
     with no Deferred, Pending or coroutine around it (decided at bind time)."""
+    contract: ToolSpec | None = None
+    """The contract derived from a typed function's hints (None: the contract is published
+    separately)."""
 
 
 _NUMBER = (int, float)
@@ -168,6 +181,34 @@ def _is_plain_function(function: Callable[..., Any]) -> bool:
                    for f in (function, call) if f is not None)
 
 
+_UNTYPED_HINTS = (Any, object, ToolContext, inspect.Parameter.empty, type(None))
+_MAPPINGS = (dict, Mapping, MutableMapping)
+
+
+def _untyped_hint(hint: Any) -> bool:
+    """The untyped API's annotations: none, ``Any``, the context, a mapping (``dict[str, Any]``,
+    a TypedDict) or a union of those (``ToolContext | None``)."""
+    if hint in _UNTYPED_HINTS or hint in _MAPPINGS or typing.get_origin(hint) in _MAPPINGS:
+        return True
+    if isinstance(hint, type):
+        return issubclass(hint, Mapping)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return all(_untyped_hint(arg) for arg in typing.get_args(hint))
+    return False
+
+
+def _looks_typed(function: Callable[..., Any]) -> bool:
+    """Whether a function bound without contract metadata has a typed signature (a parameter
+    annotated other than as the untyped API's are), which needs the metadata. An annotation
+    that cannot be resolved counts as untyped: the API as it was."""
+    try:
+        hints = typing.get_type_hints(function)
+        params = inspect.signature(function).parameters
+    except Exception:  # any failure to resolve leaves the untyped API in charge
+        return False
+    return not all(_untyped_hint(hints.get(name, inspect.Parameter.empty)) for name in params)
+
+
 class ToolHandlers:
     """The set of bound handlers a gateway dispatches to."""
 
@@ -180,10 +221,14 @@ class ToolHandlers:
              requires: Mapping[str, Any] | None = None) -> HandlerBinding:
         """Bind ``function`` to ``name`` (every version) or to one ``version`` of it.
         ``requires`` names client capabilities the call needs (checked before dispatch)."""
+        return self._add(name, function, version, requires, None)
+
+    def _add(self, name: str, function: Callable[..., Any], version: str | Version | None,
+             requires: Mapping[str, Any] | None, contract: ToolSpec | None) -> HandlerBinding:
         parsed = Version.parse(version) if isinstance(version, str) else version
         takes_context = _takes_context(function)
         binding = HandlerBinding(name, parsed, function, dict(requires or {}), takes_context,
-                                 not takes_context and _is_plain_function(function))
+                                 not takes_context and _is_plain_function(function), contract)
         if parsed is None:
             if name in self._by_name:
                 raise ValueError(f"a handler is already bound to {name!r}")
@@ -195,12 +240,38 @@ class ToolHandlers:
         return binding
 
     def tool(self, name: str, *, version: str | Version | None = None,
-             requires: Mapping[str, Any] | None = None) -> Callable[[F], F]:
-        """Decorator form of :meth:`bind`."""
+             requires: Mapping[str, Any] | None = None, title: str | None = None,
+             description: str | None = None,
+             data_classification: DataClassification | str | None = None,
+             side_effect: SideEffect | str | None = None,
+             required_scopes: Iterable[str] | None = None, tenants: Iterable[str] | None = None,
+             closed: bool = True) -> Callable[[F], F]:
+        """Decorator form of :meth:`bind`; with contract metadata, or on a function with a
+        typed signature, the typed form: the contract is derived from the hints and every
+        metadata keyword is required (:mod:`~toolkeeper.server.typed`; ``closed=False`` keeps
+        the derived schemas open to unknown properties)."""
+        metadata: dict[str, Any] = {
+            "version": version, "title": title, "description": description,
+            "data_classification": data_classification, "side_effect": side_effect,
+            "required_scopes": required_scopes, "tenants": tenants}
+
         def decorate(function: F) -> F:
-            self.bind(name, function, version=version, requires=requires)
+            given = [key for key, value in metadata.items() if key != "version"
+                     and value is not None]
+            if not given and closed and not _looks_typed(function):
+                self.bind(name, function, version=version, requires=requires)
+                return function
+            from toolkeeper.server.typed import derive_tool  # pydantic: for typed tools only
+
+            derived = derive_tool(function, name, closed=closed, **metadata)
+            self._add(name, derived.handler, derived.spec.version, requires, derived.spec)
             return function
         return decorate
+
+    def contracts(self) -> list[ToolSpec]:
+        """The contracts derived from typed handlers, in (name, version) order."""
+        return sorted((b.contract for b in self._by_version.values() if b.contract),
+                      key=lambda spec: spec.key)
 
     @property
     def revision(self) -> int:
@@ -215,5 +286,5 @@ class ToolHandlers:
     def merge(self, other: ToolHandlers) -> None:
         """Add every binding of ``other`` (duplicates are refused)."""
         for binding in [*other._by_name.values(), *other._by_version.values()]:
-            self.bind(binding.name, binding.function, version=binding.version,
-                      requires=binding.requires)
+            self._add(binding.name, binding.function, binding.version, binding.requires,
+                      binding.contract)
