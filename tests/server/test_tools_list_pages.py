@@ -167,3 +167,19 @@ def test_a_replica_with_the_same_key_and_list_continues_the_walk(estate: Registr
 def test_the_gateway_without_a_sealer_seals_with_an_ephemeral_key(estate: Registry) -> None:
     assert gateway_for(estate).sealer.ephemeral_key
     assert not _paged(estate).sealer.ephemeral_key
+
+
+@pytest.mark.slow
+def test_a_ten_thousand_tool_estate_lists_in_pages_and_a_publish_between_fetches_is_refused(
+        ) -> None:
+    registry = Registry.open("memory:")
+    names = [f"bulk.{index:05d}" for index in range(10_000)]
+    for name in names:
+        registry.publish(contract(name, "1.0.0", {"type": "object"}))
+    driver = Driver(_paged(registry, list_page_size=100).kernel)
+    pages = _walk(driver)
+    assert len(pages) == 100 and [n for page in pages for n in page] == names
+    cursor = _first_cursor(driver)
+    registry.publish(contract("bulk.zzzzz", "1.0.0", {"type": "object"}))  # on the last page
+    assert _refusal(driver, cursor)["reason"] == "generation_mismatch"
+    registry.close()

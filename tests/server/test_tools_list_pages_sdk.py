@@ -68,7 +68,7 @@ async def _stale(url: str, mode: str, registry: Registry, name: str) -> Any:
 @pytest.mark.parametrize("mode", MODES)
 def test_the_sdk_client_walks_every_page_and_sees_every_tool_once(
         served: tuple[str, Registry], mode: str) -> None:
-    url, registry = served
+    url, _ = served
     pages = anyio.run(_walk, url, mode)
     names = [name for page in pages for name in page]
     assert all(len(page) == 5 for page in pages[:-1]) and len(pages) > 1

@@ -19,6 +19,7 @@ changed), ``principal_mismatch``, ``expired`` (older than ``server.list_cursor_t
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections.abc import Callable
@@ -43,6 +44,7 @@ def cursor_refused(reason: str) -> JsonRpcError:
                           {"path": "$.params.cursor", "reason": reason, "relist": True})
 
 
+@functools.lru_cache(maxsize=4096)  # principals are few and hashable; two hashes per page
 def _principal_digest(principal: Principal) -> str:
     facts = [principal.tenant, sorted(principal.scopes), principal.clearance.value,
              principal.credential]
