@@ -50,6 +50,8 @@ VOLATILE_HEADERS: Final = frozenset({"date", "host", "x-forwarded-for", "x-real-
 """Headers whose values change from run to run (clocks, ephemeral ports, minted session ids):
 kept in the view, normalized out of the canonical form."""
 
+_SENTINEL_HEAD: Final = "=?base64?"
+_SENTINEL_TAIL: Final = "?="
 _TEXT_REDACTION: Final = "text.named_value"
 """The evidence rule for a text body masked by name (``password=...``) rather than by shape."""
 
@@ -105,27 +107,54 @@ def _redact_body(raw: bytes, content_type: str | None, path: str,
         except ContractError:
             pass
         else:
-            value = _rebase(redact(value), path, evidence)
+            value = _redact_json(value, path, evidence)
             return Body("json", value, _sha256(canonical_json(value)))
-    text = _rebase(redact(raw.decode("utf-8", errors="replace")), path, evidence)
-    masked = redact_text(text)
-    if masked != text:
-        evidence.append(Redaction((path, _TEXT_REDACTION)))
-    return Body("text", masked, _sha256(masked.encode("utf-8")))
+    text = _redact_json(raw.decode("utf-8", errors="replace"), path, evidence)
+    return Body("text", text, _sha256(text.encode("utf-8")))
 
 
-def _rebase(result: tuple[Any, list[Redaction]], path: str, evidence: list[Redaction]) -> Any:
-    """The redacted value; its evidence paths moved from ``$`` under ``path``."""
-    value, found = result
-    evidence.extend(Redaction((path + p[1:], rule)) for p, rule in found)
+def _mask_text(value: Any, path: str, evidence: list[Redaction]) -> Any:
+    """Every string in ``value`` through :func:`redact_text` too, which also finds a secret by
+    the name written before it inside the text (``('x-api-key', '...')``, ``password=...``)."""
+    if isinstance(value, str):
+        masked = redact_text(value)
+        if masked != value:
+            evidence.append(Redaction((path, _TEXT_REDACTION)))
+        return masked
+    if isinstance(value, dict):
+        return {k: _mask_text(v, f"{path}.{k}", evidence) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_text(v, f"{path}[{i}]", evidence) for i, v in enumerate(value)]
     return value
 
 
+def _redact_json(value: Any, path: str, evidence: list[Redaction]) -> Any:
+    """``value`` redacted by the gateway's rules (denied keys, secret shapes), then by name
+    inside text; the evidence paths put under ``path`` (the rules report them from ``$``)."""
+    redacted, found = redact(value)
+    evidence.extend(Redaction((path + p[1:], rule)) for p, rule in found)
+    return _mask_text(redacted, path, evidence)
+
+
+def _mask_header_text(value: Any, path: str, evidence: list[Redaction]) -> Any:
+    """A header value through the text pass too; an ``=?base64?...?=`` value (mcp-wire 4.2)
+    only inside its markers: the pass takes the ``?=`` tail for a URL's query and would mask
+    it, and the mirror judgments compare these values."""
+    if (isinstance(value, str) and value.startswith(_SENTINEL_HEAD)
+            and value.endswith(_SENTINEL_TAIL) and len(value) >= len(_SENTINEL_HEAD) + 2):
+        inner = _mask_text(value[len(_SENTINEL_HEAD):-len(_SENTINEL_TAIL)], path, evidence)
+        return f"{_SENTINEL_HEAD}{inner}{_SENTINEL_TAIL}"
+    return _mask_text(value, path, evidence)
+
+
 def _redact_headers(headers: Headers, path: str, evidence: list[Redaction]) -> Headers:
+    """Each header by its name (denied names), its value's shapes and names inside it."""
     out: list[tuple[str, str]] = []
     for name, value in headers:
         key = name.lower()
-        redacted = _rebase(redact({key: value}), path, evidence)[key]
+        redacted, found = redact({key: value})
+        evidence.extend(Redaction((path + p[1:], rule)) for p, rule in found)
+        redacted = _mask_header_text(redacted[key], f"{path}.{key}", evidence)
         out.append((key, redacted if isinstance(redacted, str) else REDACTED))
     return tuple(out)
 
@@ -230,14 +259,14 @@ def build_exchange(name: str, request: RawRequest, response: RawResponse, *,
                             path, evidence)
 
     ingress = IngressView(
-        f"{request.method} {request.path}",
+        _redact_json(f"{request.method} {request.path}", "$.ingress.route", evidence),
         _redact_headers(request.headers, "$.ingress.headers", evidence),
         header(_lower(request.headers), "content-type"),
         view_body(request, "$.ingress.body"), received_at)
     origin = None
     if forwarded is not None and answered is not None:
         origin = OriginView(
-            f"{forwarded.method} {forwarded.path}",
+            _redact_json(f"{forwarded.method} {forwarded.path}", "$.origin.route", evidence),
             _redact_headers(forwarded.headers, "$.origin.forwardedHeaders", evidence),
             view_body(forwarded, "$.origin.forwardedBody"), answered.status,
             _redact_headers(answered.headers, "$.origin.headers", evidence),

@@ -123,7 +123,7 @@ class NginxProxy:
                                data={"log": self._log()})
 
     def __enter__(self) -> NginxProxy:
-        if self._binary is None:
+        if self._binary is None or not os.access(self._binary, os.X_OK):
             raise ConformanceError("nginx is not installed", code="conformance.proxy_missing")
         self._prefix = Path(tempfile.mkdtemp(prefix="toolkeeper-nginx-"))
         try:
