@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from nginx_kit import require_nginx
 
 import toolkeeper
 from process_kit import read_until
-from toolkeeper.conformance import find_nginx
 
 _SRC = str(Path(toolkeeper.__file__).resolve().parent.parent)
 _URL = re.compile(rb"toolkeeper gateway on (http://127\.0\.0\.1:\d+/mcp)\r?\n")
@@ -26,12 +26,7 @@ START_TIMEOUT_S = 30.0
 def nginx() -> str:
     """The nginx binary. Absent: a skip on a workstation, a failure under CI (``.ci/run``
     installs it, so its absence there is a broken pipeline, not an optional test)."""
-    binary = find_nginx()
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("nginx is required under CI (.ci/run installs Debian's nginx)")
-        pytest.skip("nginx is not installed (apt-get install nginx)")
-    return binary
+    return require_nginx()
 
 
 @pytest.fixture(scope="module")

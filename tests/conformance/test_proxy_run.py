@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nginx_kit import require_nginx
 
 from redaction_kit import CORPUS, leaks
 from toolkeeper.conformance import (
@@ -146,3 +147,11 @@ def test_the_templates_ship_as_package_data() -> None:
     assert "proxy_buffering off;" in correct and "proxy_http_version 1.1;" in correct
     assert "proxy_intercept_errors" not in correct and "sub_filter" not in correct
     assert "proxy_intercept_errors on;" in faulty and "sub_filter " in faulty
+
+
+def test_a_missing_nginx_fails_under_ci_and_skips_elsewhere() -> None:
+    with pytest.raises(pytest.fail.Exception):
+        require_nginx(lambda: None, {"CI": "true"})
+    with pytest.raises(pytest.skip.Exception):
+        require_nginx(lambda: None, {})
+    assert require_nginx(lambda: "/usr/sbin/nginx", {"CI": "true"}) == "/usr/sbin/nginx"

@@ -86,9 +86,13 @@ def exchange(url: str, request: ProxyRequest) -> tuple[RawRequest, RawResponse]:
     """Send ``request`` to ``url`` and return the request as it went out and the answer.
     httpx for now; the harness will route this through the shared client transport (STYLE
     "one MCP client") once it can hand back raw status, headers and body bytes."""
+    headers = list(request.headers)
+    if not any(name.lower() == "accept-encoding" for name, _ in headers):
+        # httpx would ask for gzip and decode it: the tap records the origin's bytes as sent,
+        # so a compressed answer would differ from the decoded egress body.
+        headers.append(("accept-encoding", "identity"))
     with httpx.Client(timeout=_TIMEOUT_S, trust_env=False) as client:
-        response = client.request(request.method, url, headers=list(request.headers),
-                                  content=request.body)
+        response = client.request(request.method, url, headers=headers, content=request.body)
         sent = response.request
         return (RawRequest(request.method, sent.url.raw_path.decode("ascii"),
                            tuple((n.lower(), v) for n, v in sent.headers.multi_items()),

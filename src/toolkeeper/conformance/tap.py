@@ -89,6 +89,10 @@ class _TapServer(ThreadingHTTPServer):
         self.tap = tap
         super().__init__(("127.0.0.1", 0), _Handler)
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        """Silent (the base prints a traceback): a connection the proxy dropped or a request
+        the tap cannot frame is not recorded, and its absence is the evidence."""
+
 
 class RecordingTap:
     """Forward everything it receives to ``origin_url``'s host (keeping the request path) and
