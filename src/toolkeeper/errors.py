@@ -23,6 +23,9 @@ may change) plus optional structured ``data``::
     │                                    ("seal.<reason>"; toolkeeper.protocol.sealing)
     ├── ConfigError                      the gateway's configuration file or flags are refused
     │                                    ("config.*"; ``data.key`` is the dotted key)
+    ├── ConformanceError                 the harness cannot run what it was asked to: no proxy
+    │                                    binary, a proxy that does not start, an unknown proxy
+    │                                    configuration ("conformance.*")
     └── JsonRpcError                     a protocol error with a JSON-RPC code (protocol layer)
         └── CapabilityRequiredError      a tool handler needs a client capability the caller
                                          lacks (-32021); the one protocol error a handler may
@@ -42,6 +45,7 @@ __all__ = [
     "AuthenticationError",
     "CapabilityRequiredError",
     "ConfigError",
+    "ConformanceError",
     "ContractError",
     "JsonRpcError",
     "LifecycleError",
@@ -149,6 +153,13 @@ class ConfigError(ToolkeeperError):
     ``data["key"]`` the dotted key (``""`` for the file as a whole)."""
 
     default_code = "config.invalid"
+
+
+class ConformanceError(ToolkeeperError):
+    """The conformance harness cannot set up what a run needs (a reverse proxy, its
+    configuration); findings about the target are evidence, never this error."""
+
+    default_code = "conformance.error"
 
 
 class AuthenticationError(ToolkeeperError):
