@@ -15,13 +15,17 @@ A handler takes ``(arguments)`` or ``(arguments, ctx)`` and returns a
 :class:`~toolkeeper.server.content.ToolResult`, a string, a mapping (structured content), a
 list of content blocks, or None. A binding for the exact version wins over one for the name.
 Sync handlers run on the event loop: keep them quick, and use ``async def`` for I/O.
+
+A handler asks the caller back with ``await ctx.elicit(...)``, ``await ctx.sample(...)``,
+``await ctx.list_roots()`` or ``await ctx.ask_all([...])``, the same in either era: see
+:mod:`toolkeeper.server.asking` for the seam and the modern era's re-run design.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -38,6 +42,7 @@ from toolkeeper.protocol import (
     notification_message,
 )
 from toolkeeper.protocol.faults import invalid_params, missing_capability
+from toolkeeper.server.asking import InputAsker, ModernAsker, ask_all, required_capabilities
 
 __all__ = ["HandlerBinding", "ToolContext", "ToolHandlers", "capability_error"]
 
@@ -75,10 +80,12 @@ class ToolContext:
     """What a running handler can do besides computing its result."""
 
     def __init__(self, call: Call, spec: ToolSpec, principal: Any, emit: Emit,
-                 tools_changed: Callable[[], None] | None = None) -> None:
+                 tools_changed: Callable[[], None] | None = None,
+                 asker: InputAsker | None = None) -> None:
         self._call = call
         self._emit = emit
         self._tools_changed = tools_changed
+        self._asker = asker
         self.spec = spec
         self.principal = principal
 
@@ -149,6 +156,60 @@ class ToolContext:
         if missing_capabilities(required, self._call.client_capabilities):
             error = capability_error(required, self._call.era)
             raise CapabilityRequiredError(error.rpc_code, error.message, error.rpc_data)
+
+    async def ask(self, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Ask the caller ``method`` (``elicitation/create``, ``sampling/createMessage`` or
+        ``roots/list``) with wire ``params``: the client's result. -32021 first when the
+        caller did not declare the capability the method needs."""
+        self.require_capabilities(required_capabilities(method, params))
+        return await self._input_asker().ask(method, params)
+
+    async def ask_all(self, requests: Iterable[tuple[str, Mapping[str, Any]]]
+                      ) -> list[Mapping[str, Any]]:
+        """Several asks made together, their results in order (one modern round)."""
+        pending = list(requests)
+        for method, params in pending:  # every capability checked before anything is asked
+            self.require_capabilities(required_capabilities(method, params))
+        return await ask_all(self._input_asker(), pending)
+
+    async def elicit(self, message: str, requested_schema: Mapping[str, Any]
+                     ) -> Mapping[str, Any]:
+        """Ask the user for a form (``elicitation/create``, form mode): the ``ElicitResult``
+        (``action`` ``accept``/``decline``/``cancel``, ``content`` when accepted)."""
+        return await self.ask("elicitation/create", {
+            "mode": "form", "message": message, "requestedSchema": dict(requested_schema)})
+
+    async def sample(self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int,
+                     system_prompt: str | None = None, temperature: float | None = None,
+                     stop_sequences: Sequence[str] | None = None,
+                     model_preferences: Mapping[str, Any] | None = None,
+                     include_context: str | None = None,
+                     metadata: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+        """Ask the client's model (``sampling/createMessage``; the keywords are its params in
+        snake case, omitted when None): the ``CreateMessageResult`` (``role``, ``content``,
+        ``model``, ``stopReason``)."""
+        params: dict[str, Any] = {"messages": [dict(m) for m in messages],
+                                  "maxTokens": max_tokens}
+        optional: tuple[tuple[str, Any], ...] = (
+            ("systemPrompt", system_prompt), ("temperature", temperature),
+            ("stopSequences", None if stop_sequences is None else list(stop_sequences)),
+            ("modelPreferences", model_preferences), ("includeContext", include_context),
+            ("metadata", metadata))
+        params.update((key, value) for key, value in optional if value is not None)
+        return await self.ask("sampling/createMessage", params)
+
+    async def list_roots(self) -> Mapping[str, Any]:
+        """Ask the client for its roots (``roots/list``): the ``ListRootsResult``
+        (``roots``: ``[{"uri", "name"?}]``)."""
+        return await self.ask("roots/list", {})
+
+    def _input_asker(self) -> InputAsker:
+        asker = self._asker
+        if asker is None:
+            if self._call.era is not Era.MODERN:
+                raise RuntimeError("this call has no way to ask its caller")
+            asker = self._asker = ModernAsker()
+        return asker
 
 
 def _takes_context(function: Callable[..., Any]) -> bool:
