@@ -8,9 +8,9 @@ A handler asks through its context, the same way in either protocol era::
             "confirm": {"type": "boolean"}}, "required": ["confirm"]})
         if answer["action"] != "accept" or not answer["content"]["confirm"]:
             return "kept"
-        summary, roots = await ctx.ask_all([
-            ("sampling/createMessage", {"messages": [...], "maxTokens": 50}),
-            ("roots/list", {})])
+        both = await ctx.ask_all({
+            "summary": ("sampling/createMessage", {"messages": [...], "maxTokens": 50}),
+            "roots": ("roots/list", {})})
         ...
 
 Every ask is one call of :meth:`InputAsker.ask` with the wire method (a row of
@@ -30,25 +30,28 @@ Two askers implement the interface, one per era:
   ``resultType: "input_required"``, its ``inputRequests`` and a sealed ``requestState``, and
   the client *retries* ``tools/call`` with ``inputResponses`` and that ``requestState``.
 
-The modern design: **the handler is re-run** with the answers recorded so far. Each ask takes
-the next position (``"0"``, ``"1"``, ... in the order the handler makes them, which is the
-``inputRequests`` key on the wire); an ask whose position has a recorded answer returns it at
-once, without asking; the first unanswered ask records its request and raises
-:class:`InputRequired`, which ends the round (the handler unwinds: its ``finally`` blocks
-run). Asks made together (:meth:`ToolContext.ask_all`, or ``asyncio.gather`` of asks that
-start with the ask) all start before the round ends, so every one of them is in that round's
-``inputRequests``. The answers travel inside the sealed ``requestState``
-(:mod:`toolkeeper.server.resuming`), never in server memory, so any replica sharing the key
-resumes the call. A handler must therefore be deterministic up to its asks (the same
-arguments and answers make the same asks in the same order) and should do its side effects
-after its last ask; it must not swallow :class:`InputRequired` (a ``BaseException``, like
-``CancelledError``, so ``except Exception`` lets it through).
+The modern design: **the handler is re-run** with the answers recorded so far. Each ask has a
+key, the ``inputRequests``/``inputResponses`` key on the wire: the ``key=`` the handler gives,
+else its position (``"0"``, ``"1"``, ... in the order the handler makes its asks). An ask whose
+key has an answer returns it at once, without asking; the first unanswered ask records its
+request and raises :class:`InputRequired`, which ends the round (the handler unwinds: its
+``finally`` blocks run). Asks made together (:meth:`ToolContext.ask_all`, or
+``asyncio.gather`` of asks) all start before the round ends, so every one of them is in that
+round's ``inputRequests``. The answers the handler used travel inside the sealed
+``requestState`` (:mod:`toolkeeper.server.resuming`), never in server memory, so any replica
+sharing the sealing key resumes the call; a retry's ``inputResponses`` add to them (a key the
+state already answers keeps its sealed answer; keys nobody asks are ignored, and a retry
+without ``requestState`` is a first round whose answers came early). An unanswered key is
+simply asked again in the next ``input_required``. A handler must therefore be deterministic
+up to its asks (the same arguments and answers make the same asks in the same order) and
+should do its side effects after its last ask; it must not swallow :class:`InputRequired` (a
+``BaseException``, like ``CancelledError``, so ``except Exception`` lets it through).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 __all__ = [
@@ -57,7 +60,9 @@ __all__ = [
     "InputRequired",
     "ModernAsker",
     "ask_all",
+    "elicitation_params",
     "required_capabilities",
+    "sampling_params",
 ]
 
 ASK_CAPABILITIES: Mapping[str, Mapping[str, Any]] = {
@@ -92,26 +97,52 @@ def required_capabilities(method: str, params: Mapping[str, Any]) -> Mapping[str
     return base
 
 
+def elicitation_params(message: str, requested_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The params of a form-mode ``elicitation/create``."""
+    return {"mode": "form", "message": message, "requestedSchema": dict(requested_schema)}
+
+
+def sampling_params(messages: Sequence[Mapping[str, Any]], *, max_tokens: int,
+                    system_prompt: str | None = None, temperature: float | None = None,
+                    stop_sequences: Sequence[str] | None = None,
+                    model_preferences: Mapping[str, Any] | None = None,
+                    include_context: str | None = None,
+                    metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The params of a ``sampling/createMessage`` (the keywords are its params in snake case,
+    omitted when None)."""
+    params: dict[str, Any] = {"messages": [dict(m) for m in messages], "maxTokens": max_tokens}
+    optional: tuple[tuple[str, Any], ...] = (
+        ("systemPrompt", system_prompt), ("temperature", temperature),
+        ("stopSequences", None if stop_sequences is None else list(stop_sequences)),
+        ("modelPreferences", model_preferences), ("includeContext", include_context),
+        ("metadata", metadata))
+    params.update((key, value) for key, value in optional if value is not None)
+    return params
+
+
 class InputAsker(Protocol):
     """Asks the caller of one tool call for input, in that call's era."""
 
-    async def ask(self, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+    async def ask(self, method: str, params: Mapping[str, Any], *,
+                  key: str | None = None) -> Mapping[str, Any]:
         """The client's result for the request ``method`` with ``params`` (capabilities were
-        checked by the caller of ``ask``)."""
+        checked by the caller of ``ask``). ``key`` names the request in the modern era's
+        ``inputRequests`` (None: its position); an era without such keys ignores it."""
         ...
 
 
-async def ask_all(asker: InputAsker,
-                  requests: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Mapping[str, Any]]:
-    """Several asks at once, their results in order: concurrent requests in the legacy era,
-    one round's ``inputRequests`` in the modern era."""
-    return list(await asyncio.gather(*(asker.ask(method, params)
-                                       for method, params in requests)))
+async def ask_all(asker: InputAsker, requests: Mapping[str, tuple[str, Mapping[str, Any]]]
+                  ) -> dict[str, Mapping[str, Any]]:
+    """Several asks at once (key -> ``(method, params)``), their results by key: concurrent
+    requests in the legacy era, one round's ``inputRequests`` in the modern era."""
+    keys = list(requests)
+    results = await asyncio.gather(*(asker.ask(*requests[key], key=key) for key in keys))
+    return dict(zip(keys, results, strict=True))
 
 
 class InputRequired(BaseException):
-    """A modern round ends: ``requests`` (position -> ``{"method", "params"}``) are unanswered;
-    ``answers`` (position -> client result) are every answer recorded so far.
+    """A modern round ends: ``requests`` (key -> ``{"method", "params"}``) are unanswered;
+    ``answers`` (key -> client result) are the answers the handler used so far.
 
     Outside the :mod:`toolkeeper.errors` tree on purpose: it is control flow between the
     handler's context and the call runner, like ``CancelledError``, and a handler's
@@ -125,23 +156,27 @@ class InputRequired(BaseException):
 
 
 class ModernAsker:
-    """The modern era's asker (see the module docstring): answers from the recorded ones by
-    position, else records the request and raises :class:`InputRequired`."""
+    """The modern era's asker (see the module docstring): answers from the given ones by key,
+    else records the request and raises :class:`InputRequired` carrying the answers used."""
 
-    __slots__ = ("_answers", "_next", "_requests")
+    __slots__ = ("_answers", "_next", "_requests", "_used")
 
     def __init__(self, answers: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self._answers: Mapping[str, Mapping[str, Any]] = answers or {}
         self._next = 0
         self._requests: dict[str, dict[str, Any]] = {}
+        self._used: dict[str, Mapping[str, Any]] = {}
 
-    async def ask(self, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
-        key = str(self._next)
+    async def ask(self, method: str, params: Mapping[str, Any], *,
+                  key: str | None = None) -> Mapping[str, Any]:
+        if key is None:
+            key = str(self._next)
         self._next += 1
         answer = self._answers.get(key)
         if answer is not None:
+            self._used[key] = answer
             return answer
-        # The dict is shared by every ask of the round: asks gathered together each add
+        # Both dicts are shared by every ask of the round: asks gathered together each add
         # theirs before the round's InputRequired reaches the runner.
         self._requests[key] = {"method": method, "params": dict(params)}
-        raise InputRequired(self._requests, self._answers)
+        raise InputRequired(self._requests, self._used)

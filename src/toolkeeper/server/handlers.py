@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -42,7 +42,14 @@ from toolkeeper.protocol import (
     notification_message,
 )
 from toolkeeper.protocol.faults import invalid_params, missing_capability
-from toolkeeper.server.asking import InputAsker, ModernAsker, ask_all, required_capabilities
+from toolkeeper.server.asking import (
+    InputAsker,
+    ModernAsker,
+    ask_all,
+    elicitation_params,
+    required_capabilities,
+    sampling_params,
+)
 
 __all__ = ["HandlerBinding", "ToolContext", "ToolHandlers", "capability_error"]
 
@@ -157,51 +164,44 @@ class ToolContext:
             error = capability_error(required, self._call.era)
             raise CapabilityRequiredError(error.rpc_code, error.message, error.rpc_data)
 
-    async def ask(self, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+    async def ask(self, method: str, params: Mapping[str, Any], *,
+                  key: str | None = None) -> Mapping[str, Any]:
         """Ask the caller ``method`` (``elicitation/create``, ``sampling/createMessage`` or
         ``roots/list``) with wire ``params``: the client's result. -32021 first when the
-        caller did not declare the capability the method needs."""
+        caller did not declare the capability the method needs. ``key``: the request's
+        name in a modern ``input_required`` (default: its position among the asks)."""
         self.require_capabilities(required_capabilities(method, params))
-        return await self._input_asker().ask(method, params)
+        return await self._input_asker().ask(method, params, key=key)
 
-    async def ask_all(self, requests: Iterable[tuple[str, Mapping[str, Any]]]
-                      ) -> list[Mapping[str, Any]]:
-        """Several asks made together, their results in order (one modern round)."""
-        pending = list(requests)
-        for method, params in pending:  # every capability checked before anything is asked
+    async def ask_all(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]]
+                      ) -> dict[str, Mapping[str, Any]]:
+        """Several asks made together (key -> ``(method, params)``), their results by key:
+        one modern round, concurrent legacy requests. Every capability is checked before
+        anything is asked."""
+        for method, params in requests.values():
             self.require_capabilities(required_capabilities(method, params))
-        return await ask_all(self._input_asker(), pending)
+        return await ask_all(self._input_asker(), requests)
 
-    async def elicit(self, message: str, requested_schema: Mapping[str, Any]
-                     ) -> Mapping[str, Any]:
+    async def elicit(self, message: str, requested_schema: Mapping[str, Any], *,
+                     key: str | None = None) -> Mapping[str, Any]:
         """Ask the user for a form (``elicitation/create``, form mode): the ``ElicitResult``
         (``action`` ``accept``/``decline``/``cancel``, ``content`` when accepted)."""
-        return await self.ask("elicitation/create", {
-            "mode": "form", "message": message, "requestedSchema": dict(requested_schema)})
+        return await self.ask("elicitation/create", elicitation_params(
+            message, requested_schema), key=key)
 
     async def sample(self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int,
-                     system_prompt: str | None = None, temperature: float | None = None,
-                     stop_sequences: Sequence[str] | None = None,
-                     model_preferences: Mapping[str, Any] | None = None,
-                     include_context: str | None = None,
-                     metadata: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
-        """Ask the client's model (``sampling/createMessage``; the keywords are its params in
-        snake case, omitted when None): the ``CreateMessageResult`` (``role``, ``content``,
-        ``model``, ``stopReason``)."""
-        params: dict[str, Any] = {"messages": [dict(m) for m in messages],
-                                  "maxTokens": max_tokens}
-        optional: tuple[tuple[str, Any], ...] = (
-            ("systemPrompt", system_prompt), ("temperature", temperature),
-            ("stopSequences", None if stop_sequences is None else list(stop_sequences)),
-            ("modelPreferences", model_preferences), ("includeContext", include_context),
-            ("metadata", metadata))
-        params.update((key, value) for key, value in optional if value is not None)
-        return await self.ask("sampling/createMessage", params)
+                     key: str | None = None, **options: Any) -> Mapping[str, Any]:
+        """Ask the client's model (``sampling/createMessage``; ``options`` are its other
+        params in snake case, see :func:`~toolkeeper.server.asking.sampling_params`): the
+        ``CreateMessageResult`` (``role``, ``content``, ``model``, ``stopReason``)."""
+        return await self.ask("sampling/createMessage",
+                              sampling_params(messages, max_tokens=max_tokens, **options),
+                              key=key)
 
-    async def list_roots(self) -> Mapping[str, Any]:
+    async def list_roots(self, *, key: str | None = None) -> Mapping[str, Any]:
         """Ask the client for its roots (``roots/list``): the ``ListRootsResult``
         (``roots``: ``[{"uri", "name"?}]``)."""
-        return await self.ask("roots/list", {})
+        return await self.ask("roots/list", {}, key=key)
 
     def _input_asker(self) -> InputAsker:
         asker = self._asker
