@@ -29,7 +29,7 @@ ROOTS = {"roots": [{"uri": "file:///work", "name": "work"}]}
 
 
 def asking_estate(registry: Registry) -> None:
-    for name in ("greet", "two_steps", "all_at_once", "roots", "plain"):
+    for name in ("greet", "two_steps", "all_at_once", "roots", "summarize", "plain"):
         registry.publish(contract(name, "1.0.0", OPEN))
 
 
@@ -45,6 +45,7 @@ class AskingTools:
         handlers.bind("two_steps", self.two_steps)
         handlers.bind("all_at_once", self.all_at_once)
         handlers.bind("roots", self.roots)
+        handlers.bind("summarize", self.summarize)
         handlers.bind("plain", self.plain)
         return handlers
 
@@ -75,6 +76,11 @@ class AskingTools:
         listed = await ctx.list_roots()
         summary = await ctx.sample(GREET, max_tokens=10, system_prompt="be brief")
         return f"{listed['roots'][0]['uri']} {summary['content']['text']}"
+
+    async def summarize(self, arguments: dict[str, Any], ctx: ToolContext) -> str:
+        self.runs["summarize"] += 1
+        answer = await ctx.sample(GREET, max_tokens=30, temperature=0.5)
+        return f"summary: {answer['content']['text']}"
 
     async def plain(self, arguments: dict[str, Any], ctx: ToolContext) -> str:
         self.runs["plain"] += 1
