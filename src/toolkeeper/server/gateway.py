@@ -40,6 +40,7 @@ from toolkeeper.server.handlers import ToolHandlers
 from toolkeeper.server.limits import CallLimits
 from toolkeeper.server.listen import listen_method
 from toolkeeper.server.principal import LocalPrincipal, PrincipalResolver
+from toolkeeper.server.resuming import DEFAULT_TTL_S, RequestStates
 from toolkeeper.server.views import Page, ToolViews, View
 
 __all__ = ["Gateway", "build_gateway", "default_identity"]
@@ -112,14 +113,17 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
                   changes: ChangeHub | None = None, limits: CallLimits | None = None,
                   legacy_sessions: str = "stateful", sealer: Sealer | None = None,
                   list_page_size: int | None = None,
-                  list_cursor_ttl_s: float = DEFAULT_CURSOR_TTL_S) -> Gateway:
+                  list_cursor_ttl_s: float = DEFAULT_CURSOR_TTL_S,
+                  request_state_ttl_s: float = DEFAULT_TTL_S) -> Gateway:
     """Assemble a gateway over ``registry``. Defaults: no handlers, an in-memory call log,
     the anonymous :class:`LocalPrincipal`, ``ttlMs`` 0 (``tools/list`` is ``private``,
     ``server/discover`` ``public``), a change hub subscribed to ``registry``, no limits
     (``limits``: :func:`~toolkeeper.server.limits.build_limits`), stateful legacy sessions
     (``legacy_sessions="stateless"``: :mod:`~toolkeeper.protocol.stateless`), an ephemeral
     sealer, and one ``tools/list`` page however long the list (``list_page_size``: tools per
-    page, later pages reached by sealed cursors, :mod:`~toolkeeper.server.cursors`)."""
+    page, later pages reached by sealed cursors, :mod:`~toolkeeper.server.cursors`). A
+    call's ``requestState`` is sealed with the same sealer, good for ``request_state_ttl_s``
+    seconds (:mod:`~toolkeeper.server.resuming`)."""
     handlers = handlers if handlers is not None else ToolHandlers()
     call_log = call_log if call_log is not None else InMemoryCallLog()
     if resolve_principal is not None and _is_async(resolve_principal):
@@ -133,7 +137,8 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     hub = changes if changes is not None else ChangeHub.for_registry(registry)
     identity = identity or default_identity()
     calls = ToolCalls(registry, views, handlers, call_log, hub.tools_changed,
-                      limits.call_timeout if limits is not None else None)
+                      limits.call_timeout if limits is not None else None,
+                      RequestStates(sealer, ttl_s=request_state_ttl_s))
     list_tools = _list_tools(views, ListCursors(sealer, ttl_s=list_cursor_ttl_s))
     call_method = Method("tools/call", calls, header_schema=calls.header_schema,
                          express=calls.express)
