@@ -53,7 +53,7 @@ from toolkeeper.contracts.canonical import canonical_json, loads_json
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
 from toolkeeper.contracts.validate import Issue, format_path
 from toolkeeper.errors import ContractError
-from toolkeeper.server.calls import invalid_arguments_result
+from toolkeeper.server.call_outcomes import invalid_arguments_result
 from toolkeeper.server.content import ToolResult
 from toolkeeper.server.handlers import ToolContext
 from toolkeeper.server.routes import closed_schema
