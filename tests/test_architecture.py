@@ -33,8 +33,9 @@ ALLOWED: dict[str, set[str]] = {
     "demo": {"contracts", "registry", "server"},
     "config": {"contracts", "server", "observability"},
     "observability": {"contracts", "registry", "server"},
+    "client": {"contracts", "protocol", "config"},
     "cli": {"contracts", "protocol", "registry", "server", "transports", "demo", "config", "auth",
-            "observability"},
+            "observability", "client"},
 }
 
 

@@ -1,0 +1,61 @@
+"""The one MCP client (STYLE "The next floors"): era selection, probes, transports, calls.
+
+``connect(target, era=...)`` opens a :class:`Target` (a URL, a stdio command, or an ASGI app in
+process), selects the protocol era exactly as SPEC 5.1 writes it, and returns a
+:class:`ClientSession` in that era. The kernel's loop, the conformance harness and the
+gateway's upstream sources all speak MCP to others through it.
+"""
+
+from toolkeeper.client.connect import ERA_MODES, EraChoice, connect, probe_legacy, probe_modern
+from toolkeeper.client.session import CallReply, ClientSession, ToolListing
+from toolkeeper.client.target import Target, TargetKind
+from toolkeeper.client.timeouts import ClientTimeouts
+from toolkeeper.client.transport import Exchange, Transport
+from toolkeeper.errors import (
+    ClientConnectionError,
+    ClientError,
+    ClientTimeoutError,
+    EraSelectionError,
+    ProtocolViolationError,
+    RequestRefusedError,
+    ServerUnavailableError,
+)
+from toolkeeper.protocol.era_selection import (
+    EraDecision,
+    LegacyEvidence,
+    ModernObservation,
+    ProbeOutcome,
+    SelectionMode,
+    select_era,
+)
+from toolkeeper.protocol.versions import Era
+
+__all__ = [
+    "ERA_MODES",
+    "CallReply",
+    "ClientConnectionError",
+    "ClientError",
+    "ClientSession",
+    "ClientTimeoutError",
+    "ClientTimeouts",
+    "Era",
+    "EraChoice",
+    "EraDecision",
+    "EraSelectionError",
+    "Exchange",
+    "LegacyEvidence",
+    "ModernObservation",
+    "ProbeOutcome",
+    "ProtocolViolationError",
+    "RequestRefusedError",
+    "SelectionMode",
+    "ServerUnavailableError",
+    "Target",
+    "TargetKind",
+    "ToolListing",
+    "Transport",
+    "connect",
+    "probe_legacy",
+    "probe_modern",
+    "select_era",
+]
