@@ -6,7 +6,7 @@ an attempt with a transient client error after (or before) the handler ran."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +89,8 @@ class FakeSession:
     handler: Callable[[str, Any], dict[str, Any]] | None = None
     fail_attempts: dict[int, tuple[ClientError, bool]] = field(default_factory=dict)
     """Attempt number (1-based, over all calls) -> (error to raise, whether the handler ran)."""
+    changes: list[None] = field(default_factory=list)
+    """What ``tools_changed()`` yields (one item per list_changed notification), then it ends."""
     lists: int = 0
     sent: list[Sent] = field(default_factory=list)
     executed: list[Sent] = field(default_factory=list)
@@ -102,6 +104,10 @@ class FakeSession:
         if version is not None:
             versions.add(version)
         self.tools[name] = copy.deepcopy(tool)
+
+    async def tools_changed(self) -> AsyncIterator[None]:
+        for item in self.changes:
+            yield item
 
     async def list_tools(self) -> FakeListing:
         self.lists += 1

@@ -203,3 +203,28 @@ def test_side_effect_of_the_listed_annotations_is_kept_in_the_cache() -> None:
     kernel = Kernel(session)
     tools = {t.name: t.side_effect for t in run(kernel.tools())}
     assert tools == {"w": SideEffect.WRITE, "bare": SideEffect.DESTRUCTIVE}
+
+
+def test_a_model_answer_that_is_not_json_stops_the_call_with_a_model_error() -> None:
+    session = _session(PAYMENTS)
+    model = ScriptedModel(["sure: reference PMT-771"])
+    outcome = run(Kernel(session, model=model).call("payments.lookup", SEED_ARGS))
+    assert session.sent == [] and outcome.model_turns == 1
+    assert [(e.path, e.keyword) for e in outcome.errors] == [("$", "model")]
+
+
+def test_a_list_changed_notification_heard_by_watch_drops_the_listing() -> None:
+    session = _session(PAYMENTS)
+    session.changes = [None]
+    kernel = Kernel(session)
+    run(kernel.tools())
+    run(kernel.watch())
+    run(kernel.call("payments.lookup", {"reference": "PMT-771"}))
+    assert session.lists == 2
+
+
+def test_arguments_that_are_not_an_object_are_never_sent_even_without_a_usable_schema() -> None:
+    session = _session(descriptor("odd", {"$ref": "https://example.com/s.json"}))
+    outcome = run(Kernel(session).call("odd", ["x"]))
+    assert session.sent == [] and [(e.path, e.keyword) for e in outcome.errors] == [("$", "type")]
+    assert run(Kernel(session).call("odd", {"x": 1})).ok

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from toolkeeper.cli import calls_cmd, contracts_cmds, diff_cmd, keys_cmd, registry_cmds, serve_cmd
+from toolkeeper.cli import (
+    call_cmd,
+    calls_cmd,
+    contracts_cmds,
+    diff_cmd,
+    keys_cmd,
+    registry_cmds,
+    serve_cmd,
+)
 
 __all__ = ["cli", "main"]
 
@@ -15,7 +23,8 @@ def cli() -> None:
     """toolkeeper: a contract-governed MCP tool registry and gateway."""
 
 
-for _module in (contracts_cmds, diff_cmd, registry_cmds, serve_cmd, keys_cmd, calls_cmd):
+for _module in (contracts_cmds, diff_cmd, registry_cmds, serve_cmd, keys_cmd, calls_cmd,
+                call_cmd):
     _module.register(cli)
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -43,7 +43,7 @@ from toolkeeper.contracts.classify import classify_schemas
 from toolkeeper.contracts.repair import Repair, repair
 from toolkeeper.contracts.spec import SideEffect
 from toolkeeper.contracts.validate import Issue
-from toolkeeper.errors import SchemaError
+from toolkeeper.errors import ClientError, SchemaError
 from toolkeeper.protocol.versions import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION, Era
 
 __all__ = ["RELIST_ACTION", "Kernel", "Session", "is_relist_refusal"]
@@ -51,6 +51,7 @@ __all__ = ["RELIST_ACTION", "Kernel", "Session", "is_relist_refusal"]
 RELIST_ACTION = "relist"
 _INVALID_PARAMS = -32602
 _DROP = "drop.additional_property"
+_NOT_AN_OBJECT = Issue("$", "tool arguments must be a JSON object", "type")
 _ERA_VERSION = {Era.MODERN: LATEST_MODERN_VERSION, Era.LEGACY: LATEST_HANDSHAKE_VERSION}
 
 
@@ -83,6 +84,8 @@ class Session(Protocol):
 
     async def call_tool(self, name: str, arguments: Any, *, meta: dict[str, Any] | None = None,
                         request_id: str | int | None = None) -> _Reply: ...
+
+    def tools_changed(self) -> AsyncIterator[None]: ...
 
 
 def is_relist_refusal(error: Mapping[str, Any] | None) -> bool:
@@ -134,17 +137,21 @@ class Kernel:
         self._repair = repair
         self._retry = retry if retry is not None else RetryPolicy()
         era = session.era
-        self.era_version: str = getattr(session, "protocol_version", None) or _ERA_VERSION[era]
+        self.era_version: str = getattr(session, "version", None) or _ERA_VERSION[era]
         self.cache = ToolCache(modern=era is Era.MODERN, endpoint=endpoint, token=token,
                                shared=shared, clock=clock)
         self._ids = itertools.count(1)
-        register = getattr(session, "on_tools_changed", None)
-        if callable(register):
-            register(self.tools_changed)
 
     def tools_changed(self) -> None:
         """The server said its tools changed: the next use lists again."""
         self.cache.invalidate()
+
+    async def watch(self) -> None:
+        """Drop the listing on every ``notifications/tools/list_changed`` the session hears
+        (its ``tools_changed()`` stream), until the stream ends; run it in a task and cancel
+        the task to stop."""
+        async for _ in self.session.tools_changed():
+            self.tools_changed()
 
     async def refresh(self) -> None:
         """List the tools now (a read: retried per policy) and replace the cached listing."""
@@ -169,7 +176,11 @@ class Kernel:
 
     async def _prepare(self, tool: CachedTool, arguments: Any, *, turn: bool) -> _Prepared:
         compiled = tool.compiled
-        if compiled is None or compiled.is_valid(arguments):
+        if compiled is None:  # not a schema we can judge: the server does; MCP wants an object
+            if isinstance(arguments, dict):
+                return _Prepared(arguments, arguments)
+            return _Prepared(arguments, arguments, errors=(_NOT_AN_OBJECT,))
+        if compiled.is_valid(arguments):
             return _Prepared(arguments, arguments)
         schema = tool.input_schema
         if self._repair and schema is not None:
@@ -179,7 +190,11 @@ class Kernel:
             current, repairs, errors = arguments, (), tuple(compiled.errors(arguments))
         if not errors or self._model is None or not turn:
             return _Prepared(current, arguments, repairs, errors)
-        answer = read_answer(await self._model.correct(ModelTurn(tool.descriptor, current, errors)))
+        said = await self._model.correct(ModelTurn(tool.descriptor, current, errors))
+        try:
+            answer = read_answer(said)
+        except ClientError as exc:  # text that is not JSON: an error like any other
+            return _Prepared(current, arguments, repairs, (Issue("$", exc.message, "model"),), 1)
         return _Prepared(answer, answer, repairs, tuple(compiled.errors(answer)), 1)
 
     def _meta(self, tool: CachedTool, meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
