@@ -12,6 +12,7 @@ from toolkeeper.cli import (
     keys_cmd,
     registry_cmds,
     serve_cmd,
+    tools_cmd,
 )
 
 __all__ = ["cli", "main"]
@@ -24,7 +25,7 @@ def cli() -> None:
 
 
 for _module in (contracts_cmds, diff_cmd, registry_cmds, serve_cmd, keys_cmd, calls_cmd,
-                call_cmd):
+                tools_cmd, call_cmd):
     _module.register(cli)
 
 

@@ -25,7 +25,7 @@ from typing import Any, Final, Literal
 from toolkeeper.client.session import ClientSession
 from toolkeeper.client.target import Target
 from toolkeeper.client.timeouts import ClientTimeouts
-from toolkeeper.client.transport import Exchange, Transport, find_response
+from toolkeeper.client.transport import REFUSED, Exchange, Transport, find_response
 from toolkeeper.errors import (
     ClientConnectionError,
     ClientError,
@@ -85,7 +85,7 @@ async def probe_modern(transport: Transport, auth: Mapping[str, str], timeouts: 
         exchange = await _bounded(transport, request, auth, timeouts)
     except ClientError as exc:
         for kind, outcome in _FAILURE_OUTCOMES:
-            if isinstance(exc, kind):
+            if isinstance(exc, kind) and exc.code != REFUSED:
                 return ModernObservation(outcome, detail=exc.code), {}
         raise
     response = find_response(exchange, _DISCOVER_ID)
@@ -121,6 +121,8 @@ async def probe_legacy(transport: Transport, auth: Mapping[str, str], timeouts: 
     try:
         exchange = await _bounded(transport, request, auth, timeouts)
     except (ClientTimeoutError, ClientConnectionError, ProtocolViolationError) as exc:
+        if exc.code == REFUSED:
+            raise
         return LegacyEvidence(None, (f"$: {exc.code}",)), {}, None
     response = find_response(exchange, _INITIALIZE_ID)
     if response is None:
@@ -171,7 +173,9 @@ async def connect(target: Target, *, era: EraChoice = "auto", token: str | None 
     try:
         decision, server, session_id = await _select(transport, mode, allowed, auth, bounds)
         if decision.era is None:
-            raise EraSelectionError(f"no protocol era selected ({decision.verdict})",
+            seen = decision.observation
+            detail = "" if seen is None else f"; modern probe: {seen.outcome.value}"
+            raise EraSelectionError(f"no protocol era selected ({decision.verdict}{detail})",
                                     data={"decision": decision.to_json()})
         if decision.era is Era.LEGACY:
             message, headers = legacy_notification("notifications/initialized",

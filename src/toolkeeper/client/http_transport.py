@@ -13,7 +13,7 @@ from typing import Any, Final
 
 import httpx
 
-from toolkeeper.client.transport import Exchange, find_response, too_large, undecodable
+from toolkeeper.client.transport import REFUSED, Exchange, find_response, too_large, undecodable
 from toolkeeper.errors import (
     ClientConnectionError,
     ClientTimeoutError,
@@ -115,6 +115,9 @@ def _raise_for_unavailable(response: httpx.Response) -> None:
 
 
 def _connection_error(exc: httpx.HTTPError) -> ClientConnectionError:
+    if isinstance(exc, httpx.ConnectError):
+        return ClientConnectionError("the connection was refused", code=REFUSED,
+                                     data={"kind": type(exc).__name__})
     return ClientConnectionError(f"the connection failed ({type(exc).__name__})",
                                  data={"kind": type(exc).__name__})
 

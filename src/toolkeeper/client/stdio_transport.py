@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final
 
-from toolkeeper.client.transport import Exchange, too_large
+from toolkeeper.client.transport import REFUSED, Exchange, too_large
 from toolkeeper.errors import (
     ClientConnectionError,
     ClientTimeoutError,
@@ -52,7 +52,7 @@ class StdioTransport:
                 limit=max_line_bytes)
         except OSError as exc:
             raise ClientConnectionError(f"the server command could not start "
-                                        f"({type(exc).__name__})",
+                                        f"({type(exc).__name__})", code=REFUSED,
                                         data={"kind": type(exc).__name__}) from None
         return cls(process, close_s=close_s, max_line_bytes=max_line_bytes)
 

@@ -16,7 +16,11 @@ from typing import Any, Protocol
 
 from toolkeeper.errors import ProtocolViolationError
 
-__all__ = ["Exchange", "Transport", "find_response", "too_large", "undecodable"]
+__all__ = ["REFUSED", "Exchange", "Transport", "find_response", "too_large", "undecodable"]
+
+REFUSED = "client.connection_refused"
+"""The code of a :class:`~toolkeeper.errors.ClientConnectionError` raised before any byte was
+exchanged (nothing listens, the command does not start): not an era observation."""
 
 
 @dataclass(frozen=True)
