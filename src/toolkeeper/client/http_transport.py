@@ -13,7 +13,14 @@ from typing import Any, Final
 
 import httpx
 
-from toolkeeper.client.transport import REFUSED, Exchange, find_response, too_large, undecodable
+from toolkeeper.client.transport import (
+    REFUSED,
+    STREAM_OPEN,
+    Exchange,
+    find_response,
+    too_large,
+    undecodable,
+)
 from toolkeeper.errors import (
     ClientConnectionError,
     ClientTimeoutError,
@@ -84,12 +91,13 @@ class HttpTransport:
         try:
             async with request as response:
                 _raise_for_unavailable(response)
-                if not response.headers.get("content-type", "").startswith(
-                        "text/event-stream"):
-                    await response.aread()
-                    if response.content:
-                        yield _decode(response.content, "stream answer")
+                if response.status_code != 200 or not response.headers.get(
+                        "content-type", "").startswith("text/event-stream"):
+                    body = await _read_bounded(response, max_bytes)
+                    if body.strip():
+                        yield _decode(body, "stream answer")
                     return
+                yield STREAM_OPEN
                 decoder = SseDecoder()
                 async for event in _events(response, decoder, max_bytes, per_event=True):
                     yield event
@@ -151,11 +159,16 @@ async def _read_answer(response: httpx.Response, request_id: object, max_bytes: 
             if find_response(exchange, request_id) is not None:
                 return exchange
         return Exchange(status, headers, tuple(messages))
+    body = await _read_bounded(response, max_bytes)
+    if not body.strip() or not headers.get("content-type", "").startswith("application/json"):
+        return Exchange(status, headers, (), len(body))
+    return Exchange(status, headers, (_decode(body, "JSON body"),), len(body))
+
+
+async def _read_bounded(response: httpx.Response, max_bytes: int) -> bytes:
     body = bytearray()
     async for chunk in response.aiter_bytes():
         body += chunk
         if len(body) > max_bytes:
             raise too_large(max_bytes)
-    if not body.strip() or not headers.get("content-type", "").startswith("application/json"):
-        return Exchange(status, headers, (), len(body))
-    return Exchange(status, headers, (_decode(bytes(body), "JSON body"),), len(body))
+    return bytes(body)

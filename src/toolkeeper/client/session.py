@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from toolkeeper.client.timeouts import ClientTimeouts
-from toolkeeper.client.transport import Exchange, Transport, find_response
+from toolkeeper.client.transport import STREAM_OPEN, Exchange, Transport, find_response
 from toolkeeper.errors import ProtocolViolationError, RequestRefusedError
 from toolkeeper.protocol.client_requests import (
     Request,
@@ -35,7 +35,10 @@ MAX_PAGES: Final = 100
 """``tools/list`` pages followed at most (the official SDK's bound): a server that hands out
 cursors forever cannot keep a client listing."""
 
-_TOOLS_CHANGED: Final = "notifications/tools/list_changed"
+_STREAM_SIGNALS: Final = frozenset({"notifications/tools/list_changed",
+                                    "notifications/subscriptions/acknowledged"})
+"""The stream messages :meth:`ClientSession.tools_changed` yields on (an acknowledgement
+opens a modern listen stream; the legacy era has none)."""
 
 
 @dataclass(frozen=True)
@@ -151,22 +154,38 @@ class ClientSession:
         return CallReply(response.get("result"), response.get("error"), exchange.status, notes)
 
     async def tools_changed(self) -> AsyncIterator[None]:
-        """Yields once per ``notifications/tools/list_changed``: a modern
-        ``subscriptions/listen`` stream, or the legacy standalone stream. Ends with the
-        stream; iterate it in a task and cancel the task to stop listening."""
+        """Yields once when the change stream is open (anything may have changed since the
+        last listing, so a cache refetches), then once per
+        ``notifications/tools/list_changed``. Modern: a ``subscriptions/listen`` stream
+        (open = its acknowledgement); legacy: the standalone GET stream (open = its 200 SSE
+        head), or on stdio what the server sends unasked. Ends with the stream; a refusal
+        raises :class:`~toolkeeper.errors.RequestRefusedError`. Iterate it in a task and
+        cancel the task to stop listening (one listener per session on stdio)."""
+        listen_id: RequestId | None = None
         if self.era is Era.MODERN:
-            rid = next(self._ids)
+            listen_id = next(self._ids)
+            message: dict[str, Any] | None
             message, headers = self._request(
-                rid, "subscriptions/listen", {"notifications": {"toolsListChanged": True}},
-                None)
+                listen_id, "subscriptions/listen",
+                {"notifications": {"toolsListChanged": True}}, None)
         else:
             message, headers = None, {**legacy_headers(self.version, self._session_id),
                                       **self._auth}
         stream = self._transport.stream(message, headers,
                                         max_bytes=self._timeouts.max_response_bytes)
         async for item in stream:
-            if isinstance(item, dict) and item.get("method") == _TOOLS_CHANGED and (
-                    message is None or _subscription_of(item) in (None, message["id"])):
+            if item is STREAM_OPEN or not isinstance(item, dict):
+                if item is STREAM_OPEN and listen_id is None:
+                    yield None
+                continue
+            method = item.get("method")
+            if method is None:
+                if "error" in item:
+                    raise RequestRefusedError("the server refused the change stream",
+                                              data={"error": item["error"]})
+                return
+            if method in _STREAM_SIGNALS and (
+                    listen_id is None or _subscription_of(item) in (None, listen_id)):
                 yield None
 
     async def aclose(self) -> None:

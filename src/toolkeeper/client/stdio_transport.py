@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final
 
-from toolkeeper.client.transport import REFUSED, Exchange, too_large
+from toolkeeper.client.transport import REFUSED, STREAM_OPEN, Exchange, too_large
 from toolkeeper.errors import (
     ClientConnectionError,
     ClientTimeoutError,
@@ -136,6 +136,7 @@ class StdioTransport:
                      max_bytes: int) -> AsyncIterator[Any]:
         if message is not None:
             await self._write(message)
+        yield STREAM_OPEN
         while True:
             item = await self._unasked.get()
             if item is None:

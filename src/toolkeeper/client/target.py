@@ -1,5 +1,6 @@
 """Where a client connects: a URL, a stdio command, or an ASGI app driven in process (the twin
-of the HTTP transport, with no socket: ``httpx.ASGITransport`` underneath)."""
+of the HTTP transport, with no socket: :class:`~toolkeeper.client.asgi_transport.
+StreamingASGITransport` underneath)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from toolkeeper.client.asgi_transport import StreamingASGITransport
 from toolkeeper.client.http_transport import HttpTransport
 from toolkeeper.client.stdio_transport import StdioTransport
 from toolkeeper.client.timeouts import ClientTimeouts
@@ -76,8 +78,9 @@ class Target:
         timeout = httpx.Timeout(None, connect=timeouts.connect_s)
         assert self.url is not None
         if self.kind is TargetKind.ASGI:
-            client = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app),
-                                       timeout=timeout)
+            client = httpx.AsyncClient(
+                transport=StreamingASGITransport(self.app, close_s=timeouts.close_s),
+                timeout=timeout)
         else:
             client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
         return HttpTransport(self.url, client)

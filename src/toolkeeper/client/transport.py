@@ -16,7 +16,11 @@ from typing import Any, Protocol
 
 from toolkeeper.errors import ProtocolViolationError
 
-__all__ = ["REFUSED", "Exchange", "Transport", "find_response", "too_large", "undecodable"]
+__all__ = ["REFUSED", "STREAM_OPEN", "Exchange", "Transport", "find_response", "too_large", "undecodable"]
+
+STREAM_OPEN: Any = object()
+"""Yielded first by :meth:`Transport.stream` once the stream is established (the HTTP answer's
+head arrived with 200 and ``text/event-stream``; on stdio, at once)."""
 
 REFUSED = "client.connection_refused"
 """The code of a :class:`~toolkeeper.errors.ClientConnectionError` raised before any byte was
@@ -63,7 +67,9 @@ class Transport(Protocol):
                max_bytes: int) -> AsyncIterator[Any]:
         """Messages of a long-lived stream: the answer to ``message`` (a modern
         ``subscriptions/listen``), or with None the legacy standalone stream (HTTP GET;
-        on stdio, every message the server sends unasked)."""
+        on stdio, every message the server sends unasked); :data:`STREAM_OPEN` first when the
+        stream is established. A refusal (an HTTP error status) yields its JSON body, if any,
+        and ends."""
         ...
 
     async def end_session(self, headers: Mapping[str, str], *, timeout: float) -> None:
