@@ -144,6 +144,9 @@ async def _events(response: httpx.Response, decoder: SseDecoder, max_bytes: int,
                 seen = 0
             if event.event == "message":
                 yield _decode(event.data, "SSE event")
+    for event in decoder.end():
+        if event.event == "message":
+            yield _decode(event.data, "SSE event")
 
 
 async def _read_answer(response: httpx.Response, request_id: object, max_bytes: int

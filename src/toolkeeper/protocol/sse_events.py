@@ -1,7 +1,8 @@
 """Reading server-sent events (the client side of :mod:`toolkeeper.transports.sse`), sans-IO.
 
 :class:`SseDecoder` is fed bytes as they arrive and returns the events completed so far, per
-the WHATWG event-stream rules both MCP eras use (mcp-wire 9): lines end in CRLF, LF or CR;
+the WHATWG event-stream rules both MCP eras use (mcp-wire 9); call :meth:`SseDecoder.end`
+when the stream ends. The rules: lines end in CRLF, LF or CR;
 a line starting with ``:`` is a comment (keepalive); ``data`` lines of one event are joined
 with LF; a blank line dispatches the event; an event whose data is empty (the legacy priming
 event) is not dispatched but its ``id`` is remembered; ``retry`` sets the reconnection delay.
@@ -60,6 +61,15 @@ class SseDecoder:
             self._line(buffer[start:end].decode("utf-8", "replace"), events)
             start = end + step
         self._pending = buffer[start:]
+        return events
+
+    def end(self) -> list[SseEvent]:
+        """The stream ended: a CR held back as a possible CRLF half was a line end after all.
+        An event without its closing blank line is discarded (WHATWG)."""
+        events: list[SseEvent] = []
+        if self._pending.endswith(b"\r"):
+            events = self.feed(b"\n")
+        self._pending, self._data, self._event = b"", [], ""
         return events
 
     def _line(self, line: str, events: list[SseEvent]) -> None:
