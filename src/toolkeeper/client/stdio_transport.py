@@ -1,10 +1,12 @@
 """stdio client transport: a subprocess speaking newline-delimited JSON-RPC (mcp-wire 2).
 
-One reader task routes each line: a response to the request waiting for its id, anything
-else (notifications, server requests) to that request's collected messages and to the
-unasked-message queue that :meth:`StdioTransport.stream` reads. A legacy ``ping`` from the
-server is answered at once. The server is stopped by its pid: stdin closed, a bounded wait,
-then SIGTERM, then SIGKILL. Its stderr goes to ours' null device unless asked for.
+One reader task routes each line: a response to the request waiting for its id; a request
+from the server is answered at once (``ping``; -32601 for the rest, as the client declares no
+capability that invites one); anything else (notifications) to the waiting requests' collected
+messages and to the unasked-message queue that :meth:`StdioTransport.stream` reads.
+
+The server is stopped by its pid: stdin closed, a bounded wait, then SIGTERM, then SIGKILL.
+Its stderr goes to the null device (a chatty server never blocks on a full pipe).
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ from toolkeeper.errors import (
     JsonRpcError,
     ProtocolViolationError,
 )
-from toolkeeper.protocol.envelope import decode_message, encode_message, result_message
+from toolkeeper.protocol.codes import METHOD_NOT_FOUND
+from toolkeeper.protocol.envelope import (
+    decode_message,
+    encode_message,
+    error_message,
+    result_message,
+)
 
 __all__ = ["StdioTransport"]
 
@@ -81,14 +89,24 @@ class StdioTransport:
             if waiting is not None and not waiting[0].done():
                 waiting[0].set_result(message)
             return
-        if isinstance(message, dict) and message.get("method") == "ping" and "id" in message:
-            await self._write(result_message(message["id"], {}))
+        if isinstance(message, dict) and "method" in message and "id" in message:
+            await self._answer(message)
             return
         for _, collected in self._waiting.values():
             collected.append(message)
         if self._unasked.full():
             self._unasked.get_nowait()
         self._unasked.put_nowait(message)
+
+    async def _answer(self, request: dict[str, Any]) -> None:
+        """A server request: ``ping`` is answered; the client declares no capability that
+        invites any other (roots, sampling, elicitation), so the rest are -32601."""
+        if request["method"] == "ping":
+            await self._write(result_message(request["id"], {}))
+        else:
+            await self._write(error_message(request["id"], {
+                "code": METHOD_NOT_FOUND, "message": "Method not found",
+                "data": request["method"]}))
 
     def _fail(self, error: Exception) -> None:
         self._failure = error
