@@ -25,6 +25,7 @@ may change) plus optional structured ``data``::
     │   ├── ClientConnectionError        the peer refused or dropped the connection
     │   ├── ClientTimeoutError           no complete answer within the bound
     │   ├── ServerUnavailableError       the peer answered HTTP 503
+    │   ├── ClientAuthenticationError    the peer refused the credential (HTTP 401 or 403)
     │   ├── ProtocolViolationError       an answer the era's validator rejects
     │   │                                (``data.problems``: JSON paths and what is wrong)
     │   ├── RequestRefusedError          a valid JSON-RPC error answered a request the client
@@ -49,6 +50,7 @@ from typing import Any
 __all__ = [
     "AuthenticationError",
     "CapabilityRequiredError",
+    "ClientAuthenticationError",
     "ClientConnectionError",
     "ClientError",
     "ClientTimeoutError",
@@ -188,6 +190,14 @@ class ServerUnavailableError(ClientError):
     """The peer answered HTTP 503 (overloaded, shutting down): transient by nature."""
 
     default_code = "client.unavailable"
+
+
+class ClientAuthenticationError(ClientError):
+    """The peer refused the request's credential (HTTP 401: missing, invalid or expired;
+    403: not enough scope, or a refused Origin). Not an era observation, and not transient:
+    ``data["httpStatus"]``; the token is never quoted."""
+
+    default_code = "client.unauthorized"
 
 
 class ProtocolViolationError(ClientError):

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from toolkeeper.client import (
+    ClientAuthenticationError,
     ClientSession,
     ClientTimeoutError,
     ClientTimeouts,
@@ -134,6 +135,15 @@ def test_503_is_server_unavailable() -> None:
     with pytest.raises(ServerUnavailableError) as caught:
         _exchange(lambda _: httpx.Response(503, headers={"retry-after": "3"}))
     assert caught.value.data["retryAfter"] == "3"
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_credential_is_an_authentication_error_without_the_token(status: int) -> None:
+    with pytest.raises(ClientAuthenticationError) as caught:
+        _session_call(lambda _: httpx.Response(status, json={"error": "invalid_token"}))
+    assert caught.value.code == "client.unauthorized"
+    assert caught.value.data == {"httpStatus": status}
+    assert "t0k" not in str(caught.value.to_dict())
 
 
 def test_an_answer_slower_than_the_bound_is_a_timeout() -> None:

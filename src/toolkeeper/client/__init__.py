@@ -12,6 +12,7 @@ from toolkeeper.client.target import Target, TargetKind
 from toolkeeper.client.timeouts import ClientTimeouts
 from toolkeeper.client.transport import Exchange, Transport
 from toolkeeper.errors import (
+    ClientAuthenticationError,
     ClientConnectionError,
     ClientError,
     ClientTimeoutError,
@@ -33,6 +34,7 @@ from toolkeeper.protocol.versions import Era
 __all__ = [
     "ERA_MODES",
     "CallReply",
+    "ClientAuthenticationError",
     "ClientConnectionError",
     "ClientError",
     "ClientSession",

@@ -22,6 +22,7 @@ from toolkeeper.client.transport import (
     undecodable,
 )
 from toolkeeper.errors import (
+    ClientAuthenticationError,
     ClientConnectionError,
     ClientTimeoutError,
     JsonRpcError,
@@ -90,7 +91,7 @@ class HttpTransport:
                                           headers={**_BASE_HEADERS, **headers})
         try:
             async with request as response:
-                _raise_for_unavailable(response)
+                _raise_for_refusal(response)
                 if response.status_code != 200 or not response.headers.get(
                         "content-type", "").startswith("text/event-stream"):
                     body = await _read_bounded(response, max_bytes)
@@ -115,7 +116,12 @@ class HttpTransport:
         await self._client.aclose()
 
 
-def _raise_for_unavailable(response: httpx.Response) -> None:
+def _raise_for_refusal(response: httpx.Response) -> None:
+    """503 and the credential refusals are answers about the connection, not about MCP."""
+    if response.status_code in (401, 403):
+        raise ClientAuthenticationError(
+            f"the server refused the credential (HTTP {response.status_code})",
+            data={"httpStatus": response.status_code})
     if response.status_code == 503:
         raise ServerUnavailableError("the server answered 503 (unavailable)",
                                      data={"httpStatus": 503,
@@ -151,7 +157,7 @@ async def _events(response: httpx.Response, decoder: SseDecoder, max_bytes: int,
 
 async def _read_answer(response: httpx.Response, request_id: object, max_bytes: int
                        ) -> Exchange:
-    _raise_for_unavailable(response)
+    _raise_for_refusal(response)
     headers = {k.lower(): v for k, v in response.headers.items()}
     status = response.status_code
     if headers.get("content-type", "").startswith("text/event-stream"):

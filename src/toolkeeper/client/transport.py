@@ -4,7 +4,8 @@ A transport moves JSON-RPC messages and nothing else: it neither builds nor judg
 session does, with :mod:`toolkeeper.protocol`). Failures are the client's errors:
 :class:`~toolkeeper.errors.ClientConnectionError` (refused, dropped),
 :class:`~toolkeeper.errors.ClientTimeoutError` (the bound passed),
-:class:`~toolkeeper.errors.ServerUnavailableError` (HTTP 503) and
+:class:`~toolkeeper.errors.ServerUnavailableError` (HTTP 503),
+:class:`~toolkeeper.errors.ClientAuthenticationError` (HTTP 401, 403) and
 :class:`~toolkeeper.errors.ProtocolViolationError` (an answer over the byte bound, or not JSON).
 """
 
