@@ -74,3 +74,18 @@ def test_every_error_derives_from_the_one_root() -> None:
 
     for name in errors.__all__:
         assert issubclass(getattr(errors, name), errors.ToolkeeperError), name
+
+
+def test_client_public_surface_is_pinned() -> None:
+    from toolkeeper import client
+
+    assert sorted(client.__all__) == sorted([
+        "ERA_MODES", "CallReply", "ClientAuthenticationError", "ClientConnectionError",
+        "ClientError", "ClientSession", "ClientTimeoutError", "ClientTimeouts", "Era",
+        "EraChoice", "EraDecision", "EraSelectionError", "Exchange", "LegacyEvidence",
+        "ModernObservation", "ProbeOutcome", "ProtocolViolationError", "RequestRefusedError",
+        "SelectionMode", "ServerUnavailableError", "Target", "TargetKind", "ToolListing",
+        "Transport", "connect", "probe_legacy", "probe_modern", "select_era",
+    ])
+    for name in client.__all__:
+        assert hasattr(client, name), name
