@@ -159,3 +159,33 @@ def test_an_answer_slower_than_the_bound_is_a_timeout() -> None:
 def test_an_accepted_empty_answer_has_no_messages() -> None:
     exchange = _exchange(lambda _: httpx.Response(202))
     assert (exchange.status, exchange.messages, exchange.body_bytes) == (202, (), 0)
+
+
+def test_a_modern_listing_drops_a_tool_with_an_invalid_header_annotation() -> None:
+    bad = {"name": "bad", "inputSchema": {"type": "object", "properties": {
+        "n": {"type": "number", "x-mcp-header": "N"}}}}
+    good = {"name": "good", "inputSchema": {"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"}}}}
+    page = {"tools": [bad, good], "resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
+    decision = select_era(ModernObservation(ProbeOutcome.DISCOVERED), SelectionMode.STRICT)
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        body = json.loads(request.content)
+        if body["method"] == "tools/list":
+            return httpx.Response(200, json={"jsonrpc": "2.0", "id": body["id"], "result": page})
+        return httpx.Response(200, json={"jsonrpc": "2.0", "id": body["id"],
+                                         "result": CALL_RESULT})
+
+    async def run() -> Any:
+        async with ClientSession(_transport(handler), decision, token=None,
+                                 timeouts=ClientTimeouts()) as session:
+            listing = await session.list_tools()
+            await session.call_tool("good", {"region": "Zürich"})
+            return listing
+
+    listing = asyncio.run(run())
+    assert [t["name"] for t in listing.tools] == ["good"]
+    assert [(d["name"], d["path"]) for d in listing.dropped] == [("bad", ".properties.n")]
+    assert seen[-1].headers["mcp-param-region"] == "=?base64?WsO8cmljaA==?="

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from toolkeeper.client.timeouts import ClientTimeouts
 from toolkeeper.client.transport import STREAM_OPEN, Exchange, Transport, find_response
+from toolkeeper.contracts.headers import find_invalid_x_mcp_header
 from toolkeeper.errors import ProtocolViolationError, RequestRefusedError
 from toolkeeper.protocol.client_requests import (
     Request,
@@ -44,11 +45,14 @@ opens a modern listen stream; the legacy era has none)."""
 @dataclass(frozen=True)
 class ToolListing:
     """Every tool of every page (raw descriptor dicts, in the server's order), and the first
-    page's cache hints (modern era; None in the legacy era)."""
+    page's cache hints (modern era; None in the legacy era). In the modern era a tool whose
+    ``x-mcp-header`` annotations are invalid is dropped, as clients must (mcp-wire 4.3):
+    ``dropped`` names each with the schema path and reason."""
 
     tools: list[dict[str, Any]]
     ttl_ms: int | None = None
     cache_scope: str | None = None
+    dropped: tuple[dict[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -138,9 +142,12 @@ class ClientSession:
             cursor = page.get("nextCursor")
             if not cursor:
                 break
+        dropped: list[dict[str, str]] = []
+        if self.era is Era.MODERN:
+            tools, dropped = _without_invalid_header_annotations(tools)
         self._schemas = {tool["name"]: tool["inputSchema"] for tool in tools}
         assert first is not None
-        return ToolListing(tools, first.get("ttlMs"), first.get("cacheScope"))
+        return ToolListing(tools, first.get("ttlMs"), first.get("cacheScope"), tuple(dropped))
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any], *,
                         meta: Mapping[str, Any] | None = None,
@@ -200,6 +207,19 @@ class ClientSession:
                     timeout=self._timeouts.close_s)
         finally:
             await self._transport.aclose()
+
+
+def _without_invalid_header_annotations(tools: list[dict[str, Any]]
+                                        ) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    kept: list[dict[str, Any]] = []
+    dropped: list[dict[str, str]] = []
+    for tool in tools:
+        invalid = find_invalid_x_mcp_header(tool["inputSchema"])
+        if invalid is None:
+            kept.append(tool)
+        else:
+            dropped.append({"name": tool["name"], "path": invalid[0], "reason": invalid[1]})
+    return kept, dropped
 
 
 def _subscription_of(notification: dict[str, Any]) -> object:
