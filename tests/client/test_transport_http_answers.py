@@ -18,10 +18,12 @@ from toolkeeper.client import (
     ClientTimeoutError,
     ClientTimeouts,
     ProtocolViolationError,
+    RequestRefusedError,
     ServerUnavailableError,
 )
 from toolkeeper.client.http_transport import HttpTransport
 from toolkeeper.protocol.era_selection import (
+    LegacyEvidence,
     ModernObservation,
     ProbeOutcome,
     SelectionMode,
@@ -189,3 +191,25 @@ def test_a_modern_listing_drops_a_tool_with_an_invalid_header_annotation() -> No
     assert [t["name"] for t in listing.tools] == ["good"]
     assert [(d["name"], d["path"]) for d in listing.dropped] == [("bad", ".properties.n")]
     assert seen[-1].headers["mcp-param-region"] == "=?base64?WsO8cmljaA==?="
+
+
+@pytest.mark.parametrize(("answer", "status"), [
+    (httpx.Response(405, headers={"allow": "POST"}), 405),
+    (httpx.Response(406, json={"jsonrpc": "2.0", "id": None,
+                               "error": {"code": -32600, "message": "m"}}), None),
+])
+def test_a_refused_change_stream_raises_with_its_status_or_error(answer: httpx.Response,
+                                                                 status: int | None) -> None:
+    decision = select_era(ModernObservation(ProbeOutcome.TIMEOUT), SelectionMode.LEGACY, True,
+                          LegacyEvidence("2025-11-25"))
+
+    async def run() -> None:
+        async with ClientSession(_transport(lambda _: answer), decision, token=None,
+                                 timeouts=ClientTimeouts(), session_id="s1") as session:
+            async for _ in session.tools_changed():
+                pass
+
+    with pytest.raises(RequestRefusedError) as caught:
+        asyncio.run(run())
+    assert caught.value.code == "client.refused"
+    assert caught.value.data.get("httpStatus") == status

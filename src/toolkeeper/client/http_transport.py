@@ -26,6 +26,7 @@ from toolkeeper.errors import (
     ClientConnectionError,
     ClientTimeoutError,
     JsonRpcError,
+    RequestRefusedError,
     ServerUnavailableError,
 )
 from toolkeeper.protocol.envelope import decode_message, encode_message
@@ -95,8 +96,13 @@ class HttpTransport:
                 if response.status_code != 200 or not response.headers.get(
                         "content-type", "").startswith("text/event-stream"):
                     body = await _read_bounded(response, max_bytes)
-                    if body.strip():
+                    if body.strip() and response.headers.get("content-type", "").startswith(
+                            "application/json"):
                         yield _decode(body, "stream answer")
+                    elif response.status_code >= 400:
+                        raise RequestRefusedError(
+                            f"the server refused the stream (HTTP {response.status_code})",
+                            data={"httpStatus": response.status_code})
                     return
                 yield STREAM_OPEN
                 decoder = SseDecoder()
