@@ -7,7 +7,11 @@ from typing import Any
 
 import pytest
 
-from toolkeeper.protocol.responses import is_recognised_modern_error, validate_response
+from toolkeeper.protocol.responses import (
+    check_error_status,
+    is_recognised_modern_error,
+    validate_response,
+)
 from toolkeeper.protocol.versions import Era
 
 TOOL = {"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}}
@@ -90,3 +94,20 @@ def test_initialize_must_negotiate_a_legacy_revision() -> None:
 def test_only_the_three_modern_codes_are_recognised_modern_errors(error: dict[str, Any],
                                                                   recognised: bool) -> None:
     assert is_recognised_modern_error(error) is recognised
+
+
+@pytest.mark.parametrize(("code", "status", "streamed", "ok"), [
+    (-32020, 400, False, True), (-32022, 400, False, True), (-32601, 404, False, True),
+    (-32603, 200, False, True), (-32602, 200, False, False), (-32601, 400, False, False),
+    (-32020, 200, True, True), (-32020, 400, True, False),
+])
+def test_a_modern_error_carries_its_http_status(code: int, status: int, streamed: bool,
+                                                ok: bool) -> None:
+    answer = {"jsonrpc": "2.0", "id": 1, "error": {"code": code, "message": "m"}}
+    assert (check_error_status(answer, status, Era.MODERN, streamed=streamed) == []) is ok
+    assert check_error_status(answer, 200, Era.LEGACY) == []
+
+
+def test_a_modern_result_comes_with_200() -> None:
+    assert check_error_status(_answer(CALL_OK), 200, Era.MODERN) == []
+    assert check_error_status(_answer(CALL_OK), 201, Era.MODERN) != []

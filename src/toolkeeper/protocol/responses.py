@@ -32,6 +32,7 @@ __all__ = [
     "PAYLOAD_CHECKS",
     "RECOGNISED_MODERN_ERRORS",
     "TASKS_EXTENSION",
+    "check_error_status",
     "check_result_type",
     "is_recognised_modern_error",
     "validate_response",
@@ -85,6 +86,25 @@ def check_result_type(result: Mapping[str, Any], era: Era, method: str,
     if extension not in extensions or method not in _EXTENSION_METHODS[value]:
         return [f"$.result.resultType: {value!r} needs the {extension} extension on this "
                 "request and an eligible method"]
+    return []
+
+
+def check_error_status(value: Any, http_status: int, era: Era, *, streamed: bool = False
+                       ) -> Problems:
+    """Problems with the HTTP status an answer came with (SPEC 5.2: "each known protocol error
+    has its HTTP status"; mcp-wire 4.5). Modern era only: a JSON error reply carries the code
+    table's status (:func:`~toolkeeper.protocol.codes.http_status_for`), a result 200, and
+    anything on a committed SSE stream (``streamed``) 200. The legacy era answers dispatched
+    requests' errors with 200 and keeps 4xx for its transport, so it is not judged here.
+    The client does not enforce this (a peer with a stray status stays usable); the
+    conformance harness reports it."""
+    if era is not Era.MODERN or not isinstance(value, dict):
+        return []
+    error = value.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    expected = 200 if streamed or type(code) is not int else codes.http_status_for(code)
+    if http_status != expected:
+        return [f"$: HTTP {http_status} where the modern era sends {expected}"]
     return []
 
 
