@@ -74,7 +74,7 @@ def _session_call(handler: Handler) -> Any:
 def test_an_sse_answer_keeps_notifications_before_the_response_and_stops_at_it() -> None:
     response = {"jsonrpc": "2.0", "id": 1, "result": {}}
     exchange = _exchange(lambda _: _sse(PROGRESS, response, tail=b"data: not json\r\n\r\n"))
-    assert exchange.status == 200
+    assert (exchange.status, exchange.streamed) == (200, True)
     assert exchange.messages == (PROGRESS, response)
 
 
@@ -161,6 +161,7 @@ def test_an_answer_slower_than_the_bound_is_a_timeout() -> None:
 def test_an_accepted_empty_answer_has_no_messages() -> None:
     exchange = _exchange(lambda _: httpx.Response(202))
     assert (exchange.status, exchange.messages, exchange.body_bytes) == (202, (), 0)
+    assert exchange.streamed is False
 
 
 def test_a_modern_listing_drops_a_tool_with_an_invalid_header_annotation() -> None:

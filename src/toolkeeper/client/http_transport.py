@@ -170,10 +170,10 @@ async def _read_answer(response: httpx.Response, request_id: object, max_bytes: 
         messages: list[Any] = []
         async for message in _events(response, SseDecoder(), max_bytes, per_event=False):
             messages.append(message)
-            exchange = Exchange(status, headers, tuple(messages))
+            exchange = Exchange(status, headers, tuple(messages), streamed=True)
             if find_response(exchange, request_id) is not None:
                 return exchange
-        return Exchange(status, headers, tuple(messages))
+        return Exchange(status, headers, tuple(messages), streamed=True)
     body = await _read_bounded(response, max_bytes)
     if not body.strip() or not headers.get("content-type", "").startswith("application/json"):
         return Exchange(status, headers, (), len(body))

@@ -31,13 +31,14 @@ exchanged (nothing listens, the command does not start): not an era observation.
 @dataclass(frozen=True)
 class Exchange:
     """The answer to one request: the HTTP status and headers (None and empty on stdio), every
-    message received for it in order (notifications first, the response last), and the size
-    of the body read."""
+    message received for it in order (notifications first, the response last), the size of
+    the body read (JSON answers), and whether it came as server-sent events."""
 
     status: int | None
     headers: Mapping[str, str] = field(default_factory=dict)
     messages: tuple[Any, ...] = ()
     body_bytes: int = 0
+    streamed: bool = False
 
 
 def find_response(exchange: Exchange, request_id: object) -> Any | None:
