@@ -6,7 +6,12 @@ process), selects the protocol era exactly as SPEC 5.1 writes it, and returns a
 gateway's upstream sources all speak MCP to others through it.
 """
 
+from toolkeeper.client.cache import CachedTool, SharedListings
 from toolkeeper.client.connect import ERA_MODES, EraChoice, connect, probe_legacy, probe_modern
+from toolkeeper.client.kernel import Kernel, is_relist_refusal
+from toolkeeper.client.kernel_outcome import CallOutcome, Incompatibility
+from toolkeeper.client.model import Model, ModelTurn, ScriptedModel, render_prompt
+from toolkeeper.client.retry import RetryPolicy, side_effect_of
 from toolkeeper.client.session import CallReply, ClientSession, ToolListing
 from toolkeeper.client.target import Target, TargetKind
 from toolkeeper.client.timeouts import ClientTimeouts
@@ -33,6 +38,8 @@ from toolkeeper.protocol.versions import Era
 
 __all__ = [
     "ERA_MODES",
+    "CachedTool",
+    "CallOutcome",
     "CallReply",
     "ClientAuthenticationError",
     "ClientConnectionError",
@@ -45,19 +52,29 @@ __all__ = [
     "EraDecision",
     "EraSelectionError",
     "Exchange",
+    "Incompatibility",
+    "Kernel",
     "LegacyEvidence",
+    "Model",
+    "ModelTurn",
     "ModernObservation",
     "ProbeOutcome",
     "ProtocolViolationError",
     "RequestRefusedError",
+    "RetryPolicy",
+    "ScriptedModel",
     "SelectionMode",
     "ServerUnavailableError",
+    "SharedListings",
     "Target",
     "TargetKind",
     "ToolListing",
     "Transport",
     "connect",
+    "is_relist_refusal",
     "probe_legacy",
     "probe_modern",
+    "render_prompt",
     "select_era",
+    "side_effect_of",
 ]
