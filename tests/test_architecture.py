@@ -86,6 +86,10 @@ def test_client_public_surface_is_pinned() -> None:
         "ModernObservation", "ProbeOutcome", "ProtocolViolationError", "RequestRefusedError",
         "SelectionMode", "ServerUnavailableError", "Target", "TargetKind", "ToolListing",
         "Transport", "connect", "probe_legacy", "probe_modern", "select_era",
+        # the kernel's surface
+        "CachedTool", "CallOutcome", "Incompatibility", "Kernel", "Model", "ModelTurn",
+        "RetryPolicy", "ScriptedModel", "SharedListings", "is_relist_refusal", "render_prompt",
+        "side_effect_of",
     ])
     for name in client.__all__:
         assert hasattr(client, name), name
