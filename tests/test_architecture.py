@@ -34,8 +34,9 @@ ALLOWED: dict[str, set[str]] = {
     "config": {"contracts", "server", "observability"},
     "observability": {"contracts", "registry", "server"},
     "conformance": {"contracts", "protocol", "config", "client"},
+    "client": {"contracts", "protocol", "config"},
     "cli": {"contracts", "protocol", "registry", "server", "transports", "demo", "config", "auth",
-            "observability"},
+            "observability", "client"},
 }
 
 
@@ -74,3 +75,22 @@ def test_every_error_derives_from_the_one_root() -> None:
 
     for name in errors.__all__:
         assert issubclass(getattr(errors, name), errors.ToolkeeperError), name
+
+
+def test_client_public_surface_is_pinned() -> None:
+    from toolkeeper import client
+
+    assert sorted(client.__all__) == sorted([
+        "ERA_MODES", "CallReply", "ClientAuthenticationError", "ClientConnectionError",
+        "ClientError", "ClientSession", "ClientTimeoutError", "ClientTimeouts", "Era",
+        "EraChoice", "EraDecision", "EraSelectionError", "Exchange", "LegacyEvidence",
+        "ModernObservation", "ProbeOutcome", "ProtocolViolationError", "RequestRefusedError",
+        "SelectionMode", "ServerUnavailableError", "Target", "TargetKind", "ToolListing",
+        "Transport", "connect", "probe_legacy", "probe_modern", "select_era",
+        # the kernel's surface
+        "CachedTool", "CallOutcome", "Incompatibility", "Kernel", "Model", "ModelTurn",
+        "RetryPolicy", "ScriptedModel", "SharedListings", "is_relist_refusal", "render_prompt",
+        "side_effect_of",
+    ])
+    for name in client.__all__:
+        assert hasattr(client, name), name

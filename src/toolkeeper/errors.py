@@ -26,6 +26,19 @@ may change) plus optional structured ``data``::
     ├── ConformanceError                 the harness cannot run what it was asked to: no proxy
     │                                    binary, a proxy that does not start, an unknown proxy
     │                                    configuration ("conformance.*")
+
+
+    ├── ClientError                      the MCP client (``toolkeeper.client``) failed ("client.*")
+    │   ├── ClientConnectionError        the peer refused or dropped the connection
+    │   ├── ClientTimeoutError           no complete answer within the bound
+    │   ├── ServerUnavailableError       the peer answered HTTP 503
+    │   ├── ClientAuthenticationError    the peer refused the credential (HTTP 401 or 403)
+    │   ├── ProtocolViolationError       an answer the era's validator rejects
+    │   │                                (``data.problems``: JSON paths and what is wrong)
+    │   ├── RequestRefusedError          a valid JSON-RPC error answered a request the client
+    │   │                                cannot go on without (``data.error``: that error)
+    │   └── EraSelectionError            no era could be selected under the policy
+    │                                    (``data.decision``: the recorded decision)
     └── JsonRpcError                     a protocol error with a JSON-RPC code (protocol layer)
         └── CapabilityRequiredError      a tool handler needs a client capability the caller
                                          lacks (-32021); the one protocol error a handler may
@@ -44,17 +57,25 @@ from typing import Any
 __all__ = [
     "AuthenticationError",
     "CapabilityRequiredError",
+    "ClientAuthenticationError",
+    "ClientConnectionError",
+    "ClientError",
+    "ClientTimeoutError",
     "ConfigError",
     "ConformanceError",
     "ContractError",
+    "EraSelectionError",
     "JsonRpcError",
     "LifecycleError",
     "NotFoundError",
     "PrincipalError",
+    "ProtocolViolationError",
     "PublishRefusedError",
     "RegistryError",
+    "RequestRefusedError",
     "SchemaError",
     "SemverError",
+    "ServerUnavailableError",
     "StoreError",
     "ToolkeeperError",
 ]
@@ -160,6 +181,59 @@ class ConformanceError(ToolkeeperError):
     configuration); findings about the target are evidence, never this error."""
 
     default_code = "conformance.error"
+
+
+class ClientError(ToolkeeperError):
+    """Base of the MCP client's failures (``toolkeeper.client``)."""
+
+    default_code = "client.error"
+
+
+class ClientConnectionError(ClientError):
+    """The peer refused the connection, or dropped it before a complete answer."""
+
+    default_code = "client.connection"
+
+
+class ClientTimeoutError(ClientError):
+    """No complete answer arrived within the configured bound."""
+
+    default_code = "client.timeout"
+
+
+class ServerUnavailableError(ClientError):
+    """The peer answered HTTP 503 (overloaded, shutting down): transient by nature."""
+
+    default_code = "client.unavailable"
+
+
+class ClientAuthenticationError(ClientError):
+    """The peer refused the request's credential (HTTP 401: missing, invalid or expired;
+    403: not enough scope, or a refused Origin). Not an era observation, and not transient:
+    ``data["httpStatus"]``; the token is never quoted."""
+
+    default_code = "client.unauthorized"
+
+
+class ProtocolViolationError(ClientError):
+    """An answer the selected era's validator rejects; ``data["problems"]`` lists each as
+    ``"<json path>: <what is wrong>"``. Also an answer larger than the byte bound."""
+
+    default_code = "client.protocol_violation"
+
+
+class RequestRefusedError(ClientError):
+    """The server answered with a well-formed JSON-RPC error a request the client cannot go on
+    without (``tools/list``, the era's handshake): ``data["error"]`` is the error object."""
+
+    default_code = "client.refused"
+
+
+class EraSelectionError(ClientError):
+    """No protocol era could be selected under the policy (SPEC 5.1): ``data["decision"]`` is
+    the canonical form of the recorded decision."""
+
+    default_code = "client.era_unselected"
 
 
 class AuthenticationError(ToolkeeperError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from toolkeeper.cli import (
+    call_cmd,
     calls_cmd,
     contracts_cmds,
     diff_cmd,
@@ -12,6 +13,7 @@ from toolkeeper.cli import (
     keys_cmd,
     registry_cmds,
     serve_cmd,
+    tools_cmd,
 )
 
 __all__ = ["cli", "main"]
@@ -24,7 +26,7 @@ def cli() -> None:
 
 
 for _module in (contracts_cmds, export_cmd, diff_cmd, registry_cmds, serve_cmd, keys_cmd,
-                calls_cmd):
+                calls_cmd, tools_cmd, call_cmd):
     _module.register(cli)
 
 

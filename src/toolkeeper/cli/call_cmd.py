@@ -1,0 +1,124 @@
+"""``toolkeeper call``: one governed ``tools/call`` through the client kernel (issue 15).
+
+``toolkeeper call URL TOOL ARGS_JSON`` or ``toolkeeper call --stdio -- CMD ARG... TOOL
+ARGS_JSON``: the last two words are the tool and its arguments (a JSON object), the words before
+them name the endpoint. The kernel lists the tools, validates the arguments against the listed
+contract, repairs them (unless ``--no-repair``), pins the call to the listed
+``_meta.schemaVersion`` when the server publishes one, and on the gateway's re-list refusal
+re-lists once. There is no model on the command line: arguments that stay invalid are reported
+and nothing is sent.
+
+``--json`` prints one object: ``ok``, ``era``, ``tool``, ``schemaVersion``, ``repairs``,
+``errors``, ``relisted``, ``incompatible``, ``result`` (the MCP result) and ``error`` (the
+JSON-RPC error; on a connection or protocol failure the client error's ``code``, ``message``
+and ``data`` instead, with ``era`` null when none was selected).
+
+Exit codes: 0 the call ran and its result is not ``isError``; 1 it ran and is ``isError``, or
+the arguments stay invalid (nothing sent); 2 a protocol or connection failure (a JSON-RPC
+error answer included), or bad input on the command line; 3 the contract moved incompatibly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import click
+
+from toolkeeper.cli.output import echo_json, fail
+from toolkeeper.cli.tools_cmd import client_options, target_of
+from toolkeeper.client import Target, connect
+from toolkeeper.client.kernel import Kernel
+from toolkeeper.client.kernel_outcome import CallOutcome
+from toolkeeper.contracts.canonical import canonical_json, loads_json
+from toolkeeper.contracts.redaction import redact_text
+from toolkeeper.errors import ClientError, ContractError, ToolkeeperError
+
+__all__ = ["EXIT_INCOMPATIBLE", "exit_code", "register"]
+
+EXIT_OK, EXIT_REFUSED, EXIT_FAILED, EXIT_INCOMPATIBLE = 0, 1, 2, 3
+
+
+def exit_code(outcome: CallOutcome) -> int:
+    """Issue 15's exit code for a call's outcome."""
+    if outcome.incompatible is not None:
+        return EXIT_INCOMPATIBLE
+    if outcome.error is not None:
+        return EXIT_FAILED
+    return EXIT_OK if outcome.ok else EXIT_REFUSED
+
+
+async def _call(target: Target, era: Any, token: str | None, allow_legacy: bool, tool: str,
+                arguments: Any, repair: bool) -> CallOutcome:
+    async with await connect(target, era=era, token=token,
+                             legacy_allowed=allow_legacy) as session:
+        return await Kernel(session, repair=repair).call(tool, arguments)
+
+
+def _failure(exc: ClientError, tool: str) -> dict[str, Any]:
+    error = exc.to_dict()
+    error["message"] = redact_text(exc.message)
+    return {"ok": False, "era": None, "tool": tool, "schemaVersion": None, "repairs": [],
+            "errors": [], "relisted": False, "incompatible": None, "result": None,
+            "error": error}
+
+
+def _text(value: Any) -> str:
+    return canonical_json(value).decode("utf-8")
+
+
+def _render(outcome: CallOutcome) -> None:
+    version = outcome.schema_version or "-"
+    click.echo(f"# era {outcome.era}; {outcome.tool} {version}"
+               + ("; re-listed" if outcome.relisted else ""))
+    for repair in outcome.repairs:
+        click.echo(f"repaired {repair.path}: {repair.rule} ({_text(repair.before)} -> "
+                   f"{_text(repair.after)})")
+    for issue in outcome.errors:
+        click.echo(f"invalid {issue.path}: {issue.message} [{issue.keyword}]")
+    if outcome.incompatible is not None:
+        moved = outcome.incompatible
+        click.echo(f"incompatible: {moved.from_version} -> {moved.to_version}")
+        for change in moved.changes:
+            click.echo(f"  {change.bump.value} {change.rule} at {change.path}: {change.reason}")
+    if outcome.error is not None:
+        click.echo(f"error {outcome.error.get('code')}: {outcome.error.get('message')}")
+    if outcome.result is not None:
+        label = "isError" if outcome.result.get("isError") is True else "result"
+        for block in outcome.result.get("content") or []:
+            if isinstance(block, dict) and block.get("type") == "text":
+                click.echo(f"{label}: {block.get('text')}")
+
+
+@click.command("call", context_settings={"ignore_unknown_options": True})
+@click.option("--no-repair", is_flag=True, help="Skip the repair pass (SPEC 1.3).")
+@client_options
+def call_cmd(target: tuple[str, ...], no_repair: bool, stdio: bool, era: str,
+             allow_legacy: bool, token: str | None, as_json: bool) -> None:
+    """One governed call: TARGET... TOOL ARGS_JSON (a URL, or --stdio and a command)."""
+    if len(target) < 3:
+        fail(ToolkeeperError("give the endpoint, the tool and its arguments as JSON",
+                             code="cli.bad_input"), as_json=as_json)
+    *words, tool, raw = target
+    try:
+        arguments = loads_json(raw)
+    except ContractError as exc:
+        fail(ToolkeeperError(f"ARGS_JSON: {exc.message}", code="cli.bad_arguments"),
+             as_json=as_json)
+    try:
+        outcome = asyncio.run(_call(target_of(words, stdio), era, token, allow_legacy, tool,
+                                    arguments, not no_repair))
+    except ClientError as exc:
+        if as_json:
+            echo_json(_failure(exc, tool))
+            raise SystemExit(EXIT_FAILED) from None
+        fail(exc)
+    if as_json:
+        echo_json(outcome.to_dict())
+    else:
+        _render(outcome)
+    raise SystemExit(exit_code(outcome))
+
+
+def register(group: click.Group) -> None:
+    group.add_command(call_cmd)

@@ -1,0 +1,96 @@
+"""``toolkeeper tools``: the tools an MCP endpoint lists, with their contract versions.
+
+``toolkeeper tools URL`` or ``toolkeeper tools --stdio -- CMD ARG...``; ``--era`` picks the
+selection policy (``auto``: one modern probe, legacy only for ``--allow-legacy``; ``modern``:
+strict; ``legacy``: legacy only). Each tool's version is its descriptor's
+``_meta.schemaVersion``, or null when the server publishes none (never invented). Exit 0 when
+listed, 2 on a protocol or connection failure (the error's code, and with ``--json`` its data,
+such as the era decision).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import click
+
+from toolkeeper.cli.output import echo_json, fail
+from toolkeeper.client import ClientSession, Target, ToolListing, connect
+from toolkeeper.errors import ClientError
+
+__all__ = ["client_options", "register", "target_of", "tool_version"]
+
+TOKEN_ENV = "TOOLKEEPER_TOKEN"
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def client_options(command: _F) -> _F:
+    """The options every client command shares: the target words, --stdio, --era, --token,
+    --allow-legacy and --json."""
+    for option in reversed((
+        click.argument("target", nargs=-1, required=True),
+        click.option("--stdio", is_flag=True,
+                     help="TARGET is a command that serves MCP on stdin/stdout."),
+        click.option("--era", type=click.Choice(["auto", "modern", "legacy"]), default="auto",
+                     show_default=True,
+                     help="auto: modern probe, legacy only with --allow-legacy; modern: "
+                          "strict; legacy: legacy only."),
+        click.option("--allow-legacy", is_flag=True,
+                     help="With --era auto: the endpoint may get a bounded legacy probe."),
+        click.option("--token", envvar=TOKEN_ENV, default=None, metavar="T",
+                     help=f"Bearer token for HTTP (env {TOKEN_ENV})."),
+        click.option("--json", "as_json", is_flag=True, help="Machine-readable output."),
+    )):
+        command = option(command)
+    return command
+
+
+def target_of(words: Sequence[str], stdio: bool) -> Target:
+    """The endpoint the command line names (ClientError ``client.bad_target``)."""
+    if stdio:
+        return Target.from_stdio(list(words))
+    if len(words) != 1:
+        raise ClientError("give one URL, or --stdio and a command",
+                          code="client.bad_target")
+    return Target.from_url(words[0])
+
+
+def tool_version(descriptor: dict[str, Any]) -> str | None:
+    """``_meta.schemaVersion`` when it is a string, else None."""
+    meta = descriptor.get("_meta")
+    version = meta.get("schemaVersion") if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else None
+
+
+async def _list(target: Target, era: Any, token: str | None, allow_legacy: bool
+                ) -> tuple[ClientSession, ToolListing]:
+    async with await connect(target, era=era, token=token,
+                             legacy_allowed=allow_legacy) as session:
+        return session, await session.list_tools()
+
+
+@click.command("tools")
+@client_options
+def tools_cmd(target: tuple[str, ...], stdio: bool, era: str, allow_legacy: bool,
+              token: str | None, as_json: bool) -> None:
+    """The tools an MCP endpoint lists, with their versions."""
+    try:
+        session, listing = asyncio.run(_list(target_of(target, stdio), era, token,
+                                             allow_legacy))
+    except ClientError as exc:
+        fail(exc, as_json=as_json)
+    rows = [{"name": tool.get("name"), "title": tool.get("title"),
+             "schemaVersion": tool_version(tool)} for tool in listing.tools]
+    if as_json:
+        echo_json({"era": session.version, "decision": session.decision.to_json(),
+                   "tools": rows})
+        return
+    click.echo(f"# era {session.version} ({session.decision.verdict})")
+    for row in rows:
+        click.echo(f"{row['name']}\t{row['schemaVersion'] or '-'}\t{row['title'] or ''}")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(tools_cmd)

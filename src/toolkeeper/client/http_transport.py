@@ -1,0 +1,189 @@
+"""Streamable HTTP client transport over httpx: real sockets, or an ASGI app in process.
+
+A POST's answer is read as JSON or as server-sent events (notifications may come before the
+response; reading stops at the response), within the exchange's time and byte bounds. Error
+texts name the failure's kind, never the library's text (which may quote a URL with a secret).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Final
+
+import httpx
+
+from toolkeeper.client.transport import (
+    REFUSED,
+    STREAM_OPEN,
+    Exchange,
+    find_response,
+    too_large,
+    undecodable,
+)
+from toolkeeper.errors import (
+    ClientAuthenticationError,
+    ClientConnectionError,
+    ClientTimeoutError,
+    JsonRpcError,
+    RequestRefusedError,
+    ServerUnavailableError,
+)
+from toolkeeper.protocol.envelope import decode_message, encode_message
+from toolkeeper.protocol.sse_events import SseDecoder
+
+__all__ = ["HttpTransport"]
+
+_BASE_HEADERS: Final = {"accept": "application/json, text/event-stream",
+                        "content-type": "application/json"}
+_SSE_ACCEPT: Final = {"accept": "text/event-stream"}
+
+
+def _decode(data: bytes | str, where: str) -> Any:
+    try:
+        return decode_message(data)
+    except JsonRpcError:
+        raise undecodable(where) from None
+
+
+class HttpTransport:
+    """POSTs to one URL through one ``httpx.AsyncClient`` (closed with the transport)."""
+
+    def __init__(self, url: str, client: httpx.AsyncClient) -> None:
+        self._url = url
+        self._client = client
+
+    async def exchange(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
+                       timeout: float, max_bytes: int) -> Exchange:
+        body = encode_message(message)
+        sent = {**_BASE_HEADERS, **headers}
+        try:
+            async with asyncio.timeout(timeout):
+                async with self._client.stream("POST", self._url, content=body,
+                                               headers=sent) as response:
+                    return await _read_answer(response, message.get("id"), max_bytes)
+        except TimeoutError:
+            raise ClientTimeoutError(f"no complete answer within {timeout}s",
+                                     data={"timeoutS": timeout}) from None
+        except httpx.TimeoutException:
+            raise ClientTimeoutError("the HTTP connection timed out") from None
+        except httpx.HTTPError as exc:
+            raise _connection_error(exc) from None
+
+    async def notify(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
+                     timeout: float) -> int | None:
+        try:
+            async with asyncio.timeout(timeout):
+                response = await self._client.post(
+                    self._url, content=encode_message(message),
+                    headers={**_BASE_HEADERS, **headers})
+        except TimeoutError:
+            raise ClientTimeoutError(f"no acknowledgement within {timeout}s") from None
+        except httpx.HTTPError as exc:
+            raise _connection_error(exc) from None
+        return response.status_code
+
+    async def stream(self, message: Mapping[str, Any] | None, headers: Mapping[str, str], *,
+                     max_bytes: int) -> AsyncIterator[Any]:
+        if message is None:
+            request = self._client.stream("GET", self._url, headers={**_SSE_ACCEPT, **headers})
+        else:
+            request = self._client.stream("POST", self._url, content=encode_message(message),
+                                          headers={**_BASE_HEADERS, **headers})
+        try:
+            async with request as response:
+                _raise_for_refusal(response)
+                if response.status_code != 200 or not response.headers.get(
+                        "content-type", "").startswith("text/event-stream"):
+                    body = await _read_bounded(response, max_bytes)
+                    if body.strip() and response.headers.get("content-type", "").startswith(
+                            "application/json"):
+                        yield _decode(body, "stream answer")
+                    elif response.status_code >= 400:
+                        raise RequestRefusedError(
+                            f"the server refused the stream (HTTP {response.status_code})",
+                            data={"httpStatus": response.status_code})
+                    return
+                yield STREAM_OPEN
+                decoder = SseDecoder()
+                async for event in _events(response, decoder, max_bytes, per_event=True):
+                    yield event
+        except httpx.HTTPError as exc:
+            raise _connection_error(exc) from None
+
+    async def end_session(self, headers: Mapping[str, str], *, timeout: float) -> None:
+        try:
+            async with asyncio.timeout(timeout):
+                await self._client.delete(self._url, headers=dict(headers))
+        except (TimeoutError, httpx.HTTPError):
+            pass  # best effort: the server reaps idle sessions anyway
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def _raise_for_refusal(response: httpx.Response) -> None:
+    """503 and the credential refusals are answers about the connection, not about MCP."""
+    if response.status_code in (401, 403):
+        raise ClientAuthenticationError(
+            f"the server refused the credential (HTTP {response.status_code})",
+            data={"httpStatus": response.status_code})
+    if response.status_code == 503:
+        raise ServerUnavailableError("the server answered 503 (unavailable)",
+                                     data={"httpStatus": 503,
+                                           "retryAfter": response.headers.get("retry-after")})
+
+
+def _connection_error(exc: httpx.HTTPError) -> ClientConnectionError:
+    if isinstance(exc, httpx.ConnectError):
+        return ClientConnectionError("the connection was refused", code=REFUSED,
+                                     data={"kind": type(exc).__name__})
+    return ClientConnectionError(f"the connection failed ({type(exc).__name__})",
+                                 data={"kind": type(exc).__name__})
+
+
+async def _events(response: httpx.Response, decoder: SseDecoder, max_bytes: int, *,
+                  per_event: bool) -> AsyncIterator[Any]:
+    """Decoded ``message`` events; the byte bound applies to the whole answer, or with
+    ``per_event`` to each event (a long-lived stream)."""
+    seen = 0
+    async for chunk in response.aiter_bytes():
+        seen += len(chunk)
+        if seen > max_bytes:
+            raise too_large(max_bytes)
+        for event in decoder.feed(chunk):
+            if per_event:
+                seen = 0
+            if event.event == "message":
+                yield _decode(event.data, "SSE event")
+    for event in decoder.end():
+        if event.event == "message":
+            yield _decode(event.data, "SSE event")
+
+
+async def _read_answer(response: httpx.Response, request_id: object, max_bytes: int
+                       ) -> Exchange:
+    _raise_for_refusal(response)
+    headers = {k.lower(): v for k, v in response.headers.items()}
+    status = response.status_code
+    if headers.get("content-type", "").startswith("text/event-stream"):
+        messages: list[Any] = []
+        async for message in _events(response, SseDecoder(), max_bytes, per_event=False):
+            messages.append(message)
+            exchange = Exchange(status, headers, tuple(messages), streamed=True)
+            if find_response(exchange, request_id) is not None:
+                return exchange
+        return Exchange(status, headers, tuple(messages), streamed=True)
+    body = await _read_bounded(response, max_bytes)
+    if not body.strip() or not headers.get("content-type", "").startswith("application/json"):
+        return Exchange(status, headers, (), len(body))
+    return Exchange(status, headers, (_decode(body, "JSON body"),), len(body))
+
+
+async def _read_bounded(response: httpx.Response, max_bytes: int) -> bytes:
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > max_bytes:
+            raise too_large(max_bytes)
+    return bytes(body)

@@ -1,0 +1,228 @@
+"""One client connection with its era already selected: list tools, call tools, hear changes.
+
+Every answer goes through the era's validator (:func:`toolkeeper.protocol.responses.
+validate_response`); one it rejects raises :class:`~toolkeeper.errors.ProtocolViolationError`
+with the problems as data. A JSON-RPC error answering ``tools/call`` is a value
+(:attr:`CallReply.error`), since callers act on it (a re-list refusal, a -32020); answering
+``tools/list`` it raises :class:`~toolkeeper.errors.RequestRefusedError`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from toolkeeper.client.timeouts import ClientTimeouts
+from toolkeeper.client.transport import STREAM_OPEN, Exchange, Transport, find_response
+from toolkeeper.contracts.headers import find_invalid_x_mcp_header
+from toolkeeper.errors import ProtocolViolationError, RequestRefusedError
+from toolkeeper.protocol.client_requests import (
+    Request,
+    legacy_headers,
+    legacy_request,
+    modern_request,
+)
+from toolkeeper.protocol.envelope import RequestId
+from toolkeeper.protocol.era_selection import EraDecision
+from toolkeeper.protocol.meta import SUBSCRIPTION_ID_KEY
+from toolkeeper.protocol.responses import validate_response
+from toolkeeper.protocol.versions import Era
+
+__all__ = ["CallReply", "ClientSession", "ToolListing"]
+
+MAX_PAGES: Final = 100
+"""``tools/list`` pages followed at most (the official SDK's bound): a server that hands out
+cursors forever cannot keep a client listing."""
+
+_STREAM_SIGNALS: Final = frozenset({"notifications/tools/list_changed",
+                                    "notifications/subscriptions/acknowledged"})
+"""The stream messages :meth:`ClientSession.tools_changed` yields on (an acknowledgement
+opens a modern listen stream; the legacy era has none)."""
+
+
+@dataclass(frozen=True)
+class ToolListing:
+    """Every tool of every page (raw descriptor dicts, in the server's order), and the first
+    page's cache hints (modern era; None in the legacy era). In the modern era a tool whose
+    ``x-mcp-header`` annotations are invalid is dropped, as clients must (mcp-wire 4.3):
+    ``dropped`` names each with the schema path and reason."""
+
+    tools: list[dict[str, Any]]
+    ttl_ms: int | None = None
+    cache_scope: str | None = None
+    dropped: tuple[dict[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class CallReply:
+    """A ``tools/call`` answer: exactly one of ``result`` and ``error`` is set; ``http_status``
+    is None on stdio; ``notifications`` arrived before the response (progress, logs)."""
+
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+    http_status: int | None
+    notifications: tuple[Any, ...] = field(default=())
+
+
+class ClientSession:
+    """A connection in one era; use ``async with`` or call :meth:`aclose`."""
+
+    def __init__(self, transport: Transport, decision: EraDecision, *, token: str | None,
+                 timeouts: ClientTimeouts, session_id: str | None = None,
+                 server: Mapping[str, Any] | None = None, first_id: int = 1) -> None:
+        assert decision.era is not None and decision.version is not None
+        self.era: Era = decision.era
+        self.version: str = decision.version
+        self.decision = decision
+        self.server: dict[str, Any] = dict(server or {})
+        """The discover result (modern) or the initialize result (legacy) of the selection."""
+        self._transport = transport
+        self._timeouts = timeouts
+        self._session_id = session_id
+        self._auth = {"Authorization": f"Bearer {token}"} if token else {}
+        self._ids = itertools.count(first_id)
+        self._schemas: dict[str, dict[str, Any]] = {}
+        self._closed = False
+
+    async def __aenter__(self) -> ClientSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _request(self, request_id: RequestId, method: str, params: Mapping[str, Any],
+                 meta: Mapping[str, Any] | None, schema: dict[str, Any] | None = None
+                 ) -> Request:
+        if self.era is Era.MODERN:
+            message, headers = modern_request(request_id, method, params, meta=meta,
+                                              input_schema=schema, version=self.version)
+        else:
+            message, headers = legacy_request(request_id, method, params, meta=meta,
+                                              version=self.version,
+                                              session_id=self._session_id)
+        return message, {**headers, **self._auth}
+
+    async def _send(self, method: str, params: Mapping[str, Any], *,
+                    meta: Mapping[str, Any] | None = None, request_id: RequestId | None = None,
+                    schema: dict[str, Any] | None = None) -> tuple[dict[str, Any], Exchange]:
+        rid = next(self._ids) if request_id is None else request_id
+        message, headers = self._request(rid, method, params, meta, schema)
+        exchange = await self._transport.exchange(message, headers,
+                                                  timeout=self._timeouts.request_s,
+                                                  max_bytes=self._timeouts.max_response_bytes)
+        response = find_response(exchange, rid)
+        if response is None:
+            raise ProtocolViolationError(
+                f"no response to {method}", code="client.no_response",
+                data={"problems": ["$: no JSON-RPC response to the request"],
+                      "httpStatus": exchange.status})
+        problems = validate_response(response, rid, self.era, method)
+        if problems:
+            raise ProtocolViolationError(f"the {method} answer is invalid: {problems[0]}",
+                                         data={"problems": problems, "method": method})
+        return response, exchange
+
+    async def list_tools(self) -> ToolListing:
+        """Every page of ``tools/list`` (``nextCursor`` followed, at most :data:`MAX_PAGES`)."""
+        tools: list[dict[str, Any]] = []
+        first: dict[str, Any] | None = None
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            response, exchange = await self._send("tools/list",
+                                                  {} if cursor is None else {"cursor": cursor})
+            if "error" in response:
+                raise RequestRefusedError("the server refused tools/list",
+                                          data={"error": response["error"],
+                                                "httpStatus": exchange.status})
+            page = response["result"]
+            first = first or page
+            tools.extend(page["tools"])
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        dropped: list[dict[str, str]] = []
+        if self.era is Era.MODERN:
+            tools, dropped = _without_invalid_header_annotations(tools)
+        self._schemas = {tool["name"]: tool["inputSchema"] for tool in tools}
+        assert first is not None
+        return ToolListing(tools, first.get("ttlMs"), first.get("cacheScope"), tuple(dropped))
+
+    async def call_tool(self, name: str, arguments: Mapping[str, Any], *,
+                        meta: Mapping[str, Any] | None = None,
+                        request_id: RequestId | None = None) -> CallReply:
+        """One ``tools/call``; ``meta`` (e.g. ``{"schemaVersion": ...}``) goes into
+        ``params._meta``; ``request_id`` reuses a request identity (an idempotent retry)."""
+        response, exchange = await self._send(
+            "tools/call", {"name": name, "arguments": dict(arguments)}, meta=meta,
+            request_id=request_id, schema=self._schemas.get(name))
+        notes = tuple(m for m in exchange.messages if m is not response)
+        return CallReply(response.get("result"), response.get("error"), exchange.status, notes)
+
+    async def tools_changed(self) -> AsyncIterator[None]:
+        """Yields once when the change stream is open (anything may have changed since the
+        last listing, so a cache refetches), then once per
+        ``notifications/tools/list_changed``. Modern: a ``subscriptions/listen`` stream
+        (open = its acknowledgement); legacy: the standalone GET stream (open = its 200 SSE
+        head), or on stdio what the server sends unasked. Ends with the stream; a refusal
+        raises :class:`~toolkeeper.errors.RequestRefusedError`. Iterate it in a task and
+        cancel the task to stop listening (one listener per session on stdio)."""
+        listen_id: RequestId | None = None
+        if self.era is Era.MODERN:
+            listen_id = next(self._ids)
+            message: dict[str, Any] | None
+            message, headers = self._request(
+                listen_id, "subscriptions/listen",
+                {"notifications": {"toolsListChanged": True}}, None)
+        else:
+            message, headers = None, {**legacy_headers(self.version, self._session_id),
+                                      **self._auth}
+        stream = self._transport.stream(message, headers,
+                                        max_bytes=self._timeouts.max_response_bytes)
+        async for item in stream:
+            if item is STREAM_OPEN or not isinstance(item, dict):
+                if item is STREAM_OPEN and listen_id is None:
+                    yield None
+                continue
+            method = item.get("method")
+            if method is None:
+                if "error" in item:
+                    raise RequestRefusedError("the server refused the change stream",
+                                              data={"error": item["error"]})
+                return
+            if method in _STREAM_SIGNALS and (
+                    listen_id is None or _subscription_of(item) in (None, listen_id)):
+                yield None
+
+    async def aclose(self) -> None:
+        """End the legacy HTTP session (best effort) and release the transport."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.era is Era.LEGACY and self._session_id is not None:
+                await self._transport.end_session(
+                    {**legacy_headers(self.version, self._session_id), **self._auth},
+                    timeout=self._timeouts.close_s)
+        finally:
+            await self._transport.aclose()
+
+
+def _without_invalid_header_annotations(tools: list[dict[str, Any]]
+                                        ) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    kept: list[dict[str, Any]] = []
+    dropped: list[dict[str, str]] = []
+    for tool in tools:
+        invalid = find_invalid_x_mcp_header(tool["inputSchema"])
+        if invalid is None:
+            kept.append(tool)
+        else:
+            dropped.append({"name": tool["name"], "path": invalid[0], "reason": invalid[1]})
+    return kept, dropped
+
+
+def _subscription_of(notification: dict[str, Any]) -> object:
+    params = notification.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get(SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None

@@ -1,0 +1,189 @@
+"""stdio client transport: a subprocess speaking newline-delimited JSON-RPC (mcp-wire 2).
+
+One reader task routes each line: a response to the request waiting for its id; a request
+from the server is answered at once (``ping``; -32601 for the rest, as the client declares no
+capability that invites one); anything else (notifications) to the waiting requests' collected
+messages and to the unasked-message queue that :meth:`StdioTransport.stream` reads.
+
+The server is stopped by its pid: stdin closed, a bounded wait, then SIGTERM, then SIGKILL.
+Its stderr goes to the null device (a chatty server never blocks on a full pipe).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Final
+
+from toolkeeper.client.transport import REFUSED, STREAM_OPEN, Exchange, too_large
+from toolkeeper.errors import (
+    ClientConnectionError,
+    ClientTimeoutError,
+    JsonRpcError,
+    ProtocolViolationError,
+)
+from toolkeeper.protocol.codes import METHOD_NOT_FOUND
+from toolkeeper.protocol.envelope import (
+    decode_message,
+    encode_message,
+    error_message,
+    result_message,
+)
+
+__all__ = ["StdioTransport"]
+
+_QUEUE_MAX: Final = 1024
+"""Unasked messages kept for :meth:`StdioTransport.stream`; the oldest are dropped beyond."""
+
+
+class StdioTransport:
+    """One server process and the requests waiting on it."""
+
+    def __init__(self, process: asyncio.subprocess.Process, *, close_s: float,
+                 max_line_bytes: int) -> None:
+        self._process = process
+        self._close_s = close_s
+        self._max_line_bytes = max_line_bytes
+        self._waiting: dict[object, tuple[asyncio.Future[Any], list[Any]]] = {}
+        self._unasked: asyncio.Queue[Any] = asyncio.Queue(_QUEUE_MAX)
+        self._failure: Exception | None = None
+        self._reader = asyncio.create_task(self._read_loop())
+
+    @classmethod
+    async def start(cls, argv: Sequence[str], *, env: Mapping[str, str] | None,
+                    max_line_bytes: int, close_s: float) -> StdioTransport:
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL, env=None if env is None else dict(env),
+                limit=max_line_bytes)
+        except OSError as exc:
+            raise ClientConnectionError(f"the server command could not start "
+                                        f"({type(exc).__name__})", code=REFUSED,
+                                        data={"kind": type(exc).__name__}) from None
+        return cls(process, close_s=close_s, max_line_bytes=max_line_bytes)
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    async def _read_loop(self) -> None:
+        stdout = self._process.stdout
+        assert stdout is not None
+        try:
+            while line := await stdout.readline():
+                if line.strip():
+                    await self._route(line)
+            self._fail(ClientConnectionError("the server closed its output"))
+        except (ValueError, asyncio.LimitOverrunError):
+            self._fail(too_large(self._max_line_bytes))
+        except JsonRpcError:
+            self._fail(ProtocolViolationError("the server wrote a line that is not JSON",
+                                              code="client.undecodable"))
+
+    async def _route(self, line: bytes) -> None:
+        message = decode_message(line)
+        if isinstance(message, dict) and "method" not in message and "id" in message:
+            waiting = self._waiting.get(_key(message["id"]))
+            if waiting is not None and not waiting[0].done():
+                waiting[0].set_result(message)
+            return
+        if isinstance(message, dict) and "method" in message and "id" in message:
+            await self._answer(message)
+            return
+        for _, collected in self._waiting.values():
+            collected.append(message)
+        if self._unasked.full():
+            self._unasked.get_nowait()
+        self._unasked.put_nowait(message)
+
+    async def _answer(self, request: dict[str, Any]) -> None:
+        """A server request: ``ping`` is answered; the client declares no capability that
+        invites any other (roots, sampling, elicitation), so the rest are -32601."""
+        if request["method"] == "ping":
+            await self._write(result_message(request["id"], {}))
+        else:
+            await self._write(error_message(request["id"], {
+                "code": METHOD_NOT_FOUND, "message": "Method not found",
+                "data": request["method"]}))
+
+    def _fail(self, error: Exception) -> None:
+        self._failure = error
+        for future, _ in self._waiting.values():
+            if not future.done():
+                future.set_exception(error)
+        if self._unasked.full():
+            self._unasked.get_nowait()
+        self._unasked.put_nowait(None)
+
+    async def _write(self, message: Mapping[str, Any]) -> None:
+        stdin = self._process.stdin
+        if self._failure is not None:
+            raise self._failure
+        assert stdin is not None
+        try:
+            stdin.write(encode_message(message) + b"\n")
+            await stdin.drain()
+        except (ConnectionError, RuntimeError):
+            raise ClientConnectionError("the server closed its input") from None
+
+    async def exchange(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
+                       timeout: float, max_bytes: int) -> Exchange:
+        key = _key(message.get("id"))
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        collected: list[Any] = []
+        self._waiting[key] = (future, collected)
+        try:
+            await self._write(message)
+            async with asyncio.timeout(timeout):
+                response = await future
+        except TimeoutError:
+            raise ClientTimeoutError(f"no answer within {timeout}s",
+                                     data={"timeoutS": timeout}) from None
+        finally:
+            del self._waiting[key]
+        return Exchange(None, {}, (*collected, response))
+
+    async def notify(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
+                     timeout: float) -> int | None:
+        await self._write(message)
+        return None
+
+    async def stream(self, message: Mapping[str, Any] | None, headers: Mapping[str, str], *,
+                     max_bytes: int) -> AsyncIterator[Any]:
+        if message is not None:
+            await self._write(message)
+        yield STREAM_OPEN
+        while True:
+            item = await self._unasked.get()
+            if item is None:
+                if self._failure is not None:
+                    raise self._failure
+                return
+            yield item
+
+    async def end_session(self, headers: Mapping[str, str], *, timeout: float) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        process = self._process
+        if process.stdin is not None and not process.stdin.is_closing():
+            process.stdin.close()
+        for stop in (None, process.terminate, process.kill):
+            if process.returncode is not None:
+                break
+            if stop is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    stop()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._close_s):
+                    await process.wait()
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._reader
+
+
+def _key(request_id: object) -> tuple[str, object]:
+    """Ids match in value and JSON type: ``1`` and ``"1"`` are different requests."""
+    return (type(request_id).__name__, request_id)

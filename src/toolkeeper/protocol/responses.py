@@ -1,0 +1,220 @@
+"""What makes a response valid for an era (SPEC 5.2), as data: the checks a client runs on
+every answer and the conformance harness reports.
+
+:func:`validate_response` runs three layers and returns every problem as
+``"<json path>: <what is wrong>"`` (empty when valid):
+
+1. the JSON-RPC envelope (:func:`~toolkeeper.protocol.envelope.check_response`: ``jsonrpc``,
+   the id equal in value and JSON type, exactly one of result/error, the error's shape);
+2. the ``resultType`` discriminator: in the modern era it is required, a core value or the
+   value of an extension the request declared, and ``input_required`` only on the methods
+   that may ask for input; in the legacy era a missing one reads as ``complete``;
+3. the method's payload, through the table :data:`PAYLOAD_CHECKS` (one row per method).
+
+Additive unknown fields are never a problem: validation reads, it does not sieve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Final
+
+from toolkeeper.protocol import codes
+from toolkeeper.protocol.envelope import RequestId, check_response
+from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS, Era
+
+__all__ = [
+    "CACHEABLE_METHODS",
+    "CORE_RESULT_TYPES",
+    "EXTENSION_RESULT_TYPES",
+    "INPUT_REQUIRED_METHODS",
+    "PAYLOAD_CHECKS",
+    "RECOGNISED_MODERN_ERRORS",
+    "TASKS_EXTENSION",
+    "check_error_status",
+    "check_result_type",
+    "is_recognised_modern_error",
+    "validate_response",
+]
+
+CORE_RESULT_TYPES: Final = frozenset({"complete", "input_required"})
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+EXTENSION_RESULT_TYPES: Final[Mapping[str, str]] = MappingProxyType({"task": TASKS_EXTENSION})
+"""Extension ``resultType`` value -> the extension id a request must declare to receive it."""
+_EXTENSION_METHODS: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
+    {"task": frozenset({"tools/call"})})
+INPUT_REQUIRED_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+CACHEABLE_METHODS: Final = frozenset({"server/discover", "tools/list", "prompts/list",
+                                      "resources/list", "resources/templates/list",
+                                      "resources/read"})
+
+RECOGNISED_MODERN_ERRORS: Final = frozenset({
+    codes.HEADER_MISMATCH, codes.MISSING_REQUIRED_CLIENT_CAPABILITY,
+    codes.UNSUPPORTED_PROTOCOL_VERSION})
+"""The errors only a modern peer sends (SPEC 5.1): proof of the modern era, never a reason to
+fall back to the legacy one."""
+
+Problems = list[str]
+
+
+def is_recognised_modern_error(error: object) -> bool:
+    """Whether a JSON-RPC error object carries one of :data:`RECOGNISED_MODERN_ERRORS`."""
+    return isinstance(error, dict) and type(error.get("code")) is int \
+        and error["code"] in RECOGNISED_MODERN_ERRORS
+
+
+def check_result_type(result: Mapping[str, Any], era: Era, method: str,
+                      extensions: frozenset[str] = frozenset()) -> Problems:
+    """Problems with ``result.resultType`` for ``method`` in ``era``; ``extensions`` are the ids
+    the request declared in its client capabilities."""
+    value = result.get("resultType")
+    if value is None and "resultType" not in result:
+        return [] if era is Era.LEGACY else ["$.result.resultType: required in the modern era"]
+    if not isinstance(value, str):
+        return ["$.result.resultType: must be a string"]
+    if era is Era.LEGACY:
+        return [] if value == "complete" else [
+            f"$.result.resultType: {value!r} is not a legacy-era result"]
+    if value == "input_required" and method not in INPUT_REQUIRED_METHODS:
+        return [f"$.result.resultType: input_required is not allowed on {method}"]
+    if value in CORE_RESULT_TYPES:
+        return []
+    extension = EXTENSION_RESULT_TYPES.get(value)
+    if extension is None:
+        return [f"$.result.resultType: unrecognised value {value!r}"]
+    if extension not in extensions or method not in _EXTENSION_METHODS[value]:
+        return [f"$.result.resultType: {value!r} needs the {extension} extension on this "
+                "request and an eligible method"]
+    return []
+
+
+def check_error_status(value: Any, http_status: int, era: Era, *, streamed: bool = False
+                       ) -> Problems:
+    """Problems with the HTTP status an answer came with (SPEC 5.2: "each known protocol error
+    has its HTTP status"; mcp-wire 4.5). Modern era only: a JSON error reply carries the code
+    table's status (:func:`~toolkeeper.protocol.codes.http_status_for`), a result 200, and
+    anything on a committed SSE stream (``streamed``) 200. The legacy era answers dispatched
+    requests' errors with 200 and keeps 4xx for its transport, so it is not judged here.
+    The client does not enforce this (a peer with a stray status stays usable); the
+    conformance harness reports it."""
+    if era is not Era.MODERN or not isinstance(value, dict):
+        return []
+    error = value.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    expected = 200 if streamed or type(code) is not int else codes.http_status_for(code)
+    if http_status != expected:
+        return [f"$: HTTP {http_status} where the modern era sends {expected}"]
+    return []
+
+
+def _is_int(value: object) -> bool:
+    return type(value) is int
+
+
+def _cache_hints(result: Mapping[str, Any], era: Era) -> Problems:
+    if era is not Era.MODERN or result.get("resultType") != "complete":
+        return []
+    problems: Problems = []
+    ttl = result.get("ttlMs")
+    if not (isinstance(ttl, int) and _is_int(ttl) and ttl >= 0):
+        problems.append("$.result.ttlMs: required, an integer >= 0")
+    if result.get("cacheScope") not in ("public", "private"):
+        problems.append('$.result.cacheScope: required, "public" or "private"')
+    return problems
+
+
+def _check_tools_list(result: Mapping[str, Any], era: Era) -> Problems:
+    tools = result.get("tools")
+    if not isinstance(tools, list):
+        return ["$.result.tools: must be an array"]
+    problems: Problems = []
+    seen: set[str] = set()
+    for index, tool in enumerate(tools):
+        at = f"$.result.tools[{index}]"
+        if not isinstance(tool, dict):
+            problems.append(f"{at}: must be an object")
+            continue
+        name = tool.get("name")
+        if not isinstance(name, str) or not name:
+            problems.append(f"{at}.name: must be a non-empty string")
+        elif name in seen:
+            problems.append(f"{at}.name: duplicate tool name {name!r}")
+        else:
+            seen.add(name)
+        schema = tool.get("inputSchema")
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            problems.append(f"{at}.inputSchema: must be an object schema with type object")
+        if "description" in tool and not isinstance(tool["description"], str):
+            problems.append(f"{at}.description: must be a string")
+    cursor = result.get("nextCursor")
+    if cursor is not None and not isinstance(cursor, str):
+        problems.append("$.result.nextCursor: must be a string")
+    return problems
+
+
+def _check_tools_call(result: Mapping[str, Any], era: Era) -> Problems:
+    kind = result.get("resultType", "complete")
+    if kind == "input_required":
+        if "inputRequests" not in result and "requestState" not in result:
+            return ["$.result: input_required needs inputRequests or requestState"]
+        return []
+    if kind != "complete":
+        return []
+    problems: Problems = []
+    if not isinstance(result.get("content"), list):
+        problems.append("$.result.content: must be an array")
+    if "isError" in result and not isinstance(result["isError"], bool):
+        problems.append("$.result.isError: must be a boolean")
+    return problems
+
+
+def _check_discover(result: Mapping[str, Any], era: Era) -> Problems:
+    problems: Problems = []
+    versions = result.get("supportedVersions")
+    if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
+        problems.append("$.result.supportedVersions: must be an array of strings")
+    if not isinstance(result.get("capabilities"), dict):
+        problems.append("$.result.capabilities: must be an object")
+    return problems
+
+
+def _check_initialize(result: Mapping[str, Any], era: Era) -> Problems:
+    problems: Problems = []
+    version = result.get("protocolVersion")
+    if not isinstance(version, str) or version not in HANDSHAKE_VERSIONS:
+        problems.append("$.result.protocolVersion: must be a legacy (handshake) revision")
+    if not isinstance(result.get("capabilities"), dict):
+        problems.append("$.result.capabilities: must be an object")
+    info = result.get("serverInfo")
+    if not isinstance(info, dict) or not isinstance(info.get("name"), str) \
+            or not isinstance(info.get("version"), str):
+        problems.append("$.result.serverInfo: must be an object with string name and version")
+    return problems
+
+
+PAYLOAD_CHECKS: Final[Mapping[str, Callable[[Mapping[str, Any], Era], Problems]]] = \
+    MappingProxyType({
+        "tools/list": _check_tools_list,
+        "tools/call": _check_tools_call,
+        "server/discover": _check_discover,
+        "initialize": _check_initialize,
+    })
+"""Method -> the check of its result payload (methods without a row: discriminator only)."""
+
+
+def validate_response(value: Any, request_id: RequestId, era: Era, method: str,
+                      extensions: frozenset[str] = frozenset()) -> Problems:
+    """Every problem with ``value`` as the answer to a ``method`` request with ``request_id``
+    in ``era`` (empty when valid). An error response is checked for shape only."""
+    problems = check_response(value, request_id)
+    if problems or "result" not in value:
+        return problems
+    result = value["result"]
+    problems = check_result_type(result, era, method, extensions)
+    if problems:
+        return problems
+    if method in CACHEABLE_METHODS:
+        problems = _cache_hints(result, era)
+    check = PAYLOAD_CHECKS.get(method)
+    return problems + check(result, era) if check is not None else problems

@@ -1,0 +1,57 @@
+"""``toolkeeper tools``: the listed tools with their versions (null when the server publishes
+none), the era decision in ``--json``, and exit 2 on a connection or protocol failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+import toolkeeper
+from toolkeeper.cli.main import cli
+
+_SRC = str(Path(toolkeeper.__file__).resolve().parent.parent)
+
+
+def _demo_stdio(tmp_path: Path) -> list[str]:
+    return ["env", f"PYTHONPATH={_SRC}", sys.executable, "-m", "toolkeeper", "serve", "--demo",
+            "--stdio", "--registry", f"sqlite:///{tmp_path / 'registry.db'}"]
+
+
+def test_tools_json_lists_every_demo_tool_with_its_version_and_the_era(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["tools", "--json", "--era", "legacy", "--stdio", "--",
+                                      *_demo_stdio(tmp_path)], env=dict(os.environ))
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["era"] == "2025-11-25"
+    assert out["decision"]["verdict"] == "legacy.initialized"
+    assert [(t["name"], t["schemaVersion"]) for t in out["tools"]] == [
+        ("db.query", "4.0.0"), ("payments.lookup", "1.0.0"), ("tickets.create", "1.0.0")]
+
+
+def test_tools_text_names_the_era_and_one_tool_per_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["tools", "--stdio", "--", *_demo_stdio(tmp_path)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("# era 2026-07-28")
+    assert [line.split("\t")[:2] for line in lines[1:]] == [
+        ["db.query", "4.0.0"], ["payments.lookup", "1.0.0"], ["tickets.create", "1.0.0"]]
+
+
+def test_tools_exits_2_with_a_stable_code_when_nothing_listens() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = CliRunner().invoke(cli, ["tools", "--json", f"http://127.0.0.1:{port}/mcp"])
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["error"]["code"] == "client.connection_refused"
+
+
+def test_tools_refuses_a_target_that_is_not_a_url() -> None:
+    result = CliRunner().invoke(cli, ["tools", "--json", "ftp://example.org/x"])
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["error"]["code"] == "client.bad_target"

@@ -1,0 +1,43 @@
+"""Small stdio servers with one behaviour each: ``python stdio_server_kit.py KIND``.
+
+* ``silent``: reads requests, never answers;
+* ``exits``: exits at once;
+* ``asks-first``: before answering each request, sends ``ping`` and ``roots/list`` requests
+  and answers only once both were answered (a ping result and a -32601 error), then echoes
+  ``{"answers": [...]}`` as the result.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def _send(message: dict[str, object]) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def _asks_first() -> None:
+    for line in sys.stdin:
+        request = json.loads(line)
+        if "id" not in request or "method" not in request:
+            continue
+        _send({"jsonrpc": "2.0", "id": "s1", "method": "ping"})
+        _send({"jsonrpc": "2.0", "id": "s2", "method": "roots/list"})
+        answers = [json.loads(sys.stdin.readline()), json.loads(sys.stdin.readline())]
+        _send({"jsonrpc": "2.0", "id": request["id"], "result": {"answers": answers}})
+
+
+def main(kind: str) -> None:
+    if kind == "exits":
+        return
+    if kind == "silent":
+        for _ in sys.stdin:
+            pass
+        return
+    _asks_first()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

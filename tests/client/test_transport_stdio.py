@@ -1,0 +1,73 @@
+"""The stdio transport: bounded waits, a server that dies is a connection error, server
+requests are answered, and the server process is stopped by its pid."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolkeeper.client import ClientConnectionError, ClientTimeoutError
+from toolkeeper.client.stdio_transport import StdioTransport
+
+KIT = str(Path(__file__).with_name("stdio_server_kit.py"))
+REQUEST = {"jsonrpc": "2.0", "id": 1, "method": "m", "params": {}}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def _start(kind: str) -> StdioTransport:
+    return await StdioTransport.start([sys.executable, KIT, kind], env=None,
+                                      max_line_bytes=1 << 20, close_s=2.0)
+
+
+def _exchange(kind: str, timeout: float = 5.0) -> tuple[Any, int]:
+    async def run() -> tuple[Any, int]:
+        transport = await _start(kind)
+        try:
+            return await transport.exchange(REQUEST, {}, timeout=timeout,
+                                            max_bytes=1 << 20), transport.pid
+        finally:
+            await transport.aclose()
+
+    return asyncio.run(run())
+
+
+def test_a_server_that_never_answers_is_a_timeout_and_is_stopped_by_pid() -> None:
+    pids: list[int] = []
+
+    async def run() -> None:
+        transport = await _start("silent")
+        pids.append(transport.pid)
+        try:
+            await transport.exchange(REQUEST, {}, timeout=0.3, max_bytes=1 << 20)
+        finally:
+            await transport.aclose()
+
+    with pytest.raises(ClientTimeoutError):
+        asyncio.run(run())
+    assert not _alive(pids[0])
+
+
+def test_a_server_that_exits_is_a_connection_error() -> None:
+    with pytest.raises(ClientConnectionError) as caught:
+        _exchange("exits")
+    assert caught.value.code == "client.connection"
+
+
+def test_server_requests_are_answered_ping_with_a_result_and_the_rest_with_32601() -> None:
+    exchange, pid = _exchange("asks-first")
+    ping, roots = exchange.messages[-1]["result"]["answers"]
+    assert ping == {"jsonrpc": "2.0", "id": "s1", "result": {}}
+    assert roots["id"] == "s2" and roots["error"]["code"] == -32601
+    assert not _alive(pid)

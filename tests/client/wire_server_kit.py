@@ -1,0 +1,141 @@
+"""Small MCP-ish HTTP servers with one behaviour each, for live era-selection tests.
+
+Run as ``python wire_server_kit.py KIND LOG``: listens on 127.0.0.1 (ephemeral port, printed as
+``PORT <n>`` on stdout), appends each request's JSON-RPC method to the file LOG, and behaves as
+KIND says:
+
+* ``modern-error``: every POST is answered 400 with -32020 (a modern server whose routing
+  headers the client got wrong, or a proxy that rewrote them);
+* ``slow-discover``: ``server/discover`` is never answered within any probe bound; the rest
+  as ``legacy-only``;
+* ``legacy-only``: a 2025-11-25 server as the SDK's stateful transport is: a request other
+  than ``initialize`` without a session is 400 -32600 with ``id: null``; ``initialize``
+  negotiates 2025-11-25 and mints ``Mcp-Session-Id``; one ``echo`` tool without a version;
+* ``huge-discover``: ``server/discover`` is answered with 2 MiB of JSON.
+
+:func:`start` runs one and yields its URL and log; it is stopped by its pid.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+__all__ = ["methods_seen", "start"]
+
+SESSION = "0123456789abcdef"
+ECHO = {"name": "echo", "description": "Echo the text.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
+                        "required": ["text"]}}
+
+
+def _legacy(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+    method, rid = message.get("method"), message.get("id")
+    if method == "initialize":
+        return 200, {"jsonrpc": "2.0", "id": rid, "result": {
+            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "legacy-only", "version": "0.0.1"}}}, {
+            "mcp-session-id": SESSION}
+    if handler.headers.get("mcp-session-id") != SESSION:
+        return 400, {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32600, "message": "Bad Request: Missing session ID"}}, {}
+    if rid is None:
+        return 202, None, {}
+    if method == "tools/list":
+        return 200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": [ECHO]}}, {}
+    if method == "tools/call":
+        text = message["params"]["arguments"].get("text", "")
+        return 200, {"jsonrpc": "2.0", "id": rid, "result": {
+            "content": [{"type": "text", "text": text}], "isError": False}}, {}
+    return 200, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601,
+                                                        "message": "Method not found"}}, {}
+
+
+def _modern_error(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+    return 400, {"jsonrpc": "2.0", "id": message.get("id"), "error": {
+        "code": -32020, "message": "mcp-method header does not match the request body"}}, {}
+
+
+def _slow_discover(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+    if message.get("method") == "server/discover":
+        time.sleep(60)
+    return _legacy(handler, message)
+
+
+def _huge_discover(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+    return 200, {"jsonrpc": "2.0", "id": message.get("id"), "result": {
+        "supportedVersions": ["2026-07-28"], "capabilities": {}, "resultType": "complete",
+        "ttlMs": 0, "cacheScope": "private", "padding": "x" * (2 << 20)}}, {}
+
+
+KINDS = {"modern-error": _modern_error, "slow-discover": _slow_discover,
+         "legacy-only": _legacy, "huge-discover": _huge_discover}
+
+
+def _serve(kind: str, log: Path) -> None:
+    behaviour = KINDS[kind]
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            message = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            with log.open("a") as out:
+                out.write(f"{message.get('method')}\n")
+            status, body, headers = behaviour(self, message)
+            data = b"" if body is None else json.dumps(body).encode()
+            self.send_response(status)
+            if body is not None:
+                self.send_header("content-type", "application/json")
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_DELETE(self) -> None:
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    print(f"PORT {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+@contextmanager
+def start(kind: str, tmp: Path) -> Iterator[tuple[str, Path]]:
+    """Run a ``kind`` server; yield its URL and the log of methods it received."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from process_kit import read_until, stop_process
+
+    log = tmp / f"{kind}.log"
+    log.write_text("")
+    proc = subprocess.Popen([sys.executable, __file__, kind, str(log)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        port = int(read_until(proc.stdout, re.compile(rb"PORT (\d+)\n"), 20).group(1))
+        yield f"http://127.0.0.1:{port}/mcp", log
+    finally:
+        stop_process(proc, grace=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def methods_seen(log: Path) -> list[str]:
+    return log.read_text().split()
+
+
+if __name__ == "__main__":
+    _serve(sys.argv[1], Path(sys.argv[2]))
