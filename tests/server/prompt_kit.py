@@ -36,7 +36,8 @@ class PromptSet:
         handlers.prompt("blocks", description="Content blocks and messages")(self.blocks)
         handlers.prompt("asking", description="Asks for a name first",
                         arguments=["topic"])(self.asking)
-        handlers.prompt("other_asking", description="Asks too")(self.asking)
+        handlers.prompt("other_asking", description="Asks too",
+                        arguments=["topic"])(self.asking)
         handlers.prompt("broken", description="Raises")(self.broken)
         handlers.prompt("unreadable", description="Returns a number")(self.unreadable)
         return handlers
