@@ -205,6 +205,7 @@ def test_merging_handler_sets_carries_their_prompts(prompts: PromptSet) -> None:
     ("p", {"description": ""}),
     ("", {"description": "d"}),
     ("p", {"description": "d", "arguments": ["a", {"name": "a"}]}),
+    ("p", {"description": "d", "arguments": [{"description": "no name"}]}),
 ])
 def test_a_prompt_without_a_name_or_description_or_with_an_argument_twice_is_refused(
         name: str, options: dict[str, Any]) -> None:

@@ -58,7 +58,10 @@ class PromptArgument:
             return value
         if isinstance(value, str):
             return cls(value, required=True)
-        return cls(str(value["name"]), value.get("description"), bool(value.get("required")),
+        name = value.get("name") if isinstance(value, Mapping) else None
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a prompt argument needs a name: {value!r}")
+        return cls(name, value.get("description"), bool(value.get("required")),
                    value.get("title"))
 
     def to_wire(self) -> dict[str, Any]:
