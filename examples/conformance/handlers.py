@@ -10,8 +10,11 @@ The tools that ask the caller back (the 2026-07-28 ``input-required-result-*`` s
 and ``elicitation-sep1330-enums`` scenarios) are written once, through ``ctx.elicit``,
 ``ctx.sample``, ``ctx.list_roots`` and ``ctx.ask_all``: in the modern era each ask becomes an
 ``input_required`` round (the keys the suite expects are given as ``key=``), in the legacy era a
-server-to-client request on the call's stream (:mod:`toolkeeper.server.asking`). Prompts are not
-served, so ``input-required-result-non-tool-request`` stays an expected failure.
+server-to-client request on the call's stream (:mod:`toolkeeper.server.asking`).
+
+The prompts of the ``prompts-*`` scenarios are bound with ``@handlers.prompt`` (served, not
+governed: no contract files), and so is ``test_input_required_result_prompt``, which asks
+through the same ``ctx.elicit`` (``input-required-result-non-tool-request``).
 
 Serve it (from the repository root)::
 
@@ -30,6 +33,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from toolkeeper.server import (
+    PromptArgument,
+    PromptContext,
     ToolContext,
     ToolHandlers,
     ToolResult,
@@ -39,7 +44,7 @@ from toolkeeper.server import (
     text,
 )
 
-__all__ = ["CONTRACTS", "HANDLERS", "conformance_handlers"]
+__all__ = ["CONTRACTS", "HANDLERS", "bind_prompts", "conformance_handlers"]
 
 CONTRACTS: Final = Path(__file__).resolve().parent / "contracts"
 """The directory of contract files (one per tool) that ``HANDLERS`` serves."""
@@ -286,9 +291,47 @@ ASKING: Final = {
 """The tools that ask the caller back, by name."""
 
 
+def bind_prompts(handlers: ToolHandlers) -> None:
+    """The prompts of the ``prompts-*`` scenarios (as the reference fixture's) and the one
+    ``input-required-result-non-tool-request`` gets, which asks back before it answers."""
+
+    @handlers.prompt("test_simple_prompt", description="A simple prompt without arguments")
+    def simple_prompt(arguments: dict[str, str]) -> str:
+        return "This is a simple prompt for testing."
+
+    @handlers.prompt("test_prompt_with_arguments", description="A prompt with required arguments",
+                     arguments=[PromptArgument("arg1", "First test argument", required=True),
+                                PromptArgument("arg2", "Second test argument", required=True)])
+    def prompt_with_arguments(arguments: dict[str, str]) -> str:
+        return f"Prompt with arguments: arg1='{arguments['arg1']}', arg2='{arguments['arg2']}'"
+
+    @handlers.prompt("test_prompt_with_embedded_resource",
+                     description="A prompt that includes an embedded resource",
+                     arguments=[PromptArgument("resourceUri", "URI of the resource to embed",
+                                               required=True)])
+    def prompt_with_embedded_resource(arguments: dict[str, str]) -> list[Any]:
+        return [embedded_resource(arguments["resourceUri"], mime_type="text/plain",
+                                  text="Embedded resource content for testing."),
+                "Please process the embedded resource above."]
+
+    @handlers.prompt("test_prompt_with_image", description="A prompt that includes image content")
+    def prompt_with_image(arguments: dict[str, str]) -> list[Any]:
+        return [image(PNG, "image/png"), "Please analyze the image above."]
+
+    @handlers.prompt("test_input_required_result_prompt",
+                     description="A prompt that asks the user for context before it answers")
+    async def input_required_prompt(arguments: dict[str, str], ctx: PromptContext) -> str:
+        answer = await ctx.elicit("What context should the prompt use?", {
+            "type": "object", "properties": {"context": {"type": "string"}},
+            "required": ["context"]}, key="user_context")
+        context = answer.get("content") or {}
+        return f"Prompt with context: {context.get('context', '')}"
+
+
 def conformance_handlers() -> ToolHandlers:
-    """A handler for every contract in :data:`CONTRACTS`."""
+    """A handler for every contract in :data:`CONTRACTS`, and the suite's prompts."""
     handlers = ToolHandlers()
+    bind_prompts(handlers)
     handlers.bind("echo", echo)
     handlers.bind("test_simple_text", simple_text)
     handlers.bind("test_image_content", image_content)

@@ -1,7 +1,9 @@
 """The gateway: the registry, the handlers and the call log behind the protocol kernel.
 
 :func:`build_gateway` is the one place that assembles a server: it fills the kernel's method
-table with ``tools/list`` and ``tools/call`` (both eras) and ``subscriptions/listen`` (modern),
+table with ``tools/list`` and ``tools/call`` (both eras), ``subscriptions/listen`` (modern) and,
+when the handlers bind prompts, ``prompts/list`` and ``prompts/get`` (both eras, with the
+``prompts`` capability; :mod:`~toolkeeper.server.prompt_methods`),
 and wires the principal resolver and the change hub (registry change -> list_changed to
 listening clients; legacy sessions get it on their standalone GET stream). Transports take
 ``gateway.kernel`` (and ``gateway.changes`` for the legacy stream and shutdown).
@@ -40,12 +42,16 @@ from toolkeeper.server.handlers import ToolHandlers
 from toolkeeper.server.limits import CallLimits
 from toolkeeper.server.listen import listen_method
 from toolkeeper.server.principal import LocalPrincipal, PrincipalResolver
+from toolkeeper.server.prompt_methods import PromptMethods
 from toolkeeper.server.resuming import DEFAULT_TTL_S, RequestStates
 from toolkeeper.server.views import Page, ToolViews, View
 
 __all__ = ["Gateway", "build_gateway", "default_identity"]
 
 CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": True}, "logging": {}}
+PROMPTS_CAPABILITY: dict[str, Any] = {"listChanged": False}
+"""Advertised when a prompt is bound: prompts are fixed once the gateway is built, so their
+list never changes."""
 
 
 def default_identity() -> ServerIdentity:
@@ -136,22 +142,29 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     sealer = sealer if sealer is not None else Sealer.ephemeral()
     hub = changes if changes is not None else ChangeHub.for_registry(registry)
     identity = identity or default_identity()
+    states = RequestStates(sealer, ttl_s=request_state_ttl_s)
     calls = ToolCalls(registry, views, handlers, call_log, hub.tools_changed,
-                      limits.call_timeout if limits is not None else None,
-                      RequestStates(sealer, ttl_s=request_state_ttl_s))
+                      limits.call_timeout if limits is not None else None, states)
     list_tools = _list_tools(views, ListCursors(sealer, ttl_s=list_cursor_ttl_s))
     call_method = Method("tools/call", calls, header_schema=calls.header_schema,
                          express=calls.express)
     if limits is not None and limits.admission is not None:
         call_method = limits.admission.wrap(call_method)
+    list_cache = CacheHint(list_ttl_ms, "private")
+    capabilities = CAPABILITIES
+    prompt_methods: list[Method] = []
+    if len(handlers.prompts):  # the capability and the methods only when there are prompts
+        capabilities = {**CAPABILITIES, "prompts": PROMPTS_CAPABILITY}
+        prompt_methods = PromptMethods(handlers.prompts, states,
+                                       hub.tools_changed).methods(list_cache)
     table = MethodTable([
-        Method("tools/list", list_tools, cache=CacheHint(list_ttl_ms, "private"),
-               express=plain_express(list_tools)),
+        Method("tools/list", list_tools, cache=list_cache, express=plain_express(list_tools)),
         call_method,
         listen_method(hub),
+        *prompt_methods,
     ])
     kernel = ServerKernel(
-        table, identity=identity, capabilities=CAPABILITIES,
+        table, identity=identity, capabilities=capabilities,
         instructions=instructions, discover_cache=CacheHint(discover_ttl_ms, "public"),
         resolve_principal=resolver, sessions=sessions, legacy_sessions=legacy_sessions)
     return Gateway(kernel, registry, handlers, call_log, views, resolver, hub, sealer)

@@ -24,6 +24,9 @@ Sync handlers run on the event loop: keep them quick, and use ``async def`` for 
 A typed handler (:mod:`~toolkeeper.server.typed`) also carries its derived contract, which
 :meth:`ToolHandlers.contracts` lists for ``contracts export`` and ``serve --handlers``.
 
+``@handlers.prompt(name, description=..., arguments=[...])`` binds a prompt
+(:mod:`~toolkeeper.server.prompts`), served by ``prompts/list`` and ``prompts/get``.
+
 A handler asks the caller back with ``await ctx.elicit(...)``, ``await ctx.sample(...)``,
 ``await ctx.list_roots()`` or ``await ctx.ask_all([...])``, the same in either era: see
 :mod:`toolkeeper.server.asking` for the seam and the modern era's re-run design.
@@ -60,8 +63,15 @@ from toolkeeper.server.asking import (
     required_capabilities,
     sampling_params,
 )
+from toolkeeper.server.prompts import PromptArgument, Prompts
 
-__all__ = ["HandlerBinding", "ToolContext", "ToolHandlers", "capability_error"]
+__all__ = [
+    "HandlerBinding",
+    "HandlerContext",
+    "ToolContext",
+    "ToolHandlers",
+    "capability_error",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -96,29 +106,16 @@ _NUMBER = (int, float)
 _INF = math.inf
 
 
-class ToolContext:
-    """What a running handler can do besides computing its result."""
+class HandlerContext:
+    """What a running handler (a tool's or a prompt's) can do besides computing its result:
+    progress, logging, and asking the caller back. :class:`ToolContext` adds the tool;
+    :class:`~toolkeeper.server.prompt_methods.PromptContext` the prompt."""
 
     _asker: InputAsker | None = None
-
-    def __init__(self, call: Call, spec: ToolSpec, principal: Any, emit: Emit,
-                 tools_changed: Callable[[], None] | None = None,
-                 asker: InputAsker | None = None) -> None:
-        self._call = call
-        self._emit = emit
-        self._tools_changed = tools_changed
-        if asker is not None:  # a call that asks nothing pays no store
-            self._asker = asker
-        self.spec = spec
-        self.principal = principal
-
-    @property
-    def tool(self) -> str:
-        return self.spec.name
-
-    @property
-    def version(self) -> Version:
-        return self.spec.version
+    _call: Call
+    _emit: Emit
+    _tools_changed: Callable[[], None] | None
+    principal: Any
 
     @property
     def era(self) -> Era:
@@ -228,6 +225,30 @@ class ToolContext:
         return asker
 
 
+class ToolContext(HandlerContext):
+    """What a running tool handler can do besides computing its result."""
+
+    def __init__(self, call: Call, spec: ToolSpec, principal: Any, emit: Emit,
+                 tools_changed: Callable[[], None] | None = None,
+                 asker: InputAsker | None = None) -> None:
+        # No super().__init__: one is built per call, and every field is set here.
+        self._call = call
+        self._emit = emit
+        self._tools_changed = tools_changed
+        if asker is not None:  # a call that asks nothing pays no store
+            self._asker = asker
+        self.spec = spec
+        self.principal = principal
+
+    @property
+    def tool(self) -> str:
+        return self.spec.name
+
+    @property
+    def version(self) -> Version:
+        return self.spec.version
+
+
 def _takes_context(function: Callable[..., Any]) -> bool:
     try:
         params = inspect.signature(function).parameters.values()
@@ -279,6 +300,7 @@ class ToolHandlers:
     def __init__(self) -> None:
         self._by_name: dict[str, HandlerBinding] = {}
         self._by_version: dict[tuple[str, Version], HandlerBinding] = {}
+        self._prompts = Prompts()
 
     def bind(self, name: str, function: Callable[..., Any], *,
              version: str | Version | None = None,
@@ -332,6 +354,24 @@ class ToolHandlers:
             return function
         return decorate
 
+    def prompt(self, name: str, *, description: str,
+               arguments: Iterable[PromptArgument | Mapping[str, Any] | str] = (),
+               title: str | None = None) -> Callable[[F], F]:
+        """Bind a function to the prompt ``name`` (:mod:`~toolkeeper.server.prompts`: served
+        by ``prompts/list`` and ``prompts/get``, not governed by contracts). ``arguments``:
+        :class:`~toolkeeper.server.prompts.PromptArgument` values, their wire mappings, or
+        bare names of required arguments."""
+        def decorate(function: F) -> F:
+            self._prompts.bind(name, function, description=description, arguments=arguments,
+                               title=title, takes_context=_takes_context(function))
+            return function
+        return decorate
+
+    @property
+    def prompts(self) -> Prompts:
+        """The bound prompts."""
+        return self._prompts
+
     def contracts(self) -> list[ToolSpec]:
         """The contracts derived from typed handlers, in (name, version) order."""
         return sorted((b.contract for b in self._by_version.values() if b.contract),
@@ -352,3 +392,5 @@ class ToolHandlers:
         for binding in [*other._by_name.values(), *other._by_version.values()]:
             self._add(binding.name, binding.function, binding.version, binding.requires,
                       binding.contract)
+        for prompt in other._prompts:
+            self._prompts.add(prompt)

@@ -1,4 +1,5 @@
-"""The modern era's ``input_required`` round trip for ``tools/call`` (SEP-2322, mcp-wire 7.3).
+"""The modern era's ``input_required`` round trip for ``tools/call`` and ``prompts/get``
+(SEP-2322, mcp-wire 7.3).
 
 A round that ends with unanswered asks (:class:`~toolkeeper.server.asking.InputRequired`) is
 answered with::
@@ -15,6 +16,10 @@ with the same ``name`` and ``arguments`` plus ``inputResponses`` and the ``reque
 echoed) passes the gate, capability and argument checks like any call; then the state is
 opened, and the handler is re-run with the sealed answers and the retry's ``inputResponses``.
 
+A ``prompts/get`` round is the same with purpose ``prompts/get``, its state bound to the prompt
+name instead of the tool and version (prompts have no versions), the arguments' digest, the
+principal and an expiry; it is refused the same way, before the prompt handler runs.
+
 A requestState that cannot be used is refused before the handler runs, with ``-32602`` and
 ``data: {"reason": "invalid_request_state", "sealReason": <why>, "path":
 "$.params.requestState"}`` (``reason`` as the MCP SDK answers; ``sealReason`` is
@@ -25,6 +30,8 @@ A requestState that cannot be used is refused before the handler runs, with ``-3
 =======================  ============================================================
 ``malformed``            is not a token of this gateway's format
 ``unsealable``           fails authentication: tampered, truncated, or another key
+``purpose_mismatch``     was issued for another method (a prompt's for a tool call)
+``prompt_mismatch``      was issued for another prompt
 ``tool_mismatch``        was issued for another tool
 ``version_mismatch``     was issued under another contract version of the tool
 ``arguments_mismatch``   was issued for other arguments
@@ -53,13 +60,17 @@ from toolkeeper.registry import Principal
 from toolkeeper.server.asking import InputRequired, ModernAsker
 from toolkeeper.server.calllog import arguments_digest
 
-__all__ = ["DEFAULT_TTL_S", "PURPOSE", "RequestStates", "state_refusal"]
+__all__ = ["DEFAULT_TTL_S", "PROMPT_PURPOSE", "PURPOSE", "RequestStates", "state_refusal"]
 
 DEFAULT_TTL_S: Final = 600.0
 """How long a requestState can be resumed (as the MCP SDK's default)."""
 
 PURPOSE: Final = "tools/call"
-"""The sealing purpose of a requestState (a tools/list cursor cannot pass for one)."""
+"""The sealing purpose of a tools/call requestState (a tools/list cursor cannot pass for one)."""
+
+PROMPT_PURPOSE: Final = "prompts/get"
+"""The sealing purpose of a prompts/get requestState (a tools/call state cannot pass for one,
+nor one for a prompt for a tool's)."""
 
 
 def state_refusal(seal_reason: str) -> JsonRpcError:
@@ -73,6 +84,12 @@ def _principal_key(principal: Principal) -> str:
     return f"{principal.tenant}\n{principal.credential or ''}"
 
 
+def _binding(subject: Mapping[str, str], arguments: Mapping[str, Any], principal: Principal
+             ) -> dict[str, str]:
+    return {**subject, "arguments": arguments_digest(arguments),
+            "principal": _principal_key(principal)}
+
+
 def _answers(value: Any) -> dict[str, dict[str, Any]]:
     """A sealed payload's answers (an authentic payload of another shape is ``malformed``)."""
     answers = value.get("answers") if isinstance(value, dict) else None
@@ -82,7 +99,13 @@ def _answers(value: Any) -> dict[str, dict[str, Any]]:
 
 
 class RequestStates:
-    """Seals a round's answers into a requestState and opens a retry's (one per gateway)."""
+    """Seals a round's answers into a requestState and opens a retry's (one per gateway).
+
+    One sealing serves every method that can answer ``input_required``: the tool methods
+    (:meth:`resume`, :meth:`input_required`) and any other method through the generic ones
+    (:meth:`resume_for`, :meth:`input_required_for`) with its own purpose and subject (what
+    the state is bound to besides the arguments and the principal, e.g. ``{"prompt": name}``
+    for ``prompts/get``)."""
 
     __slots__ = ("_clock", "_sealer", "_ttl_s")
 
@@ -92,16 +115,27 @@ class RequestStates:
         self._ttl_s = ttl_s
         self._clock = clock
 
-    def _binding(self, tool: str, version: str, arguments: Mapping[str, Any],
-                 principal: Principal) -> dict[str, str]:
-        return {"tool": tool, "version": version, "arguments": arguments_digest(arguments),
-                "principal": _principal_key(principal)}
-
     def resume(self, params: Mapping[str, Any], tool: str, version: str,
                arguments: Mapping[str, Any], principal: Principal) -> ModernAsker | None:
-        """The asker of a retry: the sealed answers, then the ``inputResponses`` for keys the
-        state does not answer; None for a call that is no retry (JsonRpcError -32602 for a
-        state or a response refused)."""
+        """The asker of a ``tools/call`` retry (:meth:`resume_for` with purpose
+        :data:`PURPOSE`, bound to the tool and its contract version)."""
+        if params.get("requestState") is None and params.get("inputResponses") is None:
+            return None
+        return self.resume_for(PURPOSE, {"tool": tool, "version": version}, params, arguments,
+                               principal)
+
+    def input_required(self, signal: InputRequired, tool: str, version: str,
+                       arguments: Mapping[str, Any], principal: Principal) -> dict[str, Any]:
+        """The ``input_required`` result of a ``tools/call`` round (:meth:`input_required_for`
+        with purpose :data:`PURPOSE`)."""
+        return self.input_required_for(PURPOSE, {"tool": tool, "version": version}, signal,
+                                       arguments, principal)
+
+    def resume_for(self, purpose: str, subject: Mapping[str, str], params: Mapping[str, Any],
+                   arguments: Mapping[str, Any], principal: Principal) -> ModernAsker | None:
+        """The asker of a retry of ``purpose`` (the method): the sealed answers, then the
+        ``inputResponses`` for keys the state does not answer; None for a request that is no
+        retry (JsonRpcError -32602 for a state or a response refused)."""
         token = params.get("requestState")
         responses = params.get("inputResponses")
         if token is None and responses is None:
@@ -109,24 +143,26 @@ class RequestStates:
         responses = responses or {}
         for key, value in responses.items():
             if not isinstance(value, dict):
-                raise invalid_params("tools/call: an input response must be an object",
+                raise invalid_params(f"{purpose}: an input response must be an object",
                                      {"path": f"$.params.inputResponses.{key}"})
         answers: dict[str, Mapping[str, Any]] = dict(responses)
         if token is not None:
             try:
                 sealed = _answers(self._sealer.open(
-                    token, PURPOSE, self._binding(tool, version, arguments, principal),
+                    token, purpose, _binding(subject, arguments, principal),
                     now=self._clock()))
             except SealError as exc:
                 raise state_refusal(exc.reason) from None
             answers.update(sealed)
         return ModernAsker(answers)
 
-    def input_required(self, signal: InputRequired, tool: str, version: str,
-                       arguments: Mapping[str, Any], principal: Principal) -> dict[str, Any]:
-        """The ``input_required`` result of a round that ``signal`` ended (no ``_meta``)."""
+    def input_required_for(self, purpose: str, subject: Mapping[str, str],
+                           signal: InputRequired, arguments: Mapping[str, Any],
+                           principal: Principal) -> dict[str, Any]:
+        """The ``input_required`` result of a round of ``purpose`` that ``signal`` ended (no
+        ``_meta``; ValueError for a state too large to seal)."""
         token = self._sealer.seal(
-            PURPOSE, self._binding(tool, version, arguments, principal),
+            purpose, _binding(subject, arguments, principal),
             {"answers": dict(signal.answers)}, ttl_s=self._ttl_s, now=self._clock())
         if len(token) > MAX_TOKEN_CHARS:  # no gateway would open it: the handler's failure
             raise ValueError(f"requestState of {len(token)} characters; at most "
