@@ -26,8 +26,6 @@ may change) plus optional structured ``data``::
     ├── ConformanceError                 the harness cannot run what it was asked to: no proxy
     │                                    binary, a proxy that does not start, an unknown proxy
     │                                    configuration ("conformance.*")
-
-
     ├── ClientError                      the MCP client (``toolkeeper.client``) failed ("client.*")
     │   ├── ClientConnectionError        the peer refused or dropped the connection
     │   ├── ClientTimeoutError           no complete answer within the bound
