@@ -46,6 +46,7 @@ from toolkeeper.protocol.meta import (
     log_level_allows,
 )
 from toolkeeper.protocol.methods import (
+    Backchannel,
     CacheHint,
     Call,
     Deferred,
@@ -80,6 +81,7 @@ __all__ = [
     "SERVER_INFO_KEY",
     "SUBSCRIPTION_ID_KEY",
     "Accepted",
+    "Backchannel",
     "CacheHint",
     "Call",
     "Deferred",

@@ -55,13 +55,16 @@ class Accepted:
 class Pending(msgspec.Struct, frozen=True):
     """A request whose handler must run on the transport's loop: ``await complete(emit)``
     gives the Reply; notifications emitted meanwhile belong on the same response stream.
-    ``stream``: see :class:`~toolkeeper.protocol.methods.Deferred`. (An immutable msgspec
+    ``stream``: see :class:`~toolkeeper.protocol.methods.Deferred`. ``resumable``: a legacy
+    request of an HTTP session at a :data:`~toolkeeper.protocol.versions.RESUMABLE_VERSIONS`
+    version, whose response stream may carry event ids and be resumed. (An immutable msgspec
     Struct: one is built per tool call, about five times faster than a frozen dataclass.)"""
 
     request_id: RequestId
     run: Callable[[Emit], Coroutine[Any, Any, Reply]]
     headers: tuple[tuple[str, str], ...] = ()
     stream: bool = False
+    resumable: bool = False
 
     def complete(self, emit: Emit) -> Coroutine[Any, Any, Reply]:
         """The coroutine that gives the Reply (``run``'s own, not a wrapper around it: one

@@ -30,6 +30,7 @@ from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import CapabilityRequiredError, JsonRpcError
 from toolkeeper.protocol import (
     LOG_LEVELS,
+    Backchannel,
     Call,
     Emit,
     Era,
@@ -143,6 +144,17 @@ class ToolContext:
         tools depend on state outside the registry; publishing a contract needs no call."""
         if self._tools_changed is not None:
             self._tools_changed()
+
+    async def close_stream(self) -> bool:
+        """End the response stream now and go on working: the client reconnects with
+        ``Last-Event-ID`` after the stream's ``retry`` hint and gets what was sent meanwhile,
+        the result included (legacy era over HTTP, a 2025-11-25 session; SEP-1699 polling).
+        False, and nothing done, where the stream cannot be resumed (the modern era, stdio,
+        JSON mode, an older protocol version)."""
+        emit = self._emit
+        if isinstance(emit, Backchannel):
+            return await emit.close_stream()
+        return False
 
     def require_capabilities(self, required: Mapping[str, Any]) -> None:
         """Stop the call unless the client declared these capabilities (-32021)."""

@@ -85,6 +85,8 @@ from toolkeeper.transports.http_rungs import (
     short_memo,
 )
 from toolkeeper.transports.pending import Cancellable, answer_pending
+from toolkeeper.transports.replay import ReplayConfig
+from toolkeeper.transports.resumable import ResumableStreams
 from toolkeeper.transports.security import OriginPolicy
 from toolkeeper.transports.session_stream import ChangeFeed, SessionStreams
 
@@ -96,6 +98,7 @@ DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
 DEFAULT_BACKLOG: Final = 2048  # uvicorn's
 _PLAIN: Final = (b"content-type", b"text/plain; charset=utf-8")
 _CLOSE: Final = (b"connection", b"close")  # the rest of a stalled body is never read
+LAST_EVENT_ID: Final = "last-event-id"
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +130,9 @@ class HttpConfig:
     """Static JSON documents served by path beside the endpoint, to GET (else 405), without
     authentication or Host checks: the protected-resource metadata (RFC 9728 3) at its
     well-known paths. Only when ``path`` is set (a mounted app serves every path)."""
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
+    """Resumable legacy streams (:mod:`~toolkeeper.transports.resumable`): the ``retry``
+    hint and the replay logs' bounds (``max_events`` 0: none; never in JSON mode)."""
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 0:
@@ -167,6 +173,9 @@ class StreamableHTTPApp:
         self._in_flight: dict[tuple[str, RequestId], Callable[[], None]] = {}
         self._session_streams = (None if changes is None else SessionStreams(
             kernel, changes, keepalive_s=self._config.keepalive_s))
+        replay = self._config.replay
+        self._resumable = (ResumableStreams(replay, self._config.keepalive_s)
+                           if replay.enabled and not self._config.json_response else None)
 
     @property
     def config(self) -> HttpConfig:
@@ -331,6 +340,13 @@ class StreamableHTTPApp:
             if outcome.cancel is not None:
                 self._cancel(outcome.headers, outcome.cancel)
             await respond(send, 202, encode_headers(outcome.headers), b"")
+        elif outcome.resumable and sse_ok and self._resumable is not None:
+            extra = encode_headers(outcome.headers)
+            exchange = self._resumable.exchange(send, extra, _session_of(outcome.headers) or "")
+            await answer_pending(outcome, receive, send, partial(send_reply, send), extra,
+                                 json_only=False, keepalive_s=config.keepalive_s,
+                                 cancellable=self._cancellable(outcome), exchange=exchange,
+                                 emit=exchange)
         else:
             await answer_pending(outcome, receive, send, partial(send_reply, send),
                                  encode_headers(outcome.headers) if outcome.headers else [],
@@ -382,7 +398,15 @@ class StreamableHTTPApp:
             status = self.kernel.end_session(facts)
             if status == 200 and self._session_streams is not None:
                 self._session_streams.end(session_id)
+            if status == 200 and self._resumable is not None:
+                self._resumable.logs.end_session(session_id)
             await respond(send, status, [], b"")
+            return
+        last_event_id = headers.get(LAST_EVENT_ID)
+        if (method == "GET" and not modern and session_id is not None
+                and last_event_id is not None and self._resumable is not None):
+            await self._resume(facts, last_event_id, accepts(headers.get("accept"))[1],
+                               receive, send)
             return
         streams = self._session_streams
         if method == "GET" and not modern and session_id is not None and streams is not None:
@@ -390,6 +414,22 @@ class StreamableHTTPApp:
                                 receive, send)
             return
         await respond(send, 405, [(b"allow", b"POST")], b"")
+
+
+    async def _resume(self, facts: TransportFacts, last_event_id: str, sse_ok: bool,
+                      receive: Receive, send: Send) -> None:
+        """GET with ``Last-Event-ID``: a live session's stream taken up again (406 without
+        SSE in ``Accept``; the session refusals of the standalone stream)."""
+        assert self._resumable is not None
+        if not sse_ok:
+            await respond(send, 406, [], b"")
+            return
+        target = self.kernel.session_for_stream(facts)
+        if isinstance(target, Reply):
+            await send_reply(send, target)
+            return
+        await self._resumable.resume(target, last_event_id, receive, send,
+                                     [(MCP_SESSION_ID.encode(), target.encode("latin-1"))])
 
 
 async def _serve_document(method: str, document: bytes, send: Send) -> None:
