@@ -5,6 +5,8 @@ The official MCP conformance suite (``@modelcontextprotocol/conformance``) calls
 names; each handler here answers like the reference fixture server of the MCP Python SDK, as far
 as toolkeeper's model allows: no server-to-client requests (sampling, elicitation, roots) and no
 ``input_required`` results, so the tools that need them are not part of this estate.
+``test_reconnection`` ends its legacy response stream mid-call; the client resumes it with
+``Last-Event-ID`` (SEP-1699).
 
 Serve it (from the repository root)::
 
@@ -118,6 +120,13 @@ def trigger_tool_change(arguments: dict[str, Any], ctx: ToolContext) -> str:
     return "tools list changed"
 
 
+async def reconnection(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    """SEP-1699 polling: end the response stream mid-call (a legacy 2025-11-25 session over
+    HTTP); the result is kept for the client's ``Last-Event-ID`` resumption."""
+    await ctx.close_stream()
+    return "Reconnection test completed successfully."
+
+
 def custom_header(arguments: dict[str, Any]) -> str:
     return f"region={arguments['region']}"
 
@@ -144,6 +153,7 @@ def conformance_handlers() -> ToolHandlers:
     handlers.bind("test_streaming_elicitation", streaming_without_requests)
     handlers.bind("test_trigger_tool_change", trigger_tool_change)
     handlers.bind("test_custom_header", custom_header)
+    handlers.bind("test_reconnection", reconnection)
     handlers.bind("json_schema_2020_12_tool", json_schema_2020_12)
     return handlers
 

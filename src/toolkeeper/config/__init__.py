@@ -13,6 +13,7 @@ from toolkeeper.config.model import (
     EstateSettings,
     GatewayConfig,
     JwtIssuerSettings,
+    LegacySettings,
     LimitsSettings,
     LoggingSettings,
     MetricsSettings,
@@ -25,7 +26,7 @@ from toolkeeper.config.model import (
 
 __all__ = [
     "SECTIONS", "SETTINGS", "AuthSettings", "CallLogSettings", "EstateSettings",
-    "GatewayConfig", "JwtIssuerSettings", "LimitsSettings", "LoggingSettings",
+    "GatewayConfig", "JwtIssuerSettings", "LegacySettings", "LimitsSettings", "LoggingSettings",
     "MetricsSettings", "RegistrySettings", "Section", "ServerSettings", "Setting",
     "StdioPrincipalSettings", "TenantLimits", "ToolLimits", "check_tree", "load_config",
     "parse_config",
