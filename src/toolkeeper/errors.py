@@ -19,6 +19,8 @@ may change) plus optional structured ``data``::
     ├── PrincipalError                   unknown clearance or malformed principal ("principal.*")
     ├── AuthenticationError              a request's credential is missing, malformed, expired or
     │                                    unverifiable ("auth.<reason>"); HTTP answers it 401
+    ├── SealError                        a sealed token (cursor, request state) is refused
+    │                                    ("seal.<reason>"; toolkeeper.protocol.sealing)
     ├── ConfigError                      the gateway's configuration file or flags are refused
     │                                    ("config.*"; ``data.key`` is the dotted key)
     └── JsonRpcError                     a protocol error with a JSON-RPC code (protocol layer)

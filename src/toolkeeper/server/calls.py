@@ -42,13 +42,16 @@ from toolkeeper.protocol import (
     missing_capabilities,
 )
 from toolkeeper.protocol.faults import invalid_params
+from toolkeeper.protocol.sealing import Sealer
 from toolkeeper.protocol.versions import UNSTRUCTURED_VERSIONS
 from toolkeeper.registry import Principal, Registry
+from toolkeeper.server.asking import InputAsker, InputRequired
 from toolkeeper.server.calllog import CallLog, CallRecord, arguments_digest
 from toolkeeper.server.content import ToolResult, check_content, text, to_tool_result
 from toolkeeper.server.gate import FASTMCP_META_KEY, SCHEMA_VERSION_KEY, requested_version
 from toolkeeper.server.handlers import HandlerBinding, ToolContext, ToolHandlers, capability_error
 from toolkeeper.server.limits import TIMEOUT_META_KEY, CallTimeoutError, bounded, timed_out_result
+from toolkeeper.server.resuming import RequestStates
 from toolkeeper.server.routes import Route, Routes, closed_schema
 from toolkeeper.server.views import ToolViews
 
@@ -59,8 +62,8 @@ _log = logging.getLogger("toolkeeper.server")
 # What a handler returns that is certainly not awaitable (skips the Awaitable ABC check).
 _PLAIN = (ToolResult, str, dict, list, tuple, type(None))
 _Target = tuple[str, dict[str, Any], Route]
-# The 2026 retry fields of tools/call (mcp-wire 7.2), typed although input_required is not
-# served: a requestState is a string, inputResponses an object.
+# The 2026 retry fields of tools/call (mcp-wire 7.2): a requestState is a string,
+# inputResponses an object (their use: toolkeeper.server.resuming).
 _RETRY_FIELDS: tuple[tuple[str, type, str], ...] = (
     ("requestState", str, "a string"), ("inputResponses", dict, "an object"))
 
@@ -119,8 +122,11 @@ class ToolCalls:
 
     def __init__(self, registry: Registry, views: ToolViews, handlers: ToolHandlers,
                  call_log: CallLog, tools_changed: Callable[[], None] | None = None,
-                 call_timeout: Callable[[str], float | None] | None = None) -> None:
+                 call_timeout: Callable[[str], float | None] | None = None,
+                 request_states: RequestStates | None = None) -> None:
         self._routes = Routes(registry, views, handlers)
+        self._states = (request_states if request_states is not None
+                        else RequestStates(Sealer.ephemeral()))
         self._call_timeout = call_timeout
         self._log = call_log
         self._tools_changed = tools_changed
@@ -182,7 +188,15 @@ class ToolCalls:
                 (text(f"Tool {name!r} has no handler on this gateway."),), is_error=True))
         if binding.inline:
             return self._run_inline(call, route, binding, arguments)
-        return Deferred(partial(self._run, call, route, binding, arguments))
+        asker = None
+        if binding.takes_context and call.era is Era.MODERN:
+            try:
+                asker = self._states.resume(call.params, name, route.version, arguments,
+                                            call.principal)
+            except JsonRpcError as exc:
+                self._log.refused(_refusal_reason(exc))
+                raise
+        return Deferred(partial(self._run, call, route, binding, arguments, asker))
 
     def express(self, call: Call, finish: Finish) -> Outcome | None:
         """The express lane (see :attr:`~toolkeeper.protocol.Method.express`): a call the gate
@@ -233,6 +247,9 @@ class ToolCalls:
                     value = await (value if self._call_timeout is None
                                    else self._timed(route, value))
             except BaseException as exc:
+                if type(exc) is InputRequired:
+                    return finish(call.request_id, self._ask_back(
+                        call, route, arguments, handle, started, exc))
                 return finish(call.request_id,
                               self._failed_wire(call, route, handle, started, exc))
             try:
@@ -255,26 +272,44 @@ class ToolCalls:
             credential=getattr(principal, "credential", None), request_id=call.request_id))
 
     def _invoke(self, call: Call, route: Route, binding: HandlerBinding,
-                arguments: dict[str, Any], emit: Emit) -> Any:
+                arguments: dict[str, Any], emit: Emit, asker: InputAsker | None = None) -> Any:
         """The handler called: its value, or the awaitable that gives it."""
         if binding.takes_context:
             return binding.function(arguments, ToolContext(
-                call, route.plan.spec, call.principal, emit, self._tools_changed))
+                call, route.plan.spec, call.principal, emit, self._tools_changed, asker))
         return binding.function(arguments)
 
     async def _run(self, call: Call, route: Route, binding: HandlerBinding,
-                   arguments: dict[str, Any], emit: Emit) -> dict[str, Any]:
+                   arguments: dict[str, Any], asker: InputAsker | None, emit: Emit
+                   ) -> dict[str, Any]:
         handle = self._dispatched(call, route, arguments)
         started = time.perf_counter()
         try:
-            value = self._invoke(call, route, binding, arguments, emit)
+            value = self._invoke(call, route, binding, arguments, emit, asker)
             if type(value) is CoroutineType or (
                     not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
                 value = await (value if self._call_timeout is None
                                else self._timed(route, value))
         except BaseException as exc:
+            if type(exc) is InputRequired:
+                return self._ask_back(call, route, arguments, handle, started, exc)
             return self._failed_wire(call, route, handle, started, exc)
         return self._settle(call, route, handle, started, value)
+
+    def _ask_back(self, call: Call, route: Route, arguments: dict[str, Any], handle: int,
+                  started: float, signal: InputRequired) -> dict[str, Any]:
+        """A modern round that ended with unanswered asks: its ``input_required`` result
+        (:mod:`~toolkeeper.server.resuming`), logged ``input_required``. Requests that are
+        not JSON are the handler's failure, like a result that is not."""
+        try:
+            out = self._states.input_required(signal, route.plan.spec.name, route.version,
+                                              arguments, call.principal)
+            out["inputRequests"] = Raw(encode_message(out["inputRequests"]))
+        except Exception as exc:
+            return self._failed_wire(call, route, handle, started, exc)
+        out["_meta"] = route.meta.copy()
+        self._log.completed(handle, "input_required", (time.perf_counter() - started) * 1000.0)
+        return out
 
     def _run_inline(self, call: Call, route: Route, binding: HandlerBinding,
                     arguments: dict[str, Any]) -> MethodResult:

@@ -28,6 +28,7 @@ from toolkeeper.protocol import (
     plain_express,
 )
 from toolkeeper.protocol.faults import invalid_params
+from toolkeeper.protocol.sealing import Sealer
 from toolkeeper.protocol.versions import UNSTRUCTURED_VERSIONS
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server.calllog import CallLog, InMemoryCallLog
@@ -37,6 +38,7 @@ from toolkeeper.server.handlers import ToolHandlers
 from toolkeeper.server.limits import CallLimits
 from toolkeeper.server.listen import listen_method
 from toolkeeper.server.principal import LocalPrincipal, PrincipalResolver
+from toolkeeper.server.resuming import DEFAULT_TTL_S, RequestStates
 from toolkeeper.server.views import ToolViews
 
 __all__ = ["Gateway", "build_gateway", "default_identity"]
@@ -89,12 +91,15 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
                   list_ttl_ms: int = 0, discover_ttl_ms: int = 0,
                   sessions: SessionTable | None = None,
                   changes: ChangeHub | None = None, limits: CallLimits | None = None,
-                  legacy_sessions: str = "stateful") -> Gateway:
+                  legacy_sessions: str = "stateful", sealer: Sealer | None = None,
+                  request_state_ttl_s: float = DEFAULT_TTL_S) -> Gateway:
     """Assemble a gateway over ``registry``. Defaults: no handlers, an in-memory call log,
     the anonymous :class:`LocalPrincipal`, ``ttlMs`` 0 (``tools/list`` is ``private``,
     ``server/discover`` ``public``), a change hub subscribed to ``registry``, no limits
     (``limits``: :func:`~toolkeeper.server.limits.build_limits`), stateful legacy sessions
-    (``legacy_sessions="stateless"``: :mod:`~toolkeeper.protocol.stateless`)."""
+    (``legacy_sessions="stateless"``: :mod:`~toolkeeper.protocol.stateless`), an ephemeral
+    ``sealer`` for ``requestState`` (one per process: give the configured one so that any
+    replica resumes a call), valid ``request_state_ttl_s`` seconds."""
     handlers = handlers if handlers is not None else ToolHandlers()
     call_log = call_log if call_log is not None else InMemoryCallLog()
     if resolve_principal is not None and _is_async(resolve_principal):
@@ -106,8 +111,10 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     views = ToolViews(registry)
     hub = changes if changes is not None else ChangeHub.for_registry(registry)
     identity = identity or default_identity()
+    states = RequestStates(sealer if sealer is not None else Sealer.ephemeral(),
+                           ttl_s=request_state_ttl_s)
     calls = ToolCalls(registry, views, handlers, call_log, hub.tools_changed,
-                      limits.call_timeout if limits is not None else None)
+                      limits.call_timeout if limits is not None else None, states)
     list_tools = _list_tools(views)
     call_method = Method("tools/call", calls, header_schema=calls.header_schema,
                          express=calls.express)

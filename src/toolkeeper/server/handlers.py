@@ -15,13 +15,17 @@ A handler takes ``(arguments)`` or ``(arguments, ctx)`` and returns a
 :class:`~toolkeeper.server.content.ToolResult`, a string, a mapping (structured content), a
 list of content blocks, or None. A binding for the exact version wins over one for the name.
 Sync handlers run on the event loop: keep them quick, and use ``async def`` for I/O.
+
+A handler asks the caller back with ``await ctx.elicit(...)``, ``await ctx.sample(...)``,
+``await ctx.list_roots()`` or ``await ctx.ask_all([...])``, the same in either era: see
+:mod:`toolkeeper.server.asking` for the seam and the modern era's re-run design.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -39,6 +43,14 @@ from toolkeeper.protocol import (
     notification_message,
 )
 from toolkeeper.protocol.faults import invalid_params, missing_capability
+from toolkeeper.server.asking import (
+    InputAsker,
+    ModernAsker,
+    ask_all,
+    elicitation_params,
+    required_capabilities,
+    sampling_params,
+)
 
 __all__ = ["HandlerBinding", "ToolContext", "ToolHandlers", "capability_error"]
 
@@ -76,10 +88,12 @@ class ToolContext:
     """What a running handler can do besides computing its result."""
 
     def __init__(self, call: Call, spec: ToolSpec, principal: Any, emit: Emit,
-                 tools_changed: Callable[[], None] | None = None) -> None:
+                 tools_changed: Callable[[], None] | None = None,
+                 asker: InputAsker | None = None) -> None:
         self._call = call
         self._emit = emit
         self._tools_changed = tools_changed
+        self._asker = asker
         self.spec = spec
         self.principal = principal
 
@@ -161,6 +175,53 @@ class ToolContext:
         if missing_capabilities(required, self._call.client_capabilities):
             error = capability_error(required, self._call.era)
             raise CapabilityRequiredError(error.rpc_code, error.message, error.rpc_data)
+
+    async def ask(self, method: str, params: Mapping[str, Any], *,
+                  key: str | None = None) -> Mapping[str, Any]:
+        """Ask the caller ``method`` (``elicitation/create``, ``sampling/createMessage`` or
+        ``roots/list``) with wire ``params``: the client's result. -32021 first when the
+        caller did not declare the capability the method needs. ``key``: the request's
+        name in a modern ``input_required`` (default: its position among the asks)."""
+        self.require_capabilities(required_capabilities(method, params))
+        return await self._input_asker().ask(method, params, key=key)
+
+    async def ask_all(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]]
+                      ) -> dict[str, Mapping[str, Any]]:
+        """Several asks made together (key -> ``(method, params)``), their results by key:
+        one modern round, concurrent legacy requests. Every capability is checked before
+        anything is asked."""
+        for method, params in requests.values():
+            self.require_capabilities(required_capabilities(method, params))
+        return await ask_all(self._input_asker(), requests)
+
+    async def elicit(self, message: str, requested_schema: Mapping[str, Any], *,
+                     key: str | None = None) -> Mapping[str, Any]:
+        """Ask the user for a form (``elicitation/create``, form mode): the ``ElicitResult``
+        (``action`` ``accept``/``decline``/``cancel``, ``content`` when accepted)."""
+        return await self.ask("elicitation/create", elicitation_params(
+            message, requested_schema), key=key)
+
+    async def sample(self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int,
+                     key: str | None = None, **options: Any) -> Mapping[str, Any]:
+        """Ask the client's model (``sampling/createMessage``; ``options`` are its other
+        params in snake case, see :func:`~toolkeeper.server.asking.sampling_params`): the
+        ``CreateMessageResult`` (``role``, ``content``, ``model``, ``stopReason``)."""
+        return await self.ask("sampling/createMessage",
+                              sampling_params(messages, max_tokens=max_tokens, **options),
+                              key=key)
+
+    async def list_roots(self, *, key: str | None = None) -> Mapping[str, Any]:
+        """Ask the client for its roots (``roots/list``): the ``ListRootsResult``
+        (``roots``: ``[{"uri", "name"?}]``)."""
+        return await self.ask("roots/list", {}, key=key)
+
+    def _input_asker(self) -> InputAsker:
+        asker = self._asker
+        if asker is None:
+            if self._call.era is not Era.MODERN:
+                raise RuntimeError("this call has no way to ask its caller")
+            asker = self._asker = ModernAsker()
+        return asker
 
 
 def _takes_context(function: Callable[..., Any]) -> bool:
