@@ -62,7 +62,7 @@ def test_a_stream_nobody_resumes_within_the_window_has_its_request_cancelled() -
         client.leave()
         await asyncio.wait_for(task, BOUND_S)  # ends once the window is over
         assert outcomes(gateway)[-1] == ("gate.report", "cancelled")
-        assert len(app._resumable.logs) == 0  # type: ignore[union-attr]
+        assert len(app._legacy.resumable.logs) == 0  # type: ignore[union-attr]
 
     asyncio.run(scenario())
 
@@ -78,7 +78,7 @@ def test_a_client_that_leaves_before_holding_an_event_id_cancels_at_once() -> No
         await asyncio.wait_for(task, BOUND_S)
         assert client.sent == []
         assert outcomes(gateway)[-1] == ("gate.wait", "cancelled")
-        assert len(app._resumable.logs) == 0  # type: ignore[union-attr]
+        assert len(app._legacy.resumable.logs) == 0  # type: ignore[union-attr]
 
     asyncio.run(scenario())
 
@@ -96,7 +96,7 @@ def test_a_left_stream_goes_on_within_the_window_and_its_answer_is_kept() -> Non
         gate.release.set()
         await asyncio.wait_for(task, BOUND_S)
         assert outcomes(gateway)[-1] == ("gate.report", "ok")
-        logs = app._resumable.logs  # type: ignore[union-attr]
+        logs = app._legacy.resumable.logs  # type: ignore[union-attr]
         assert len(logs) == 1 and logs.bytes > 0
 
     asyncio.run(scenario())

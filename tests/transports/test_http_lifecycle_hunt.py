@@ -120,7 +120,7 @@ def test_two_hundred_clients_that_leave_before_the_reply_or_mid_stream_leave_not
         conn.close()
     assert wait_until(lambda: len(fresh.probe.cancelled) == 220)
     assert wait_until(lambda: _loop_state(port) == baseline)
-    assert fresh.app._in_flight == {}
+    assert fresh.app._legacy.in_flight == {}
     hangs = Counter(outcome for tool, outcome in fresh.outcomes() if tool == "t.hang")
     assert hangs == {"cancelled": 220}
     assert fresh.probe.finished == []

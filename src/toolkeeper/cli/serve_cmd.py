@@ -54,6 +54,7 @@ from toolkeeper.transports import (
     run_foreground,
     run_stdio,
 )
+from toolkeeper.transports.asks import PendingAsks
 from toolkeeper.transports.replay import ReplayConfig
 
 __all__ = ["install_estate", "read_estate", "register", "serve"]
@@ -275,7 +276,9 @@ def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
     if protocol_out is not None:
         log.info("serving on stdio")
         try:
-            run_stdio(gateway.kernel, changes=gateway.changes, stdout=protocol_out)
+            run_stdio(gateway.kernel, changes=gateway.changes, stdout=protocol_out,
+                      asks=PendingAsks(config.legacy.ask_timeout_s,
+                                       config.legacy.max_pending_asks))
         except OSError as exc:  # the output refused a write: the reader is gone
             fail(ToolkeeperError(f"standard output refused a write: {exc.strerror or exc}",
                                  code="serve.stdout_failed"), code=EXIT_REFUSED)
@@ -291,7 +294,9 @@ def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
                       head_timeout_s=server.head_timeout_s,
                       idle_timeout_s=server.idle_timeout_s,
                       max_connections=server.max_connections, backlog=server.backlog,
-                      documents=dict(features.documents), replay=_replay(config.legacy))
+                      documents=dict(features.documents), replay=_replay(config.legacy),
+                      ask_timeout_s=config.legacy.ask_timeout_s,
+                      max_pending_asks=config.legacy.max_pending_asks)
 
     def ready(running: RunningServer) -> None:
         log.info("toolkeeper gateway listening on %s", running.url)

@@ -86,8 +86,8 @@ class LegacyPipeline:
     def after_envelope(self, inbound: Inbound, session: LegacySession, facts: TransportFacts,
                        headers: tuple[tuple[str, str], ...] = ()) -> Outcome:
         """Gates 2-5 for a message that passed gate 1 (HTTP resolves the session in between)."""
-        if isinstance(inbound, InboundResponse):
-            return Accepted(headers=headers)  # we never send requests: nothing awaits it
+        if isinstance(inbound, InboundResponse):  # to a request a handler sent its client
+            return Accepted(headers=headers, response=inbound)
         if inbound.method.startswith("notifications/"):  # gate 2
             return self._notify(inbound.method, inbound.params, session, headers)
         if isinstance(inbound, InboundNotification):  # gate 3

@@ -39,7 +39,8 @@ Emit = Callable[[dict[str, Any]], Awaitable[None]]
 
 @runtime_checkable
 class Backchannel(Protocol):
-    """An :data:`Emit` that can do more, which a transport hands a handler where it can."""
+    """An :data:`Emit` that can do more, which a transport hands a legacy-era handler where
+    it can (a stateful HTTP session's call, a stdio connection)."""
 
     async def __call__(self, message: dict[str, Any]) -> None:
         """Send a notification (as any Emit)."""
@@ -47,6 +48,12 @@ class Backchannel(Protocol):
     async def close_stream(self) -> bool:
         """End the response stream now while the request goes on (the client resumes it
         with ``Last-Event-ID``); False where the stream cannot be resumed."""
+
+    async def ask(self, method: str, params: Mapping[str, Any], *, key: str | None = None
+                  ) -> Mapping[str, Any]:
+        """Send the client the request ``method`` with ``params`` on this call's stream and
+        return its result (``key`` is ignored: JSON-RPC ids name legacy requests); raises
+        :class:`~toolkeeper.errors.AskError` when no result comes."""
 
 
 # TransportFacts and Call are built for every request: immutable msgspec Structs (like frozen

@@ -8,7 +8,13 @@ from typing import Any
 
 import msgspec
 
-from toolkeeper.protocol.envelope import RequestId, encode_message, error_message, safe_id
+from toolkeeper.protocol.envelope import (
+    InboundResponse,
+    RequestId,
+    encode_message,
+    error_message,
+    safe_id,
+)
 from toolkeeper.protocol.faults import wire_error
 from toolkeeper.protocol.methods import Emit
 
@@ -46,10 +52,13 @@ class Reply(msgspec.Struct, frozen=True):
 @dataclass(frozen=True, slots=True)
 class Accepted:
     """No JSON-RPC response (a notification, or a response sent to us): HTTP 202, empty body.
-    ``cancel`` names an in-flight request the peer cancelled (stream transports act on it)."""
+    ``cancel`` names an in-flight request the peer cancelled (stream transports act on it);
+    ``response`` is the peer's answer to a request the server sent it (the transport hands it
+    to whoever awaits it)."""
 
     cancel: RequestId | None = None
     headers: tuple[tuple[str, str], ...] = ()
+    response: InboundResponse | None = None
 
 
 class Pending(msgspec.Struct, frozen=True):

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import ToolSpec
-from toolkeeper.errors import CapabilityRequiredError, JsonRpcError
+from toolkeeper.errors import AskError, CapabilityRequiredError, JsonRpcError
 from toolkeeper.protocol import (
     LOG_LEVELS,
     Backchannel,
@@ -218,9 +218,13 @@ class ToolContext:
     def _input_asker(self) -> InputAsker:
         asker = self._asker
         if asker is None:
-            if self._call.era is not Era.MODERN:
-                raise RuntimeError("this call has no way to ask its caller")
-            asker = self._asker = ModernAsker()
+            if self._call.era is Era.MODERN:
+                asker = self._asker = ModernAsker()
+            elif isinstance(self._emit, Backchannel):  # legacy: a request on the stream
+                asker = self._asker = self._emit
+            else:
+                raise AskError("this call's response cannot carry a request to the client "
+                               "(JSON mode, or no session)", code="ask.unavailable")
         return asker
 
 

@@ -23,7 +23,7 @@ from toolkeeper.protocol.faults import server_stopping
 from toolkeeper.transports.asgi_io import Receive, Send, resume, until_disconnect
 from toolkeeper.transports.sse import KEEPALIVE, SSE_HEADERS, sse_frame
 
-__all__ = ["Cancellable", "Exchange", "answer_pending"]
+__all__ = ["Cancellable", "Exchange", "PlainExchange", "answer_pending"]
 
 SendReply = Callable[[Reply], Awaitable[None]]
 
@@ -58,7 +58,7 @@ class Cancellable:
     reply: Reply
 
 
-class _Exchange:
+class PlainExchange:
     """One pending request's response: committed to SSE or not, and its write lock. A send
     that raises OSError (ASGI 2.4: the connection is closed) means the client left: nothing
     more is written, and the watcher, once running, cancels the request."""
@@ -174,7 +174,7 @@ async def answer_pending(pending: Pending, receive: Receive, send: Send, send_re
     cancellation reply. ``exchange``: another way of writing the response (then ``extra`` and
     ``json_only`` are its own), with ``emit`` the handler's (the exchange's by default)."""
     if exchange is None:
-        exchange = _Exchange(send, extra, json_only)
+        exchange = PlainExchange(send, extra, json_only)
     run = pending.complete(exchange.emit if emit is None else emit)
     try:
         suspended_on = run.send(None)

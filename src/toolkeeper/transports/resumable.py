@@ -263,7 +263,7 @@ class ResumableExchange:
         if self.disconnected:
             return
         await self._streams.publish(self._commit(), encode_message(message))
-        await asyncio.sleep(0)  # let the watcher see a client that left (see _Exchange)
+        await asyncio.sleep(0)  # let the watcher see a client that left (see PlainExchange)
 
     async def close_stream(self) -> bool:
         """End the response now (committing it to SSE first, so the client has the priming
