@@ -71,6 +71,11 @@ class Steps:
         await ctx.progress(3, 4, "third")
         return "done" if released else "timed out"
 
+    async def asks(self, arguments: dict[str, Any], ctx: ToolContext) -> str:
+        answer = await ctx.elicit("Your name?", {"type": "object", "properties": {
+            "name": {"type": "string"}}})
+        return f"Hello, {answer['content']['name']}"
+
     async def closes(self, arguments: dict[str, Any], ctx: ToolContext) -> str:
         await ctx.progress(1, 2, "before")
         assert await ctx.close_stream()
@@ -84,7 +89,8 @@ def served() -> Iterator[tuple[RunningServer, Steps]]:
     registry = Registry.open("memory:")
     steps = Steps()
     handlers = ToolHandlers()
-    for name, function in (("test.steps", steps.run), ("test.closes", steps.closes)):
+    for name, function in (("test.steps", steps.run), ("test.closes", steps.closes),
+                           ("test.asks", steps.asks)):
         registry.publish(contract(name))
         handlers.bind(name, function)
     gateway = build_gateway(registry, handlers)
@@ -106,7 +112,7 @@ def _headers(session_id: str | None = None, version: str = "2025-11-25",
 def _session(client: httpx.Client, url: str, version: str = "2025-11-25") -> str:
     answer = client.post(url, headers=_headers(), json={
         "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": version, "capabilities": {},
+            "protocolVersion": version, "capabilities": {"elicitation": {}},
             "clientInfo": {"name": "t", "version": "0"}}})
     session_id = answer.headers["mcp-session-id"]
     assert client.post(url, headers=_headers(session_id, version), json={
@@ -238,3 +244,28 @@ def test_an_older_session_keeps_plain_frames_without_ids(
             sent = list(iter_frames(response))
     assert [f.id for f in sent] == [None] * 6
     assert [_what(f) for f in sent] == ["first", "one", "second", "two", "third", "done"]
+
+
+def test_a_request_to_the_client_is_replayed_to_a_resuming_client_which_answers_it(
+        served: tuple[RunningServer, Steps]) -> None:
+    running, _ = served
+    with httpx.Client(timeout=BOUND_S) as client, httpx.Client(timeout=BOUND_S) as other:
+        session_id = _session(client, running.url)
+        with client.stream("POST", running.url, headers=_headers(session_id),
+                           json=_call(12, "test.asks")) as response:
+            frames = iter_frames(response)
+            priming = next(frames)
+            assert (next(frames).message or {}).get("method") == "elicitation/create"
+        # Dropped before answering: the request comes again on the resumed stream.
+        with client.stream("GET", running.url, headers={
+                "Accept": "text/event-stream", "Mcp-Session-Id": session_id,
+                "MCP-Protocol-Version": "2025-11-25",
+                "Last-Event-ID": priming.id or ""}) as resumed:
+            frames = iter_frames(resumed)
+            request = next(frames).message
+            assert request is not None and request["method"] == "elicitation/create"
+            assert other.post(running.url, headers=_headers(session_id), json={
+                "jsonrpc": "2.0", "id": request["id"],
+                "result": {"action": "accept", "content": {"name": "Ada"}}}).status_code == 202
+            rest = list(frames)
+    assert [_what(f) for f in rest] == ["Hello, Ada"]
