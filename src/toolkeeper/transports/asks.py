@@ -34,8 +34,7 @@ import itertools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
-from toolkeeper.errors import AskError
-from toolkeeper.protocol import Emit, notification_message, request_message
+from toolkeeper.protocol import AskError, Emit, notification_message, request_message
 from toolkeeper.protocol.envelope import InboundResponse
 
 __all__ = ["DEFAULT_ASK_TIMEOUT_S", "DEFAULT_MAX_PENDING", "LegacyChannel", "PendingAsks"]
