@@ -4,6 +4,7 @@ gateway sharing the sealing key; a version retired between rounds meets the gate
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -11,8 +12,11 @@ from ask_kit import ALL_CAPABILITIES, AskingTools, accept, asking_estate, retry
 from gateway_kit import USER, Driver, contract, gateway_for
 
 from toolkeeper.contracts.semver import Version
+from toolkeeper.errors import JsonRpcError
 from toolkeeper.protocol.sealing import Sealer
 from toolkeeper.registry import Principal, Registry
+from toolkeeper.server.asking import InputRequired
+from toolkeeper.server.resuming import RequestStates
 
 OTHER = Principal.parse("globex", ["payments.read"], "internal")
 ANSWER = {"who": accept(name="Ada")}
@@ -148,3 +152,35 @@ def test_a_version_retired_between_rounds_is_refused_by_the_schema_version_gate(
     assert response["error"]["code"] == -32602
     assert response["error"]["data"]["reason"] == "schema_version_retired"
     assert tools.runs["greet"] == 1
+
+
+def _resume(states: RequestStates, token: str) -> str:
+    """The sealReason of resuming ``greet`` 1.0.0 for USER with ``token``."""
+    with pytest.raises(JsonRpcError) as refused:
+        states.resume({"requestState": token}, "greet", "1.0.0", {"a": 1}, USER)
+    assert refused.value.rpc_code == -32602
+    reason = refused.value.rpc_data["sealReason"]
+    assert isinstance(reason, str)
+    return reason
+
+
+def test_a_token_sealed_for_another_purpose_is_a_purpose_mismatch() -> None:
+    sealer = Sealer.ephemeral()
+    cursor = sealer.seal("tools/list", {}, {"page": 1}, ttl_s=60, now=time.time())
+    assert _resume(RequestStates(sealer), cursor) == "purpose_mismatch"
+
+
+class _OtherShape(Sealer):
+    """Opens what it sealed, then hands back a payload of another shape (as a token from an
+    incompatible release would carry)."""
+
+    def open(self, token: str, purpose: str, binding: Any, *, now: float) -> Any:
+        super().open(token, purpose, binding, now=now)
+        return {"answers": ["not", "a", "map"]}
+
+
+def test_an_authentic_state_of_another_shape_is_malformed() -> None:
+    states = RequestStates(_OtherShape([bytes(32)]))
+    signal = InputRequired({"who": {"method": "roots/list", "params": {}}}, {})
+    token = states.input_required(signal, "greet", "1.0.0", {"a": 1}, USER)["requestState"]
+    assert _resume(states, token) == "malformed"

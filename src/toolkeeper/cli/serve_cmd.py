@@ -262,7 +262,14 @@ def _serve(config: GatewayConfig) -> None:
         fail(exc if isinstance(exc, ToolkeeperError) else str(exc), code=EXIT_BAD_INPUT)
     gateway = build_gateway(registry, handlers, call_log=features.observability.call_log,
                             resolve_principal=features.resolver, limits=features.limits,
-                            legacy_sessions=config.server.legacy_sessions)
+                            legacy_sessions=config.server.legacy_sessions,
+                            sealer=features.sealer,
+                            list_page_size=config.server.list_page_size,
+                            list_cursor_ttl_s=config.server.list_cursor_ttl_s)
+    if features.sealer.ephemeral_key:
+        log.warning("no sealing key configured (sealing.keys_file or %s): sealing with a "
+                    "random key of this process; its cursors and request state resume only "
+                    "here, until it stops", config.sealing.keys_env or "sealing.keys_env")
     try:
         _run(config, gateway, features, protocol_out, log)
     finally:

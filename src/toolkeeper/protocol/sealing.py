@@ -74,7 +74,6 @@ _NONCE_BYTES: Final = 12
 _TAG_BYTES: Final = 16
 _MIN_RAW: Final = len(_VERSION) + _NONCE_BYTES + _TAG_BYTES
 _BINDING_KEY = re.compile(r"[a-z][a-z0-9_]*\Z")
-_TOKEN_TEXT = re.compile(r"[A-Za-z0-9_-]*\Z")
 _PLAIN_KEYS: Final = frozenset({"p", "b", "e", "v"})
 
 
@@ -95,11 +94,17 @@ def mismatch_reason(binding_key: str) -> str:
     return f"{binding_key}_mismatch"
 
 
+_CHECKED_KEYS: set[str] = set()
+"""Binding keys already found to be identifiers (a caller uses the same few every time)."""
+
+
 def _check_binding(binding: Mapping[str, str]) -> dict[str, str]:
     for key, value in binding.items():
-        if not isinstance(key, str) or not _BINDING_KEY.match(key):
-            raise ValueError(f"binding keys are lower-case identifiers, not {key!r}")
-        if not isinstance(value, str):
+        if key not in _CHECKED_KEYS:
+            if not isinstance(key, str) or not _BINDING_KEY.match(key):
+                raise ValueError(f"binding keys are lower-case identifiers, not {key!r}")
+            _CHECKED_KEYS.add(key)
+        if type(value) is not str:
             raise ValueError(f"binding value of {key!r} is not a string")
     return dict(binding)
 
@@ -133,7 +138,7 @@ class Sealer:
                                 "e": float(now + ttl_s), "v": payload})
         nonce = os.urandom(_NONCE_BYTES)
         sealed = self._aeads[0].encrypt(nonce, plain, _VERSION)
-        return base64.urlsafe_b64encode(_VERSION + nonce + sealed).rstrip(b"=").decode("ascii")
+        return _encode(_VERSION + nonce + sealed)
 
     def open(self, token: str, purpose: str, binding: Mapping[str, str], *,
              now: float) -> Any:
@@ -142,9 +147,10 @@ class Sealer:
         if plain.get("p") != purpose:
             raise SealError("purpose_mismatch")
         expected, found = _check_binding(binding), plain["b"]
-        for key in sorted(expected.keys() | found.keys()):
-            if expected.get(key) != found.get(key):
-                raise SealError(mismatch_reason(key))
+        if found != expected:
+            for key in sorted(expected.keys() | found.keys()):
+                if expected.get(key) != found.get(key):
+                    raise SealError(mismatch_reason(key))
         if now >= plain["e"]:
             raise SealError("expired")
         return plain["v"]
@@ -161,19 +167,34 @@ class Sealer:
         raise SealError("unsealable")
 
 
+_TO_STANDARD: Final = str.maketrans({"-": "+", "_": "/", "+": "*", "/": "*", "=": "*"})
+"""URL-safe to the standard alphabet; the standard alphabet's own ``+``, ``/`` and padding
+become ``*``, which the strict decoder refuses."""
+_ALPHABET: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_SPARE_BITS: Final = {0: 0, 2: 0b1111, 3: 0b11}
+"""By ``len(token) % 4``: the low bits of the last character that carry no data (1 is never
+a valid length)."""
+
+
+def _encode(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
 def _decode(token: str) -> bytes:
     # Strict: only the URL-safe alphabet, and only the one canonical spelling of the bytes
     # (the lenient decoder skips stray characters and ignores a last character's spare bits,
     # which would let several texts open as one token).
-    if (not isinstance(token, str) or len(token) > MAX_TOKEN_CHARS
-            or not _TOKEN_TEXT.match(token)):
+    if not isinstance(token, str) or len(token) > MAX_TOKEN_CHARS or not token.isascii():
         raise SealError("malformed")
+    spare = _SPARE_BITS.get(len(token) % 4)
+    if spare is None or (spare and _ALPHABET.find(token[-1]) & spare):
+        raise SealError("malformed")  # (find's -1 for a stray last character fails below)
     try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        raw = binascii.a2b_base64(token.translate(_TO_STANDARD) + "=" * (-len(token) % 4),
+                                  strict_mode=True)
     except (binascii.Error, ValueError):
         raise SealError("malformed") from None
-    if (len(raw) < _MIN_RAW or raw[:1] != _VERSION
-            or base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != token):
+    if len(raw) < _MIN_RAW or raw[:1] != _VERSION:
         raise SealError("malformed")
     return raw
 

@@ -87,13 +87,16 @@ _INF = math.inf
 class ToolContext:
     """What a running handler can do besides computing its result."""
 
+    _asker: InputAsker | None = None
+
     def __init__(self, call: Call, spec: ToolSpec, principal: Any, emit: Emit,
                  tools_changed: Callable[[], None] | None = None,
                  asker: InputAsker | None = None) -> None:
         self._call = call
         self._emit = emit
         self._tools_changed = tools_changed
-        self._asker = asker
+        if asker is not None:  # a call that asks nothing pays no store
+            self._asker = asker
         self.spec = spec
         self.principal = principal
 
