@@ -22,11 +22,15 @@ empty body. Any other path is 404, except the static documents of :attr:`HttpCon
 committed to SSE at the first one, and so is one silent for ``keepalive_s`` (then pinged);
 once committed the status is 200 and the response is the last event. A stream method
 (``subscriptions/listen``) is SSE in every mode and needs ``text/event-stream`` in ``Accept``
-(406). A client that disconnects cancels its handler. With a change feed, a legacy session may
-open its standalone GET stream (:mod:`~toolkeeper.transports.session_stream`); without one,
-GET is 405. :meth:`StreamableHTTPApp.begin_shutdown` ends every stream so the server can stop;
-a request the server then cancels (its graceful wait is over) is logged and answered 503 if
-nothing was sent yet. No exception escapes to the server: a transport fault is logged and
+(406). A client that disconnects cancels its handler. A legacy session's calls
+(:mod:`~toolkeeper.transports.legacy_calls`) can also be cancelled by
+``notifications/cancelled``, can send their client requests whose responses come back as
+POSTs, and, in a 2025-11-25 session, stream resumably: a GET with ``Last-Event-ID`` takes a
+dropped stream up again. With a change feed, a legacy session may open its standalone GET
+stream (:mod:`~toolkeeper.transports.session_stream`); without one, any other GET is 405.
+:meth:`StreamableHTTPApp.begin_shutdown` ends every stream so the server can stop; a request
+the server then cancels (its graceful wait is over) is logged and answered 503 if nothing was
+sent yet. No exception escapes to the server: a transport fault is logged and
 answered 500 with a fixed text, never a traceback.
 """
 
