@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import msgspec
-
 from toolkeeper.errors import JsonRpcError
 from toolkeeper.protocol.dispatch import ServerIdentity, answer_error_reply, error_reply, run_method
 from toolkeeper.protocol.envelope import (
@@ -36,7 +34,7 @@ from toolkeeper.protocol.envelope import (
 from toolkeeper.protocol.faults import invalid_params, invalid_request, method_not_found
 from toolkeeper.protocol.meta import LOG_LEVELS, claims_modern_envelope, read_progress_token
 from toolkeeper.protocol.methods import Call, MethodTable, TransportFacts
-from toolkeeper.protocol.outcome import Accepted, Outcome, Pending, Reply
+from toolkeeper.protocol.outcome import Accepted, Outcome, Pending, Reply, ResumablePending
 from toolkeeper.protocol.sessions import LegacySession, Phase
 from toolkeeper.protocol.versions import RESUMABLE_VERSIONS, Era, negotiate_handshake
 
@@ -130,7 +128,8 @@ class LegacyPipeline:
         outcome = run_method(method, call, self._identity, headers)
         if (type(outcome) is Pending and session.id is not None
                 and session.protocol_version in RESUMABLE_VERSIONS):
-            return msgspec.structs.replace(outcome, resumable=True)
+            return ResumablePending(outcome.request_id, outcome.run, outcome.headers,
+                                    outcome.stream)
         return outcome
 
     def _initialize(self, session: LegacySession, request: InboundRequest) -> dict[str, Any]:

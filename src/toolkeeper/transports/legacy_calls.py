@@ -14,6 +14,7 @@ from functools import partial
 from toolkeeper.protocol import Accepted, Pending, RequestId, error_reply
 from toolkeeper.protocol.faults import request_cancelled
 from toolkeeper.protocol.headers import MCP_SESSION_ID
+from toolkeeper.protocol.outcome import ResumablePending
 from toolkeeper.transports.asgi_io import Receive, Send, encode_headers, send_reply
 from toolkeeper.transports.asks import LegacyChannel, PendingAsks
 from toolkeeper.transports.pending import Cancellable, PlainExchange, answer_pending
@@ -51,7 +52,7 @@ class LegacyCalls:
         session_id = session_of(pending.headers) or ""
         extra = encode_headers(pending.headers)
         json_only = self._json and not pending.stream
-        if pending.resumable and sse_ok and self.resumable is not None:
+        if type(pending) is ResumablePending and sse_ok and self.resumable is not None:
             exchange = self.resumable.exchange(send, extra, session_id)
             channel = LegacyChannel(exchange.emit, self.asks, session_id,
                                     exchange.close_stream)
