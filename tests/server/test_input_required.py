@@ -162,3 +162,13 @@ def test_a_tool_that_does_not_ask_answers_complete_with_a_request_state_ignored_
     result = legacy.request("tools/call", name="plain", arguments={"a": 1},
                             requestState="garbage")["result"]
     assert result["content"][0]["text"] == "no questions"
+
+
+def test_answers_too_large_to_seal_make_the_round_the_handlers_failure(
+        registry: Registry, tools: AskingTools) -> None:
+    log = InMemoryCallLog()
+    d = driver(registry, tools, call_log=log)
+    first = d.call("two_steps", {"a": 1})["result"]
+    huge = retry(d, "two_steps", {"a": 1}, first, {"0": accept(name="x" * 800_000)})["result"]
+    assert huge["isError"] is True and "requestState" not in huge
+    assert [r.outcome for r in log.records] == ["input_required", "exception"]

@@ -25,7 +25,7 @@ from typing import Any
 from msgspec import Raw
 
 from toolkeeper.contracts.spec import ToolSpec
-from toolkeeper.contracts.validate import CompiledSchema, Issue
+from toolkeeper.contracts.validate import CompiledSchema
 from toolkeeper.errors import CapabilityRequiredError, JsonRpcError
 from toolkeeper.protocol import (
     Call,
@@ -46,6 +46,14 @@ from toolkeeper.protocol.sealing import Sealer
 from toolkeeper.protocol.versions import UNSTRUCTURED_VERSIONS
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server.asking import InputAsker, InputRequired
+from toolkeeper.server.call_outcomes import (
+    InvalidOutputError,
+    cancel_requested,
+    failure_result,
+    invalid_arguments_result,
+    refusal_reason,
+    thrown_in,
+)
 from toolkeeper.server.calllog import CallLog, CallRecord, arguments_digest
 from toolkeeper.server.content import ToolResult, check_content, text, to_tool_result
 from toolkeeper.server.gate import FASTMCP_META_KEY, SCHEMA_VERSION_KEY, requested_version
@@ -66,51 +74,6 @@ _Target = tuple[str, dict[str, Any], Route]
 # inputResponses an object (their use: toolkeeper.server.resuming).
 _RETRY_FIELDS: tuple[tuple[str, type, str], ...] = (
     ("requestState", str, "a string"), ("inputResponses", dict, "an object"))
-
-
-def invalid_arguments_result(issues: list[Issue]) -> ToolResult:
-    """The isError result for arguments that fail validation (sorted, one line per error)."""
-    errors = [issue.to_dict() for issue in issues]
-    lines = "\n".join(f"{i.path}: {i.message} [{i.keyword}]" for i in issues)
-    return ToolResult((text(f"Invalid arguments ({len(issues)} error"
-                            f"{'s' if len(issues) != 1 else ''}):\n{lines}"),),
-                      {"errors": errors}, is_error=True)
-
-
-class _InvalidOutput(Exception):
-    """A result whose structured content breaks (or lacks) the contract's output schema."""
-
-
-def _thrown_in(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised at the await that caught it rather than inside the handler:
-    its traceback has no frame below the catching one (how ``coroutine.close()`` throws
-    GeneratorExit into a call that awaits its handler)."""
-    trace = exc.__traceback__
-    return trace is None or trace.tb_next is None
-
-
-def _cancel_requested() -> bool:
-    """Whether the running task is being cancelled (False outside a task)."""
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:
-        return False
-    return task is not None and task.cancelling() > 0
-
-
-def _refusal_reason(exc: JsonRpcError) -> str:
-    """Why a call was refused before dispatch: the gate's ``reason``, else an unknown (or
-    invisible) tool, or params that are not a call (a JSON path names the bad field)."""
-    data = exc.rpc_data if isinstance(exc.rpc_data, dict) else {}
-    reason = data.get("reason")
-    if isinstance(reason, str):
-        return reason
-    return "invalid_params" if "path" in data else "unknown_tool"
-
-
-def _failure(name: str) -> ToolResult:
-    return ToolResult((text(f"Tool {name!r} failed while running; no details are available "
-                            "to the caller."),), is_error=True)
 
 
 class ToolCalls:
@@ -172,7 +135,7 @@ class ToolCalls:
         try:
             name, arguments, route = self._target(call)
         except JsonRpcError as exc:
-            self._log.refused(_refusal_reason(exc))
+            self._log.refused(refusal_reason(exc))
             raise
         self._last = None
         binding = route.binding
@@ -194,7 +157,7 @@ class ToolCalls:
                 asker = self._states.resume(call.params, name, route.version, arguments,
                                             call.principal)
             except JsonRpcError as exc:
-                self._log.refused(_refusal_reason(exc))
+                self._log.refused(refusal_reason(exc))
                 raise
         return Deferred(partial(self._run, call, route, binding, arguments, asker))
 
@@ -386,15 +349,15 @@ class ToolCalls:
         spec = route.plan.spec
         if isinstance(exc, CapabilityRequiredError):
             outcome = "protocol_error"
-        elif isinstance(exc, _InvalidOutput):
+        elif isinstance(exc, InvalidOutputError):
             outcome = "invalid_output"  # told in the log already, without a traceback
         elif isinstance(exc, CallTimeoutError):
             self._log.completed(handle, "timeout", (time.perf_counter() - started) * 1000.0)
             _log.warning("tool %s %s timed out after %g s and was cancelled", spec.name,
                          spec.version, exc.timeout_s)
             return timed_out_result(spec.name, exc.timeout_s)
-        elif ((isinstance(exc, asyncio.CancelledError) and _cancel_requested())
-              or (isinstance(exc, GeneratorExit) and _thrown_in(exc))):
+        elif ((isinstance(exc, asyncio.CancelledError) and cancel_requested())
+              or (isinstance(exc, GeneratorExit) and thrown_in(exc))):
             outcome = "cancelled"
         else:
             outcome = "exception"
@@ -402,23 +365,23 @@ class ToolCalls:
         self._log.completed(handle, outcome, (time.perf_counter() - started) * 1000.0)
         if outcome in ("protocol_error", "cancelled"):
             raise exc
-        return _failure(spec.name)
+        return failure_result(spec.name)
 
     def _checked(self, spec: ToolSpec, output: CompiledSchema, result: ToolResult
                  ) -> ToolResult:
         """A successful result's structured content must honour the output schema (else
-        _InvalidOutput, logged here: the handler's failure, logged ``invalid_output``)."""
+        InvalidOutputError, logged here: the handler's failure, logged ``invalid_output``)."""
         if result.is_error:
             return result
         if not result.has_structured:
             _log.error("tool %s %s returned no structured content for its output schema",
                        spec.name, spec.version)
-            raise _InvalidOutput
+            raise InvalidOutputError
         issues = output.errors(result.structured)
         if issues:
             _log.error("tool %s %s returned structured content that breaks its output schema: "
                        "%s", spec.name, spec.version, [i.to_dict() for i in issues])
-            raise _InvalidOutput
+            raise InvalidOutputError
         return result
 
     def _wire(self, call: Call, route: Route, result: ToolResult) -> dict[str, Any]:

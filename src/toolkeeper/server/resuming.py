@@ -32,10 +32,12 @@ A requestState that cannot be used is refused before the handler runs, with ``-3
 ``expired``              is past its expiry
 =======================  ============================================================
 
-An ``inputResponses`` value that is not an object is ``-32602`` with ``data.path``
-``$.params.inputResponses.<key>``. A contract version retired between two rounds is refused by
-the schema-version gate (it runs first, as for any call). The legacy era has neither field:
-its asks are real requests on the call's stream.
+Answers too large to seal into a token a gateway would open
+(:data:`~toolkeeper.protocol.sealing.MAX_TOKEN_CHARS`) make the round the handler's failure
+(the generic ``isError`` result). An ``inputResponses`` value that is not an object is
+``-32602`` with ``data.path`` ``$.params.inputResponses.<key>``. A contract version retired
+between two rounds is refused by the schema-version gate (it runs first, as for any call). The
+legacy era has neither field: its asks are real requests on the call's stream.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from typing import Any, Final
 
 from toolkeeper.errors import JsonRpcError
 from toolkeeper.protocol.faults import invalid_params
-from toolkeeper.protocol.sealing import Sealer, SealError
+from toolkeeper.protocol.sealing import MAX_TOKEN_CHARS, Sealer, SealError
 from toolkeeper.registry import Principal
 from toolkeeper.server.asking import InputRequired, ModernAsker
 from toolkeeper.server.calllog import arguments_digest
@@ -126,5 +128,8 @@ class RequestStates:
         token = self._sealer.seal(
             PURPOSE, self._binding(tool, version, arguments, principal),
             {"answers": dict(signal.answers)}, ttl_s=self._ttl_s, now=self._clock())
+        if len(token) > MAX_TOKEN_CHARS:  # no gateway would open it: the handler's failure
+            raise ValueError(f"requestState of {len(token)} characters; at most "
+                             f"{MAX_TOKEN_CHARS}")
         return {"resultType": "input_required", "inputRequests": dict(signal.requests),
                 "requestState": token}
