@@ -269,3 +269,31 @@ def test_a_request_to_the_client_is_replayed_to_a_resuming_client_which_answers_
                 "result": {"action": "accept", "content": {"name": "Ada"}}}).status_code == 202
             rest = list(frames)
     assert [_what(f) for f in rest] == ["Hello, Ada"]
+
+
+def test_a_resumption_that_does_not_accept_an_event_stream_is_406(
+        served: tuple[RunningServer, Steps]) -> None:
+    running, _ = served
+    with httpx.Client(timeout=BOUND_S) as client:
+        session_id = _session(client, running.url)
+        answer = client.get(running.url, headers={
+            "Accept": "application/json", "Mcp-Session-Id": session_id,
+            "MCP-Protocol-Version": "2025-11-25", "Last-Event-ID": "1-0"})
+    assert answer.status_code == 406
+
+
+def test_with_no_events_kept_a_2025_11_25_stream_carries_no_ids_and_no_priming() -> None:
+    registry = Registry.open("memory:")
+    steps = Steps()
+    steps.release.set()
+    handlers = ToolHandlers()
+    registry.publish(contract("test.steps"))
+    handlers.bind("test.steps", steps.run)
+    gateway = build_gateway(registry, handlers)
+    app = create_asgi_app(gateway.kernel, HttpConfig(replay=ReplayConfig(max_events=0)))
+    with serve_in_thread(app) as running, httpx.Client(timeout=BOUND_S) as client:
+        session_id = _session(client, running.url)
+        with client.stream("POST", running.url, headers=_headers(session_id),
+                           json=_call(13, "test.steps")) as response:
+            sent = list(iter_frames(response))
+    assert [f.id for f in sent] == [None] * 6 and sent[0].data != ""
