@@ -15,6 +15,8 @@ server-to-client request on the call's stream (:mod:`toolkeeper.server.asking`).
 The prompts of the ``prompts-*`` scenarios are bound with ``@handlers.prompt`` (served, not
 governed: no contract files), and so is ``test_input_required_result_prompt``, which asks
 through the same ``ctx.elicit`` (``input-required-result-non-tool-request``).
+``test_reconnection`` ends its legacy response stream mid-call; the client resumes it with
+``Last-Event-ID`` (SEP-1699).
 
 Serve it (from the repository root)::
 
@@ -129,6 +131,13 @@ async def streaming_without_requests(arguments: dict[str, Any], ctx: ToolContext
 def trigger_tool_change(arguments: dict[str, Any], ctx: ToolContext) -> str:
     ctx.notify_tools_changed()
     return "tools list changed"
+
+
+async def reconnection(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    """SEP-1699 polling: end the response stream mid-call (a legacy 2025-11-25 session over
+    HTTP); the result is kept for the client's ``Last-Event-ID`` resumption."""
+    await ctx.close_stream()
+    return "Reconnection test completed successfully."
 
 
 def custom_header(arguments: dict[str, Any]) -> str:
@@ -346,6 +355,7 @@ def conformance_handlers() -> ToolHandlers:
     handlers.bind("test_streaming_elicitation", streaming_without_requests)
     handlers.bind("test_trigger_tool_change", trigger_tool_change)
     handlers.bind("test_custom_header", custom_header)
+    handlers.bind("test_reconnection", reconnection)
     handlers.bind("json_schema_2020_12_tool", json_schema_2020_12)
     for name, handler in ASKING.items():
         handlers.bind(name, handler)

@@ -21,6 +21,10 @@ may change) plus optional structured ``data``::
     │                                    unverifiable ("auth.<reason>"); HTTP answers it 401
     ├── SealError                        a sealed token (cursor, request state) is refused
     │                                    ("seal.<reason>"; toolkeeper.protocol.sealing)
+    ├── AskError                         a request a handler sent its client (legacy era) got no
+    │                                    result ("ask.<reason>": client_error, timeout, busy,
+    │                                    unavailable, gone, bad_result; data.error holds the
+    │                                    client's JSON-RPC error)
     ├── ConfigError                      the gateway's configuration file or flags are refused
     │                                    ("config.*"; ``data.key`` is the dotted key)
     ├── ConformanceError                 the harness cannot run what it was asked to: no proxy
@@ -53,6 +57,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AskError",
     "AuthenticationError",
     "CapabilityRequiredError",
     "ClientAuthenticationError",
@@ -153,6 +158,18 @@ class LifecycleError(RegistryError):
     """An illegal lifecycle transition (e.g. deprecating a retired version)."""
 
     default_code = "registry.lifecycle"
+
+
+class AskError(ToolkeeperError):
+    """A request a handler sent its client (``elicitation/create``, ``sampling/createMessage``,
+    ``roots/list``; legacy era) got no result. ``code``: ``ask.client_error`` (the client
+    answered a JSON-RPC error: ``data.error`` is it), ``ask.timeout`` (no answer in time),
+    ``ask.busy`` (too many requests await answers), ``ask.unavailable`` (the call's response
+    cannot carry a request: JSON mode, no session), ``ask.gone`` (the session ended while
+    waiting), ``ask.bad_result`` (the result is not a JSON object). A handler that does not
+    catch it fails as any handler error does (an ``isError`` result)."""
+
+    default_code = "ask.error"
 
 
 class StoreError(RegistryError):

@@ -189,7 +189,7 @@ def sizes(soak: Soak) -> dict[str, int]:
         "compiled": len(routes._compiled),
         "registry_views": len(soak.registry._views),
         "hub_streams": len(gateway.changes),
-        "in_flight": len(soak.app._in_flight),
+        "in_flight": len(soak.app._legacy.in_flight),
         "registry_subscribers": len(soak.registry._subscribers),
     }
     streams = soak.app._session_streams

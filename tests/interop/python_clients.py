@@ -10,7 +10,7 @@ from pathlib import Path
 
 from interop_kit import OPS, ClientSpec, cached_dir, run_install
 
-__all__ = ["PYTHON_CLIENTS", "PYTHON_PINS"]
+__all__ = ["PYTHON_CLIENTS", "PYTHON_PINS", "client_python"]
 
 DRIVER = Path(__file__).resolve().parent / "drivers" / "py_driver.py"
 
@@ -31,13 +31,18 @@ def _build_venv(target: Path, requirements: tuple[str, ...]) -> None:
                  "--disable-pip-version-check", *requirements])
 
 
+def client_python(requirements: tuple[str, ...], cache: Path) -> list[str]:
+    """The interpreter of the cached virtualenv holding ``requirements`` (installed on first
+    use), isolated: nothing from the caller's environment (PYTHONPATH, user site) leaks in."""
+    pins = "-".join(requirement.replace("==", "-") for requirement in requirements)
+    key = f"py{sys.version_info.major}{sys.version_info.minor}-{pins}"
+    venv = cached_dir(cache, key, lambda target: _build_venv(target, requirements))
+    return [str(venv / "bin" / "python"), "-I"]
+
+
 def _venv_driver(requirements: tuple[str, ...]) -> Callable[[Path], list[str]]:
     def prepare(cache: Path) -> list[str]:
-        pins = "-".join(requirement.replace("==", "-") for requirement in requirements)
-        key = f"py{sys.version_info.major}{sys.version_info.minor}-{pins}"
-        venv = cached_dir(cache, key, lambda target: _build_venv(target, requirements))
-        # -I: nothing from the caller's environment (PYTHONPATH, user site) leaks into the client.
-        return [str(venv / "bin" / "python"), "-I", str(DRIVER)]
+        return [*client_python(requirements, cache), str(DRIVER)]
 
     return prepare
 

@@ -83,7 +83,7 @@ def test_messages_are_classified_by_their_members() -> None:
         InboundRequest("a", "ping", {})
     assert classify_inbound({"jsonrpc": "2.0", "method": "notifications/x", "params": {"a": 1}}) \
         == InboundNotification("notifications/x", {"a": 1})
-    assert classify_inbound({"jsonrpc": "2.0", "id": 3, "result": {}}) == InboundResponse(3)
+    assert classify_inbound({"jsonrpc": "2.0", "id": 3, "result": {}}) == InboundResponse(3, {})
 
 
 @pytest.mark.parametrize(("message", "expected"), [

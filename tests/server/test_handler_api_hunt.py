@@ -73,7 +73,7 @@ def post(url: str, name: str, **meta: Any) -> httpx.Response:
 def sse_messages(response: httpx.Response) -> list[dict[str, Any]]:
     assert response.headers["content-type"].startswith("text/event-stream")
     return [json.loads(line[len("data: "):]) for line in response.text.splitlines()
-            if line.startswith("data: ")]
+            if line.startswith("data: ") and line != "data: "]  # not a priming event
 
 
 # --- 1. content helpers against the SDK's types -----------------------------------------------

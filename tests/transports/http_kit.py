@@ -47,13 +47,19 @@ def post(client: httpx.Client, url: str, body: Any,
 
 
 def sse_events(text: str) -> list[dict[str, Any]]:
-    """The JSON-RPC messages of an SSE body, checking the exact frame format."""
+    """The JSON-RPC messages of an SSE body, checking the exact frame format (an ``id:`` line
+    may lead a frame of a resumable legacy stream; its priming event carries no message)."""
     frames = [f for f in text.split("\r\n\r\n") if f]
     out = []
     for frame in frames:
         if frame.startswith(":"):
             continue
-        event, data = frame.split("\r\n")
+        lines = frame.split("\r\n")
+        if lines[0].startswith("id: "):
+            lines = lines[1:]
+        if lines[-1] == "data: ":
+            continue  # the priming event
+        event, data = lines
         assert event == "event: message"
         assert data.startswith("data: ")
         out.append(json.loads(data[len("data: "):]))

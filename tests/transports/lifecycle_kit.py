@@ -350,7 +350,12 @@ def sse_messages(data: bytes) -> list[dict[str, Any]]:
     for frame in data.split(b"\r\n\r\n"):
         if not frame or frame.startswith(b":"):
             continue
-        event, payload = frame.split(b"\r\n")
+        lines = frame.split(b"\r\n")
+        if lines[0].startswith(b"id: "):
+            lines = lines[1:]  # a resumable legacy stream's event id
+        if lines[-1] == b"data: ":
+            continue  # its priming event
+        event, payload = lines
         assert event == b"event: message"
         assert payload.startswith(b"data: ")
         out.append(json.loads(payload[len(b"data: "):]))

@@ -120,7 +120,7 @@ def test_two_hundred_clients_that_leave_before_the_reply_or_mid_stream_leave_not
         conn.close()
     assert wait_until(lambda: len(fresh.probe.cancelled) == 220)
     assert wait_until(lambda: _loop_state(port) == baseline)
-    assert fresh.app._in_flight == {}
+    assert fresh.app._legacy.in_flight == {}
     hangs = Counter(outcome for tool, outcome in fresh.outcomes() if tool == "t.hang")
     assert hangs == {"cancelled": 220}
     assert fresh.probe.finished == []
@@ -314,29 +314,37 @@ def _get_stream(port: int, session_id: str, extra: str = "") -> Conn:
                                   extra=extra))
 
 
-def test_a_second_get_stream_for_a_session_is_409_even_when_it_asks_to_resume(
+def test_a_second_get_stream_for_a_session_is_409_but_a_resumption_is_not_a_stream(
         live: Live) -> None:
+    """A GET with Last-Event-ID asks for a POST stream's replay (the SDK answers it before
+    the 409 check): an id naming nothing is an empty event stream, not a conflict."""
     port = live.server.port
     session_id = legacy_session(port)
     first = _get_stream(port, session_id)
     try:
         assert first.head()[0] == 200
-        for extra in ("", "Last-Event-ID: 0\r\n"):
-            second = _get_stream(port, session_id, extra)
-            try:
-                status, _, body = second.response()
-            finally:
-                second.close()
-            assert (status, json.loads(body)["error"]["code"]) == (409, -32600)
+        second = _get_stream(port, session_id)
+        try:
+            status, _, body = second.response()
+        finally:
+            second.close()
+        assert (status, json.loads(body)["error"]["code"]) == (409, -32600)
+        resuming = _get_stream(port, session_id, "Last-Event-ID: 0\r\n")
+        try:
+            status, headers, body = resuming.response()
+        finally:
+            resuming.close()
+        assert (status, headers["content-type"], body) == (200, "text/event-stream", b"")
     finally:
         first.close()
 
 
-def test_a_get_stream_carries_no_event_ids_and_ignores_last_event_id(live: Live) -> None:
-    """mcp-wire 9/13.25: no resumability without an event store; a Last-Event-ID is no error."""
+def test_the_standalone_get_stream_carries_no_event_ids(live: Live) -> None:
+    """Its list_changed hints are not kept for a replay (a client re-lists when it comes
+    back); only a POST's response stream is resumable."""
     port = live.server.port
     session_id = legacy_session(port)
-    conn = _get_stream(port, session_id, "Last-Event-ID: 41\r\n")
+    conn = _get_stream(port, session_id)
     try:
         status, headers = conn.head()
         assert (status, headers["mcp-session-id"]) == (200, session_id)

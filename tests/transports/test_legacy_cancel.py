@@ -72,7 +72,7 @@ def test_a_cancelled_legacy_call_is_answered_minus_32800_and_logged_cancelled() 
         message = _last_message(client)
         assert (message["id"], message["error"]["code"]) == (7, REQUEST_CANCELLED)
         assert outcomes(gateway)[-1] == ("gate.wait", "cancelled")
-        assert app._in_flight == {}
+        assert app._legacy.in_flight == {}
 
     asyncio.run(scenario())
 
@@ -113,7 +113,7 @@ def test_a_cancel_from_another_session_or_for_another_id_touches_nothing() -> No
         assert message["id"] == 9 and message["result"]["isError"] is False
         assert outcomes(gateway)[-1] == ("gate.wait", "ok")
         assert await _notify(app, owner, 9) == 202  # too late: nothing left to cancel
-        assert app._in_flight == {}
+        assert app._legacy.in_flight == {}
 
     asyncio.run(scenario())
 

@@ -36,7 +36,7 @@ from toolkeeper.cli.handler_refs import load_handlers, publish_contracts
 from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, fail, fail_refused
 from toolkeeper.cli.serve_config import AUTH_CHOICES, config_from_flags
 from toolkeeper.cli.serve_features import ServeFeatures, build_features
-from toolkeeper.config import GatewayConfig
+from toolkeeper.config import GatewayConfig, LegacySettings
 from toolkeeper.config.definitions import default_of
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
 from toolkeeper.errors import PublishRefusedError, ToolkeeperError
@@ -53,6 +53,8 @@ from toolkeeper.transports import (
     run_foreground,
     run_stdio,
 )
+from toolkeeper.transports.asks import PendingAsks
+from toolkeeper.transports.replay import ReplayConfig
 
 __all__ = ["install_estate", "read_estate", "register", "serve"]
 
@@ -244,7 +246,9 @@ def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
     if protocol_out is not None:
         log.info("serving on stdio")
         try:
-            run_stdio(gateway.kernel, changes=gateway.changes, stdout=protocol_out)
+            run_stdio(gateway.kernel, changes=gateway.changes, stdout=protocol_out,
+                      asks=PendingAsks(config.legacy.ask_timeout_s,
+                                       config.legacy.max_pending_asks))
         except OSError as exc:  # the output refused a write: the reader is gone
             fail(ToolkeeperError(f"standard output refused a write: {exc.strerror or exc}",
                                  code="serve.stdout_failed"), code=EXIT_REFUSED)
@@ -260,7 +264,9 @@ def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
                       head_timeout_s=server.head_timeout_s,
                       idle_timeout_s=server.idle_timeout_s,
                       max_connections=server.max_connections, backlog=server.backlog,
-                      documents=dict(features.documents))
+                      documents=dict(features.documents), replay=_replay(config.legacy),
+                      ask_timeout_s=config.legacy.ask_timeout_s,
+                      max_pending_asks=config.legacy.max_pending_asks)
 
     def ready(running: RunningServer) -> None:
         log.info("toolkeeper gateway listening on %s", running.url)
@@ -275,6 +281,12 @@ def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
         fail(f"cannot listen on {server.host}:{server.port}: {exc.strerror or exc}",
              code=EXIT_BAD_INPUT)
     log.info("stopped")
+
+
+def _replay(legacy: LegacySettings) -> ReplayConfig:
+    return ReplayConfig(retry_ms=legacy.sse_retry_ms, max_events=legacy.replay_events,
+                        max_bytes=legacy.replay_bytes, total_bytes=legacy.replay_total_bytes,
+                        resume_window_s=legacy.resume_window_s)
 
 
 def _claim_stdout() -> BinaryIO:

@@ -13,6 +13,7 @@ from toolkeeper.config.model import (
     EstateSettings,
     GatewayConfig,
     JwtIssuerSettings,
+    LegacySettings,
     LimitsSettings,
     LoggingSettings,
     MetricsSettings,
@@ -26,8 +27,9 @@ from toolkeeper.config.model import (
 
 __all__ = [
     "SECTIONS", "SETTINGS", "AuthSettings", "CallLogSettings", "EstateSettings",
-    "GatewayConfig", "JwtIssuerSettings", "LimitsSettings", "LoggingSettings",
-    "MetricsSettings", "RegistrySettings", "SealingSettings", "Section", "ServerSettings", "Setting",
+    "GatewayConfig", "JwtIssuerSettings", "LegacySettings", "LimitsSettings", "LoggingSettings",
+    "MetricsSettings", "RegistrySettings", "SealingSettings", "Section", "ServerSettings",
+    "Setting",
     "StdioPrincipalSettings", "TenantLimits", "ToolLimits", "check_tree", "load_config",
     "parse_config",
 ]

@@ -65,6 +65,9 @@ _DAY: Final = 86400.0
 SECTIONS: Final[tuple[Section, ...]] = (
     Section("registry", "Where contracts, API keys and the call log are stored."),
     Section("server", "The listener: transport, address, path and connection bounds."),
+    Section("legacy", "The legacy era (2025-11-25): resumable SSE streams (event ids, "
+                      "`Last-Event-ID` replay) and requests a handler sends to its client "
+                      "(elicitation, sampling, roots)."),
     Section("estate", "Contracts published at start (if absent) and handler modules served."),
     Section("auth", "How an HTTP request's principal is established (OAuth 2.1 resource "
                     "server, RFC 9728 metadata)."),
@@ -124,6 +127,26 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "change).", minimum=1, maximum=100_000),
     Setting("server.list_cursor_ttl_s", FLOAT, 3600.0, "How long a `tools/list` cursor "
             "stays usable.", minimum=0, maximum=_DAY, min_open=True),
+    # legacy
+    Setting("legacy.sse_retry_ms", INTEGER, 1000, "The `retry` hint of a resumable stream's "
+            "priming event, in milliseconds: how long a client waits before it resumes.",
+            minimum=0, maximum=3_600_000),
+    Setting("legacy.replay_events", INTEGER, 256, "Events one resumable stream keeps for "
+            "`Last-Event-ID` (0: no resumable streams, no event ids).", minimum=0,
+            maximum=1_000_000),
+    Setting("legacy.replay_bytes", INTEGER, 1048576, "Bytes of events one stream keeps (the "
+            "oldest go first; the newest is always kept).", minimum=1, maximum=2**31),
+    Setting("legacy.replay_total_bytes", INTEGER, 67108864, "Bytes of events all streams keep "
+            "together (the streams that finished longest ago go first).", minimum=1,
+            maximum=2**40),
+    Setting("legacy.resume_window_s", FLOAT, 60.0, "How long a finished stream stays "
+            "resumable, and how long a stream whose client left waits for it to resume before "
+            "its request is cancelled.", minimum=0, maximum=_DAY, min_open=True),
+    Setting("legacy.ask_timeout_s", FLOAT, 300.0, "How long a handler waits for the client's "
+            "answer to `elicitation/create`, `sampling/createMessage` or `roots/list`.",
+            minimum=0, maximum=_DAY, min_open=True),
+    Setting("legacy.max_pending_asks", INTEGER, 1000, "Requests to clients awaiting an answer "
+            "at once (more are refused to the handler).", minimum=1, maximum=1_000_000),
     # estate
     Setting("estate.demo", BOOLEAN, False, "Publish the demo estate if absent and serve its "
             "handlers.", flag="--demo"),

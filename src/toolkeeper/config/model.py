@@ -21,7 +21,7 @@ from toolkeeper.server.sealing import SealingSettings
 
 __all__ = [
     "AuthSettings", "CallLogSettings", "EstateSettings", "GatewayConfig", "JwtIssuerSettings",
-    "LimitsSettings", "LoggingSettings", "MetricsSettings", "RegistrySettings",
+    "LegacySettings", "LimitsSettings", "LoggingSettings", "MetricsSettings", "RegistrySettings",
     "SealingSettings", "ServerSettings", "StdioPrincipalSettings", "TenantLimits", "ToolLimits",
     "build_config",
 ]
@@ -50,6 +50,17 @@ class ServerSettings:
     backlog: int = 2048
     list_page_size: int = 100
     list_cursor_ttl_s: float = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class LegacySettings:
+    sse_retry_ms: int = 1000
+    replay_events: int = 256
+    replay_bytes: int = 1048576
+    replay_total_bytes: int = 67108864
+    resume_window_s: float = 60.0
+    ask_timeout_s: float = 300.0
+    max_pending_asks: int = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +119,7 @@ class GatewayConfig:
 
     registry: RegistrySettings = field(default_factory=RegistrySettings)
     server: ServerSettings = field(default_factory=ServerSettings)
+    legacy: LegacySettings = field(default_factory=LegacySettings)
     estate: EstateSettings = field(default_factory=EstateSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
     sealing: SealingSettings = field(default_factory=SealingSettings)
@@ -135,6 +147,7 @@ def build_config(tree: Mapping[str, Any]) -> GatewayConfig:
     return GatewayConfig(
         registry=_leaves(RegistrySettings, tree["registry"]),
         server=_leaves(ServerSettings, tree["server"]),
+        legacy=_leaves(LegacySettings, tree["legacy"]),
         estate=_leaves(EstateSettings, tree["estate"]),
         auth=_leaves(
             AuthSettings, auth,

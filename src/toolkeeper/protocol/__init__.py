@@ -6,6 +6,7 @@ enforces it): transports feed the :class:`ServerKernel` bytes and facts and act 
 and check the same messages.
 """
 
+from toolkeeper.errors import AskError  # what a Backchannel's ask raises (transports use it)
 from toolkeeper.protocol import codes
 from toolkeeper.protocol.capabilities import missing_capabilities
 from toolkeeper.protocol.dispatch import (
@@ -46,6 +47,7 @@ from toolkeeper.protocol.meta import (
     log_level_allows,
 )
 from toolkeeper.protocol.methods import (
+    Backchannel,
     CacheHint,
     Call,
     Deferred,
@@ -80,6 +82,8 @@ __all__ = [
     "SERVER_INFO_KEY",
     "SUBSCRIPTION_ID_KEY",
     "Accepted",
+    "AskError",
+    "Backchannel",
     "CacheHint",
     "Call",
     "Deferred",

@@ -122,9 +122,13 @@ class InboundNotification(msgspec.Struct, frozen=True):
 
 
 class InboundResponse(msgspec.Struct, frozen=True):
-    """A response or error object sent *to* us (we never send requests, so it is dropped)."""
+    """A response or error object sent *to* us: the answer to a request the server sent its
+    client (legacy era), routed by the transport to whoever awaits that id (else dropped).
+    Exactly one of ``result`` and ``error`` was present (either may be any JSON value)."""
 
     id: Any
+    result: Any = None
+    error: Any = None
 
 
 def _invalid(message: str) -> JsonRpcError:
@@ -140,7 +144,7 @@ def classify_inbound(value: Any) -> InboundRequest | InboundNotification | Inbou
         raise _invalid('"jsonrpc" must be exactly "2.0"')
     if "method" not in value:
         if "id" in value and ("result" in value) != ("error" in value):
-            return InboundResponse(value["id"])
+            return InboundResponse(value["id"], value.get("result"), value.get("error"))
         raise _invalid('a request needs a string "method"')
     method = value["method"]
     if not isinstance(method, str) or not method:

@@ -34,9 +34,9 @@ from toolkeeper.protocol.envelope import (
 from toolkeeper.protocol.faults import invalid_params, invalid_request, method_not_found
 from toolkeeper.protocol.meta import LOG_LEVELS, claims_modern_envelope, read_progress_token
 from toolkeeper.protocol.methods import Call, MethodTable, TransportFacts
-from toolkeeper.protocol.outcome import Accepted, Outcome, Reply
+from toolkeeper.protocol.outcome import Accepted, Outcome, Pending, Reply, ResumablePending
 from toolkeeper.protocol.sessions import LegacySession, Phase
-from toolkeeper.protocol.versions import Era, negotiate_handshake
+from toolkeeper.protocol.versions import RESUMABLE_VERSIONS, Era, negotiate_handshake
 
 __all__ = ["LegacyPipeline", "check_legacy_envelope"]
 
@@ -84,8 +84,8 @@ class LegacyPipeline:
     def after_envelope(self, inbound: Inbound, session: LegacySession, facts: TransportFacts,
                        headers: tuple[tuple[str, str], ...] = ()) -> Outcome:
         """Gates 2-5 for a message that passed gate 1 (HTTP resolves the session in between)."""
-        if isinstance(inbound, InboundResponse):
-            return Accepted(headers=headers)  # we never send requests: nothing awaits it
+        if isinstance(inbound, InboundResponse):  # to a request a handler sent its client
+            return Accepted(headers=headers, response=inbound)
         if inbound.method.startswith("notifications/"):  # gate 2
             return self._notify(inbound.method, inbound.params, session, headers)
         if isinstance(inbound, InboundNotification):  # gate 3
@@ -125,7 +125,12 @@ class LegacyPipeline:
                 principal=self._resolve_principal(facts))
         except Exception as exc:
             return answer_error_reply(request.id, exc, _LEGACY, headers)
-        return run_method(method, call, self._identity, headers)
+        outcome = run_method(method, call, self._identity, headers)
+        if (type(outcome) is Pending and session.id is not None
+                and session.protocol_version in RESUMABLE_VERSIONS):
+            return ResumablePending(outcome.request_id, outcome.run, outcome.headers,
+                                    outcome.stream)
+        return outcome
 
     def _initialize(self, session: LegacySession, request: InboundRequest) -> dict[str, Any]:
         if session.phase is not Phase.NEW:

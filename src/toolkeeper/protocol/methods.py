@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import msgspec
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from toolkeeper.protocol.outcome import Finish, Outcome
 
 __all__ = [
+    "Backchannel",
     "CacheHint",
     "Call",
     "Deferred",
@@ -34,6 +35,25 @@ __all__ = [
 
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
 """Sends one JSON-RPC notification on the request's response stream (SSE or stdout)."""
+
+
+@runtime_checkable
+class Backchannel(Protocol):
+    """An :data:`Emit` that can do more, which a transport hands a legacy-era handler where
+    it can (a stateful HTTP session's call, a stdio connection)."""
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        """Send a notification (as any Emit)."""
+
+    async def close_stream(self) -> bool:
+        """End the response stream now while the request goes on (the client resumes it
+        with ``Last-Event-ID``); False where the stream cannot be resumed."""
+
+    async def ask(self, method: str, params: Mapping[str, Any], *, key: str | None = None
+                  ) -> Mapping[str, Any]:
+        """Send the client the request ``method`` with ``params`` on this call's stream and
+        return its result (``key`` is ignored: JSON-RPC ids name legacy requests); raises
+        :class:`~toolkeeper.errors.AskError` when no result comes."""
 
 
 # TransportFacts and Call are built for every request: immutable msgspec Structs (like frozen

@@ -15,6 +15,7 @@ __all__ = [
     "LATEST_HANDSHAKE_VERSION",
     "LATEST_MODERN_VERSION",
     "MODERN_VERSIONS",
+    "RESUMABLE_VERSIONS",
     "UNSTRUCTURED_VERSIONS",
     "Era",
     "era_of",
@@ -45,6 +46,10 @@ KNOWN_VERSIONS: Final = HANDSHAKE_VERSIONS + MODERN_VERSIONS
 UNSTRUCTURED_VERSIONS: Final = frozenset({"2024-11-05", "2025-03-26"})
 """Handshake versions from before structured tool output (2025-06-18 added
 ``structuredContent`` and ``outputSchema``): their results carry neither, nor their lists."""
+RESUMABLE_VERSIONS: Final = frozenset({"2025-11-25"})
+"""Handshake versions whose HTTP response streams are resumable: event ids, a priming event
+and ``Last-Event-ID`` (SEP-1699; an older client cannot parse the priming event's empty data,
+so the official SDK sends it from 2025-11-25 on only)."""
 LATEST_HANDSHAKE_VERSION: Final = HANDSHAKE_VERSIONS[-1]
 LATEST_MODERN_VERSION: Final = MODERN_VERSIONS[-1]
 

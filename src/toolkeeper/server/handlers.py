@@ -44,9 +44,10 @@ from typing import Any, TypeVar
 
 from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import DataClassification, SideEffect, ToolSpec
-from toolkeeper.errors import CapabilityRequiredError, JsonRpcError
+from toolkeeper.errors import AskError, CapabilityRequiredError, JsonRpcError
 from toolkeeper.protocol import (
     LOG_LEVELS,
+    Backchannel,
     Call,
     Emit,
     Era,
@@ -171,6 +172,17 @@ class HandlerContext:
         if self._tools_changed is not None:
             self._tools_changed()
 
+    async def close_stream(self) -> bool:
+        """End the response stream now and go on working: the client reconnects with
+        ``Last-Event-ID`` after the stream's ``retry`` hint and gets what was sent meanwhile,
+        the result included (legacy era over HTTP, a 2025-11-25 session; SEP-1699 polling).
+        False, and nothing done, where the stream cannot be resumed (the modern era, stdio,
+        JSON mode, an older protocol version)."""
+        emit = self._emit
+        if isinstance(emit, Backchannel):
+            return await emit.close_stream()
+        return False
+
     def require_capabilities(self, required: Mapping[str, Any]) -> None:
         """Stop the call unless the client declared these capabilities (-32021)."""
         if missing_capabilities(required, self._call.client_capabilities):
@@ -219,9 +231,13 @@ class HandlerContext:
     def _input_asker(self) -> InputAsker:
         asker = self._asker
         if asker is None:
-            if self._call.era is not Era.MODERN:
-                raise RuntimeError("this call has no way to ask its caller")
-            asker = self._asker = ModernAsker()
+            if self._call.era is Era.MODERN:
+                asker = self._asker = ModernAsker()
+            elif isinstance(self._emit, Backchannel):  # legacy: a request on the stream
+                asker = self._asker = self._emit
+            else:
+                raise AskError("this call's response cannot carry a request to the client "
+                               "(JSON mode, or no session)", code="ask.unavailable")
         return asker
 
 

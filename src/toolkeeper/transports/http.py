@@ -22,11 +22,15 @@ empty body. Any other path is 404, except the static documents of :attr:`HttpCon
 committed to SSE at the first one, and so is one silent for ``keepalive_s`` (then pinged);
 once committed the status is 200 and the response is the last event. A stream method
 (``subscriptions/listen``) is SSE in every mode and needs ``text/event-stream`` in ``Accept``
-(406). A client that disconnects cancels its handler. With a change feed, a legacy session may
-open its standalone GET stream (:mod:`~toolkeeper.transports.session_stream`); without one,
-GET is 405. :meth:`StreamableHTTPApp.begin_shutdown` ends every stream so the server can stop;
-a request the server then cancels (its graceful wait is over) is logged and answered 503 if
-nothing was sent yet. No exception escapes to the server: a transport fault is logged and
+(406). A client that disconnects cancels its handler. A legacy session's calls
+(:mod:`~toolkeeper.transports.legacy_calls`) can also be cancelled by
+``notifications/cancelled``, can send their client requests whose responses come back as
+POSTs, and, in a 2025-11-25 session, stream resumably: a GET with ``Last-Event-ID`` takes a
+dropped stream up again. With a change feed, a legacy session may open its standalone GET
+stream (:mod:`~toolkeeper.transports.session_stream`); without one, any other GET is 405.
+:meth:`StreamableHTTPApp.begin_shutdown` ends every stream so the server can stop; a request
+the server then cancels (its graceful wait is over) is logged and answered 503 if nothing was
+sent yet. No exception escapes to the server: a transport fault is logged and
 answered 500 with a fixed text, never a traceback.
 """
 
@@ -36,7 +40,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Final
@@ -46,12 +50,9 @@ from toolkeeper.protocol import (
     HeaderView,
     Pending,
     Reply,
-    RequestId,
     ServerKernel,
     TransportFacts,
-    error_reply,
 )
-from toolkeeper.protocol.faults import request_cancelled
 from toolkeeper.protocol.headers import (
     MCP_PROTOCOL_VERSION,
     MCP_SESSION_ID,
@@ -74,6 +75,7 @@ from toolkeeper.transports.asgi_io import (
     send_reply,
     serve_lifespan,
 )
+from toolkeeper.transports.asks import DEFAULT_ASK_TIMEOUT_S, DEFAULT_MAX_PENDING, PendingAsks
 from toolkeeper.transports.http_rungs import (
     MEMO_LONGEST,
     STREAM_METHOD,
@@ -84,7 +86,9 @@ from toolkeeper.transports.http_rungs import (
     length_refusal,
     short_memo,
 )
-from toolkeeper.transports.pending import Cancellable, answer_pending
+from toolkeeper.transports.legacy_calls import LegacyCalls
+from toolkeeper.transports.pending import answer_pending
+from toolkeeper.transports.replay import ReplayConfig
 from toolkeeper.transports.security import OriginPolicy
 from toolkeeper.transports.session_stream import ChangeFeed, SessionStreams
 
@@ -96,6 +100,7 @@ DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
 DEFAULT_BACKLOG: Final = 2048  # uvicorn's
 _PLAIN: Final = (b"content-type", b"text/plain; charset=utf-8")
 _CLOSE: Final = (b"connection", b"close")  # the rest of a stalled body is never read
+LAST_EVENT_ID: Final = "last-event-id"
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +132,14 @@ class HttpConfig:
     """Static JSON documents served by path beside the endpoint, to GET (else 405), without
     authentication or Host checks: the protected-resource metadata (RFC 9728 3) at its
     well-known paths. Only when ``path`` is set (a mounted app serves every path)."""
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
+    """Resumable legacy streams (:mod:`~toolkeeper.transports.resumable`): the ``retry``
+    hint and the replay logs' bounds (``max_events`` 0: none; never in JSON mode)."""
+    ask_timeout_s: float = DEFAULT_ASK_TIMEOUT_S
+    """How long a legacy handler's request to its client waits for the answer
+    (:mod:`~toolkeeper.transports.asks`)."""
+    max_pending_asks: int = DEFAULT_MAX_PENDING
+    """Requests to clients awaiting answers at once, beyond which a handler's ask fails."""
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 0:
@@ -163,10 +176,12 @@ class StreamableHTTPApp:
         lane is unaffected; ``tests/transports/test_http_express.py`` compares them)."""
         self._changes = changes
         self._stopping = False
-        # (session id, request id) -> cancel, for legacy requests whose handlers are suspended
-        self._in_flight: dict[tuple[str, RequestId], Callable[[], None]] = {}
         self._session_streams = (None if changes is None else SessionStreams(
             kernel, changes, keepalive_s=self._config.keepalive_s))
+        config = self._config
+        self._legacy = LegacyCalls(
+            config.replay, PendingAsks(config.ask_timeout_s, config.max_pending_asks),
+            keepalive_s=config.keepalive_s, json_response=config.json_response)
 
     @property
     def config(self) -> HttpConfig:
@@ -328,45 +343,15 @@ class StreamableHTTPApp:
         elif isinstance(outcome, Reply):
             await send_reply(send, outcome)
         elif isinstance(outcome, Accepted):
-            if outcome.cancel is not None:
-                self._cancel(outcome.headers, outcome.cancel)
+            if outcome.headers:
+                self._legacy.accepted(outcome)
             await respond(send, 202, encode_headers(outcome.headers), b"")
+        elif outcome.headers:  # a legacy session's call
+            await self._legacy.answer(outcome, receive, send, sse_ok)
         else:
-            await answer_pending(outcome, receive, send, partial(send_reply, send),
-                                 encode_headers(outcome.headers) if outcome.headers else [],
+            await answer_pending(outcome, receive, send, partial(send_reply, send), [],
                                  json_only=config.json_response and not outcome.stream,
-                                 keepalive_s=config.keepalive_s,
-                                 cancellable=self._cancellable(outcome) if outcome.headers
-                                 else None)
-
-    def _cancellable(self, pending: Pending) -> Cancellable | None:
-        """A legacy request in a session (its Pending carries the session's header) can be
-        cancelled by a ``notifications/cancelled`` naming its id in the same session, while
-        its handler runs; it is then answered -32800 (mcp-wire 5)."""
-        session_id = _session_of(pending.headers)
-        if session_id is None:
-            return None
-        key = (session_id, pending.request_id)
-        in_flight = self._in_flight
-
-        def register(cancel: Callable[[], None]) -> Callable[[], None]:
-            in_flight[key] = cancel
-
-            def unregister() -> None:
-                if in_flight.get(key) is cancel:
-                    del in_flight[key]
-            return unregister
-
-        return Cancellable(register, error_reply(pending.request_id, request_cancelled(),
-                                                 pending.headers))
-
-    def _cancel(self, headers: tuple[tuple[str, str], ...], request_id: RequestId) -> None:
-        """A legacy ``notifications/cancelled``: cancel that request of the same session, if
-        its handler still runs (a request of another session is never touched)."""
-        session_id = _session_of(headers)
-        cancel = None if session_id is None else self._in_flight.get((session_id, request_id))
-        if cancel is not None:
-            cancel()
+                                 keepalive_s=config.keepalive_s)
 
     async def _other_method(self, method: str, headers: HeaderView, scope: Scope,
                             receive: Receive, send: Send) -> None:
@@ -382,7 +367,15 @@ class StreamableHTTPApp:
             status = self.kernel.end_session(facts)
             if status == 200 and self._session_streams is not None:
                 self._session_streams.end(session_id)
+            if status == 200:
+                self._legacy.end_session(session_id)
             await respond(send, status, [], b"")
+            return
+        last_event_id = headers.get(LAST_EVENT_ID)
+        if (method == "GET" and not modern and session_id is not None
+                and last_event_id is not None and self._legacy.resumable is not None):
+            await self._resume(facts, last_event_id, accepts(headers.get("accept"))[1],
+                               receive, send)
             return
         streams = self._session_streams
         if method == "GET" and not modern and session_id is not None and streams is not None:
@@ -392,18 +385,25 @@ class StreamableHTTPApp:
         await respond(send, 405, [(b"allow", b"POST")], b"")
 
 
+    async def _resume(self, facts: TransportFacts, last_event_id: str, sse_ok: bool,
+                      receive: Receive, send: Send) -> None:
+        """GET with ``Last-Event-ID``: a live session's stream taken up again (406 without
+        SSE in ``Accept``; the session refusals of the standalone stream)."""
+        if not sse_ok:
+            await respond(send, 406, [], b"")
+            return
+        target = self.kernel.session_for_stream(facts)
+        if isinstance(target, Reply):
+            await send_reply(send, target)
+            return
+        await self._legacy.resume(target, last_event_id, receive, send)
+
+
 async def _serve_document(method: str, document: bytes, send: Send) -> None:
     if method != "GET":
         await respond(send, 405, [(b"allow", b"GET")], b"")
         return
     await respond(send, 200, [(b"content-type", b"application/json")], document)
-
-
-def _session_of(headers: tuple[tuple[str, str], ...]) -> str | None:
-    for name, value in headers:
-        if name == MCP_SESSION_ID:
-            return value
-    return None
 
 
 def create_asgi_app(kernel: ServerKernel, config: HttpConfig | None = None, *,

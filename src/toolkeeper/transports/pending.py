@@ -16,16 +16,36 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
-from toolkeeper.protocol import Pending, Reply, encode_message, error_reply
+from toolkeeper.protocol import Emit, Pending, Reply, encode_message, error_reply
 from toolkeeper.protocol.faults import server_stopping
 from toolkeeper.transports.asgi_io import Receive, Send, resume, until_disconnect
 from toolkeeper.transports.sse import KEEPALIVE, SSE_HEADERS, sse_frame
 
-__all__ = ["Cancellable", "answer_pending"]
+__all__ = ["Cancellable", "Exchange", "PlainExchange", "answer_pending"]
 
 SendReply = Callable[[Reply], Awaitable[None]]
+
+
+class Exchange(Protocol):
+    """How one pending request's response is written (the plain one here; the resumable
+    legacy stream of :mod:`~toolkeeper.transports.resumable`)."""
+
+    committed: bool
+    disconnected: bool
+    cancelled: bool
+
+    async def emit(self, message: dict[str, Any]) -> None: ...
+
+    def cancel(self, request: asyncio.Task[Any]) -> None: ...
+
+    async def finish(self, reply: Reply, send_reply: SendReply) -> None: ...
+
+    async def write_final(self, reply: Reply, send_reply: SendReply) -> None: ...
+
+    async def watch(self, receive: Receive, request: asyncio.Task[Any], keepalive_s: float
+                    ) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +58,7 @@ class Cancellable:
     reply: Reply
 
 
-class _Exchange:
+class PlainExchange:
     """One pending request's response: committed to SSE or not, and its write lock. A send
     that raises OSError (ASGI 2.4: the connection is closed) means the client left: nothing
     more is written, and the watcher, once running, cancels the request."""
@@ -145,14 +165,17 @@ class _Exchange:
 
 async def answer_pending(pending: Pending, receive: Receive, send: Send, send_reply: SendReply,
                          extra: list[tuple[bytes, bytes]], *, json_only: bool,
-                         keepalive_s: float, cancellable: Cancellable | None = None) -> None:
+                         keepalive_s: float, cancellable: Cancellable | None = None,
+                         exchange: Exchange | None = None, emit: Emit | None = None) -> None:
     """Run ``pending`` and write its response (``send_reply`` writes a JSON reply; ``extra``
     headers go on an SSE response; ``json_only``: never SSE, notifications are dropped).
     ``cancellable``: the request may be cancelled by its client while its handler is suspended
     (registered then, unregistered when the handler is done), and is then answered with the
-    cancellation reply."""
-    exchange = _Exchange(send, extra, json_only)
-    run = pending.complete(exchange.emit)
+    cancellation reply. ``exchange``: another way of writing the response (then ``extra`` and
+    ``json_only`` are its own), with ``emit`` the handler's (the exchange's by default)."""
+    if exchange is None:
+        exchange = PlainExchange(send, extra, json_only)
+    run = pending.complete(exchange.emit if emit is None else emit)
     try:
         suspended_on = run.send(None)
     except StopIteration as stop:  # done without suspending: no other writer exists

@@ -20,7 +20,9 @@ session table evicts it or it idles out (:class:`~toolkeeper.protocol.SessionTab
 at the stream's next wake-up, a notification or a keepalive, and nothing is sent to a session
 that is gone), or at server shutdown (the feed closes every stream). Each wake-up counts as use
 of the session, as in the official SDK, so a client that only listens keeps its session. The
-stream carries no event ids (no resumption) and is pinged after ``keepalive_s`` of silence.
+stream carries no event ids (its list_changed hints are not kept for a replay: a client that
+comes back lists again; a POST's response stream is the resumable one,
+:mod:`~toolkeeper.transports.resumable`) and is pinged after ``keepalive_s`` of silence.
 """
 
 from __future__ import annotations

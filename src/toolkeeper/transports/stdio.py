@@ -17,7 +17,9 @@ finish and write their replies (none when the output failed), and cancels what i
 
 With a change feed, a legacy connection hears ``notifications/tools/list_changed`` once its
 session is initialized (the 2025 mechanism; the modern era listens with
-``subscriptions/listen``).
+``subscriptions/listen``). A legacy handler's requests to the client (elicitation, sampling,
+roots) are lines of the same pipe, and the client's response lines are routed back to them by
+id (:mod:`~toolkeeper.transports.asks`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from toolkeeper.protocol import (
 )
 from toolkeeper.protocol.codes import INVALID_REQUEST
 from toolkeeper.transports.asgi_io import resume
+from toolkeeper.transports.asks import LegacyChannel, PendingAsks
 from toolkeeper.transports.http import DEFAULT_MAX_BODY
 from toolkeeper.transports.session_stream import (
     ChangeFeed,
@@ -60,6 +63,10 @@ from toolkeeper.transports.session_stream import (
 __all__ = ["GRACE_S", "StdioServer", "run_stdio", "serve_stdio"]
 
 _log = logging.getLogger("toolkeeper.transports.stdio")
+
+_CONNECTION: Final = ""
+"""The session key of this connection's requests to the client (the connection is the
+session)."""
 
 GRACE_S: Final = 5.0
 """How long requests in flight may take to finish once the server stops (HTTP's bound)."""
@@ -78,8 +85,9 @@ class StdioServer:
 
     def __init__(self, kernel: ServerKernel, read_line: ReadLine, write: Write, *,
                  changes: ChangeFeed | None = None, grace_s: float = GRACE_S,
-                 own_changes: bool = False) -> None:
+                 own_changes: bool = False, asks: PendingAsks | None = None) -> None:
         self._kernel = kernel
+        self._asks = asks if asks is not None else PendingAsks()
         self._own_changes = own_changes  # one connection per process: its feed is ours
         self._read_line = read_line
         self._write_raw = write
@@ -153,6 +161,8 @@ class StdioServer:
             if isinstance(outcome, Reply):
                 await self._write(outcome.body)
             elif isinstance(outcome, Accepted):
+                if outcome.response is not None:
+                    self._asks.answer(_CONNECTION, outcome.response)
                 task = self._tasks.get(outcome.cancel) if outcome.cancel is not None else None
                 if task is not None:
                     # After the task's first step, which is queued already: a request cancelled
@@ -160,7 +170,7 @@ class StdioServer:
                     # awaitable its handler returned is awaited (closed), not left behind.
                     asyncio.get_running_loop().call_soon(task.cancel)
             else:
-                self._start(outcome)
+                self._start(outcome, conn.era is Era.LEGACY)
             if (self._announcing is None and self._changes is not None
                     and conn.era is Era.LEGACY and conn.session.phase is Phase.READY):
                 self._announce(self._changes)
@@ -207,7 +217,7 @@ class StdioServer:
 
         self._announcing = (subscription, asyncio.ensure_future(pump()))
 
-    def _start(self, pending: Pending) -> None:
+    def _start(self, pending: Pending, legacy: bool) -> None:
         finished: list[bool] = []  # the request is answered or cancelled: nothing more of it
 
         async def emit(message: dict[str, Any]) -> None:
@@ -218,7 +228,8 @@ class StdioServer:
 
         async def complete() -> None:
             try:
-                reply = await pending.complete(emit)
+                reply = await pending.complete(
+                    LegacyChannel(emit, self._asks, _CONNECTION) if legacy else emit)
             except asyncio.CancelledError:
                 finished.append(True)
                 return  # cancelled by the client: no response (MCP cancellation)
@@ -354,12 +365,14 @@ async def serve_stdio(kernel: ServerKernel, *, stdin: BinaryIO | None = None,
                       stdout: BinaryIO | None = None,
                       max_line_bytes: int = DEFAULT_MAX_BODY,
                       changes: ChangeFeed | None = None, grace_s: float = GRACE_S,
-                      signals: bool = False, own_changes: bool = False) -> None:
+                      signals: bool = False, own_changes: bool = False,
+                      asks: PendingAsks | None = None) -> None:
     """Serve ``kernel`` on binary stdin/stdout until end of input (``changes``: the gateway's
     change hub, for a legacy session's list_changed notifications, and ``own_changes`` when
     this connection is its only user, so stopping ends listen streams with their final
     result; ``signals``: SIGINT and
-    SIGTERM stop it gracefully, main thread only). Raises ValueError when a standard stream
+    SIGTERM stop it gracefully, main thread only; ``asks``: the bounds of a legacy handler's
+    requests to the client). Raises ValueError when a standard stream
     is closed at the start, and the OSError of the write the output refused, if one did."""
     if (stdin is None and sys.stdin is None) or (stdout is None and sys.stdout is None):
         raise ValueError("standard input or output is closed")
@@ -372,7 +385,7 @@ async def serve_stdio(kernel: ServerKernel, *, stdin: BinaryIO | None = None,
         sink.flush()
 
     server = StdioServer(kernel, _DaemonReader(_line_source(source, max_line_bytes)), write,
-                         changes=changes, grace_s=grace_s, own_changes=own_changes)
+                         changes=changes, grace_s=grace_s, own_changes=own_changes, asks=asks)
     installed: list[signal.Signals] = []
     if signals:
         for number in (signal.SIGINT, signal.SIGTERM):

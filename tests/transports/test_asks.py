@@ -1,0 +1,252 @@
+"""Requests a legacy handler sends its client, over the in-process HTTP app and stdio: the
+request travels on the call's stream with a server-chosen id, the response (a POST of the same
+session, a stdio line) is routed back by id, and everything else a handler can meet is an
+AskError with a stable code: the client's error, no answer in time (the client is then told
+the request is cancelled), too many waiting, the session's end, no stream to carry it (JSON
+mode), a result that is not an object. A response from another session is not routed; stateless
+sessions declare no capabilities, so their asks are refused -32602 before anything is sent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from bounds_kit import exchange, legacy_scope
+from stream_kit import BOUND_S, INITIALIZED, Client, Lines, demo_gateway, tool_call
+
+from toolkeeper.errors import AskError
+from toolkeeper.server import Gateway, ToolContext
+from toolkeeper.transports import HttpConfig, StreamableHTTPApp, create_asgi_app
+
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}}
+ELICITING = {"elicitation": {}}
+
+
+async def elicit(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    """Asks once; what it got, or the AskError's code and data."""
+    try:
+        answer = await ctx.elicit("Your name?", SCHEMA)
+    except AskError as exc:
+        return json.dumps({"code": exc.code, "data": exc.data})
+    return json.dumps(dict(answer))
+
+
+async def elicit_twice(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    outcomes = await asyncio.gather(ctx.elicit("One?", SCHEMA), ctx.elicit("Two?", SCHEMA),
+                                    return_exceptions=True)
+    return json.dumps(sorted(o.code if isinstance(o, AskError) else "answered"
+                             for o in outcomes))
+
+
+def _app(**config: Any) -> tuple[StreamableHTTPApp, Gateway]:
+    gateway = demo_gateway({"t.elicit": elicit, "t.twice": elicit_twice})
+    return create_asgi_app(gateway.kernel, HttpConfig(**config), changes=gateway.changes), gateway
+
+
+async def _session(app: StreamableHTTPApp, capabilities: dict[str, Any]) -> str:
+    message = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": capabilities,
+        "clientInfo": {"name": "t", "version": "1"}}}
+    answer = await exchange(app, legacy_scope("POST"), json.dumps(message).encode())
+    session_id: str = dict(answer.sent[0]["headers"])[b"mcp-session-id"].decode()
+    await exchange(app, legacy_scope("POST", session_id), json.dumps(INITIALIZED).encode())
+    return session_id
+
+
+def _messages(client: Client) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of an SSE response so far (the priming event skipped)."""
+    return [json.loads(line[6:]) for line in client.body().decode().split("\r\n")
+            if line.startswith("data: ") and line != "data: "]
+
+
+async def _requests(client: Client, count: int) -> list[dict[str, Any]]:
+    """The first ``count`` requests the server wrote on ``client``'s stream."""
+    async with asyncio.timeout(BOUND_S):
+        while True:
+            found = [m for m in _messages(client) if "method" in m and "id" in m]
+            if len(found) >= count:
+                return found
+            client.changed.clear()
+            await client.changed.wait()
+
+
+async def _start(app: StreamableHTTPApp, session_id: str, tool: str = "t.elicit"
+                 ) -> tuple[Client, asyncio.Task[None]]:
+    client = Client(json.dumps(tool_call(tool, 1, era="legacy")).encode())
+    task = asyncio.ensure_future(app(legacy_scope("POST", session_id), client.inbox.get,
+                                     client.send))
+    return client, task
+
+
+async def _respond(app: StreamableHTTPApp, session_id: str, message: dict[str, Any]) -> int:
+    answer = await exchange(app, legacy_scope("POST", session_id), json.dumps(message).encode())
+    status: int = answer.sent[0]["status"]
+    return status
+
+
+async def _answer(client: Client, task: asyncio.Task[None]) -> Any:
+    await asyncio.wait_for(task, BOUND_S)
+    final = _messages(client)[-1]
+    assert final["id"] == 1
+    return json.loads(final["result"]["content"][0]["text"])
+
+
+def test_the_request_goes_on_the_calls_stream_and_its_response_comes_back_by_id() -> None:
+    async def scenario() -> None:
+        app, _ = _app()
+        session_id = await _session(app, ELICITING)
+        client, task = await _start(app, session_id)
+        (request,) = await _requests(client, 1)
+        assert request["method"] == "elicitation/create"
+        assert request["params"] == {"mode": "form", "message": "Your name?",
+                                     "requestedSchema": SCHEMA}
+        assert dict(client.sent[0]["headers"])[b"content-type"] == b"text/event-stream"
+        assert await _respond(app, session_id, {"jsonrpc": "2.0", "id": request["id"],
+                                                "result": {"action": "decline"}}) == 202
+        assert await _answer(client, task) == {"action": "decline"}
+        assert len(app._legacy.asks) == 0
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(("response", "code"), [
+    ({"error": {"code": -1, "message": "User rejected"}}, "ask.client_error"),
+    ({"result": ["not", "an", "object"]}, "ask.bad_result"),
+])
+def test_an_error_or_a_result_that_is_no_object_is_an_ask_error(
+        response: dict[str, Any], code: str) -> None:
+    async def scenario() -> None:
+        app, _ = _app()
+        session_id = await _session(app, ELICITING)
+        client, task = await _start(app, session_id)
+        (request,) = await _requests(client, 1)
+        await _respond(app, session_id, {"jsonrpc": "2.0", "id": request["id"], **response})
+        seen = await _answer(client, task)
+        assert seen["code"] == code
+        if code == "ask.client_error":
+            assert seen["data"]["error"] == response["error"]
+
+    asyncio.run(scenario())
+
+
+def test_a_response_from_another_session_is_not_routed() -> None:
+    async def scenario() -> None:
+        app, _ = _app()
+        owner, stranger = await _session(app, ELICITING), await _session(app, ELICITING)
+        client, task = await _start(app, owner)
+        (request,) = await _requests(client, 1)
+        forged = {"jsonrpc": "2.0", "id": request["id"], "result": {"action": "accept",
+                                                                      "content": {"name": "x"}}}
+        assert await _respond(app, stranger, forged) == 202
+        for wrong_id in (True, [request["id"]], str(request["id"])):
+            await _respond(app, owner, {**forged, "id": wrong_id})
+        assert not task.done() and len(app._legacy.asks) == 1
+        await _respond(app, owner, {"jsonrpc": "2.0", "id": request["id"],
+                                    "result": {"action": "cancel"}})
+        assert await _answer(client, task) == {"action": "cancel"}
+
+    asyncio.run(scenario())
+
+
+def test_no_answer_in_time_is_ask_timeout_and_the_client_is_told_it_is_cancelled() -> None:
+    async def scenario() -> None:
+        app, _ = _app(ask_timeout_s=0.05)
+        session_id = await _session(app, ELICITING)
+        client, task = await _start(app, session_id)
+        seen = await _answer(client, task)
+        assert seen["code"] == "ask.timeout"
+        request, cancelled = _messages(client)[:2]
+        assert cancelled["method"] == "notifications/cancelled"
+        assert cancelled["params"]["requestId"] == request["id"]
+        assert len(app._legacy.asks) == 0
+
+    asyncio.run(scenario())
+
+
+def test_asks_beyond_the_pending_bound_are_ask_busy() -> None:
+    async def scenario() -> None:
+        app, _ = _app(max_pending_asks=1)
+        session_id = await _session(app, ELICITING)
+        client, task = await _start(app, session_id, "t.twice")
+        (request,) = await _requests(client, 1)
+        await _respond(app, session_id, {"jsonrpc": "2.0", "id": request["id"],
+                                         "result": {"action": "decline"}})
+        assert await _answer(client, task) == ["answered", "ask.busy"]
+
+    asyncio.run(scenario())
+
+
+def test_a_session_deleted_while_its_handler_waits_is_ask_gone() -> None:
+    async def scenario() -> None:
+        app, _ = _app()
+        session_id = await _session(app, ELICITING)
+        client, task = await _start(app, session_id)
+        await _requests(client, 1)
+        deleted = await exchange(app, legacy_scope("DELETE", session_id), b"")
+        assert deleted.sent[0]["status"] == 200
+        assert (await _answer(client, task))["code"] == "ask.gone"
+        assert len(app._legacy.asks) == 0
+
+    asyncio.run(scenario())
+
+
+def test_in_json_mode_nothing_can_carry_a_request_so_the_ask_is_unavailable() -> None:
+    async def scenario() -> None:
+        app, _ = _app(json_response=True)
+        session_id = await _session(app, ELICITING)
+        answer = await exchange(app, legacy_scope("POST", session_id),
+                                json.dumps(tool_call("t.elicit", 1, era="legacy")).encode())
+        body = json.loads(answer.body())
+        assert json.loads(body["result"]["content"][0]["text"])["code"] == "ask.unavailable"
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("mode", ["undeclared", "stateless"])
+def test_without_a_declared_capability_the_ask_is_minus_32602_before_anything_is_sent(
+        mode: str) -> None:
+    async def scenario() -> dict[str, Any]:
+        gateway = demo_gateway({"t.elicit": elicit},
+                               legacy_sessions="stateless" if mode == "stateless" else "stateful")
+        app = create_asgi_app(gateway.kernel, HttpConfig(), changes=gateway.changes)
+        session_id = None if mode == "stateless" else await _session(app, {"sampling": {}})
+        scope = legacy_scope("POST", session_id)
+        answer = await exchange(app, scope, json.dumps(tool_call("t.elicit", 1, era="legacy"))
+                                .encode())
+        assert dict(answer.sent[0]["headers"])[b"content-type"] == b"application/json"
+        error: dict[str, Any] = json.loads(answer.body())["error"]
+        return error
+
+    error = asyncio.run(scenario())
+    assert (error["code"], error["data"]) == (-32602, {"requiredCapabilities": ELICITING})
+
+
+def test_on_stdio_the_request_and_its_response_are_lines_of_the_pipe() -> None:
+    async def scenario() -> None:
+        gateway = demo_gateway({"t.elicit": elicit})
+        lines = Lines()
+        running = asyncio.ensure_future(lines.server(gateway).run())
+        lines.put({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": ELICITING,
+            "clientInfo": {"name": "t", "version": "1"}}}, INITIALIZED,
+            tool_call("t.elicit", 1, era="legacy"))
+        async with asyncio.timeout(BOUND_S):
+            while not any(m.get("method") == "elicitation/create" for m in lines.out):
+                lines.wrote.clear()
+                await lines.wrote.wait()
+        request = next(m for m in lines.out if m.get("method") == "elicitation/create")
+        lines.put({"jsonrpc": "2.0", "id": request["id"], "result": {
+            "action": "accept", "content": {"name": "Ada"}}})
+        async with asyncio.timeout(BOUND_S):
+            while not lines.answers(1):  # (the server's own request may have id 1 too)
+                lines.wrote.clear()
+                await lines.wrote.wait()
+        (final,) = lines.answers(1)
+        assert json.loads(final["result"]["content"][0]["text"]) == {
+            "action": "accept", "content": {"name": "Ada"}}
+        lines.put(None)
+        await asyncio.wait_for(running, BOUND_S)
+
+    asyncio.run(scenario())
