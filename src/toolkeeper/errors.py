@@ -32,6 +32,11 @@ may change) plus optional structured ``data``::
     │   │                                cannot go on without (``data.error``: that error)
     │   └── EraSelectionError            no era could be selected under the policy
     │                                    (``data.decision``: the recorded decision)
+    ├── ConformanceError                 the conformance harness refused its input: a transcript
+    │                                    that is not canonical JSON ("conformance.not_canonical")
+    │                                    or breaks the transcript schema ("conformance.
+    │                                    transcript_invalid"), or a target it cannot reach
+    │                                    ("conformance.unreachable")
     └── JsonRpcError                     a protocol error with a JSON-RPC code (protocol layer)
         └── CapabilityRequiredError      a tool handler needs a client capability the caller
                                          lacks (-32021); the one protocol error a handler may
@@ -55,6 +60,7 @@ __all__ = [
     "ClientError",
     "ClientTimeoutError",
     "ConfigError",
+    "ConformanceError",
     "ContractError",
     "EraSelectionError",
     "JsonRpcError",
@@ -219,6 +225,12 @@ class EraSelectionError(ClientError):
     the canonical form of the recorded decision."""
 
     default_code = "client.era_unselected"
+
+
+class ConformanceError(ToolkeeperError):
+    """The conformance harness refused a transcript or could not reach its target."""
+
+    default_code = "conformance.error"
 
 
 class AuthenticationError(ToolkeeperError):
