@@ -34,8 +34,9 @@ ALLOWED: dict[str, set[str]] = {
     "config": {"contracts", "server", "observability"},
     "observability": {"contracts", "registry", "server"},
     "client": {"contracts", "protocol", "config"},
+    "conformance": {"contracts", "protocol", "config", "client"},
     "cli": {"contracts", "protocol", "registry", "server", "transports", "demo", "config", "auth",
-            "observability", "client"},
+            "observability", "client", "conformance"},
 }
 
 
