@@ -9,7 +9,8 @@ rendering is separate (:mod:`.render`).
 from toolkeeper.conformance.corpus import builtin_corpus, load_directory
 from toolkeeper.conformance.judge import Finding, Observation, Verdict, judge
 from toolkeeper.conformance.report import CaseResult, Report
-from toolkeeper.conformance.runner import ERA_CHOICES, RunOptions, run_transcripts
+from toolkeeper.conformance.runner import run_transcripts
+from toolkeeper.conformance.sessions import ERA_CHOICES, RunOptions
 from toolkeeper.conformance.transcript import (
     Expectation,
     Transcript,
