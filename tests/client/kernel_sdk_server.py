@@ -44,6 +44,7 @@ def main() -> None:
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
+    listener.listen(128)  # connections made before uvicorn serves wait in the backlog
     print(f"PORT {listener.getsockname()[1]}", flush=True)
     app = server.streamable_http_app(host="127.0.0.1")
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])

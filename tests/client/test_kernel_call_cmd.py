@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from kernel_live_kit import toolkeeper_cli
 from kernel_session_kit import FakeSession, demo_descriptor
 
 from toolkeeper.cli import call_cmd
@@ -136,3 +139,16 @@ def test_a_refused_connection_exits_2_with_the_client_error_code() -> None:
 def test_bad_command_lines_exit_2_with_a_stable_code(words: list[str], code: str) -> None:
     done = CliRunner().invoke(cli, ["call", *words, "--json"])
     assert done.exit_code == 2 and json.loads(done.output)["error"]["code"] == code
+
+
+def test_a_call_over_stdio_to_the_demo_gateway_runs_with_its_repairs(tmp_path: Path) -> None:
+    server = [sys.executable, "-m", "toolkeeper", "serve", "--demo", "--stdio", "--registry",
+              f"sqlite:///{tmp_path / 'registry.db'}"]
+    done = toolkeeper_cli("call", "--json", "--stdio", "--", *server, "payments.lookup",
+                          '{"reference": "PMT-771", "include_legs": "true"}')
+    out = json.loads(done.stdout)
+    assert done.returncode == 0, done.stderr.decode()
+    assert (out["ok"], out["era"], out["schemaVersion"]) == (True, "2026-07-28", "1.0.0")
+    assert [(r["path"], r["rule"]) for r in out["repairs"]] == [
+        ("$.include_legs", "coerce.string_to_boolean")]
+    assert len(out["result"]["structuredContent"]["legs"]) == 2

@@ -228,3 +228,9 @@ def test_arguments_that_are_not_an_object_are_never_sent_even_without_a_usable_s
     outcome = run(Kernel(session).call("odd", ["x"]))
     assert session.sent == [] and [(e.path, e.keyword) for e in outcome.errors] == [("$", "type")]
     assert run(Kernel(session).call("odd", {"x": 1})).ok
+
+
+def test_arguments_that_are_not_an_object_are_never_sent_even_if_a_schema_allows_them() -> None:
+    session = _session(descriptor("loose", {}))
+    outcome = run(Kernel(session).call("loose", [1, 2]))
+    assert session.sent == [] and [(e.path, e.keyword) for e in outcome.errors] == [("$", "type")]

@@ -7,6 +7,9 @@
   4.0.0 and retires 3.0.0 with the CLI; its next call is refused, it re-lists once,
   re-validates and reports the incompatibility with the classifier's rule ids; the handlers'
   own record proves no handler ran with 3.0.0 arguments after the retirement.
+* The other branch of seed 003: ``payments.lookup`` moves to a 2.0.0 the call's arguments still
+  fit; the refused call is re-listed once, re-validated and runs under 2.0.0 (the call log
+  holds exactly that one execution).
 """
 
 from __future__ import annotations
@@ -116,3 +119,32 @@ def test_seed_003_the_contract_moves_under_a_connected_kernel(tmp_path: Path) ->
     handled = _handled(log)
     assert [h["version"] for h in handled[:handled_at_retirement]] == ["3.0.0"]
     assert handled[handled_at_retirement:] == []  # nothing ran after the retirement
+
+
+def test_a_compatible_move_is_followed_with_one_relist_and_runs_under_the_new_version(
+        tmp_path: Path) -> None:
+    registry = tmp_path / "registry.db"
+    contract = json.loads(_demo_file("payments.lookup-1.0.0.json", tmp_path / "v1").read_text())
+    contract["version"] = "2.0.0"
+    del contract["inputSchema"]["properties"]["include_legs"]
+    v2 = tmp_path / "payments.lookup-2.0.0.json"
+    v2.write_text(json.dumps(contract))
+    db = f"sqlite:///{registry}"
+
+    async def run(url: str) -> tuple[CallOutcome, int]:
+        async with await connect(Target.from_url(url), timeouts=BOUNDS) as session:
+            kernel = Kernel(session)
+            await kernel.tools()
+            for step in (("publish", str(v2)), ("retire", "payments.lookup", "1.0.0")):
+                done = await asyncio.to_thread(toolkeeper_cli, *step, "--registry", db)
+                assert done.returncode == 0, done.stderr.decode()
+            outcome = await kernel.call("payments.lookup", {"reference": "PMT-772"})
+            return outcome, kernel.cache.generation
+
+    with gateway(registry, "--demo") as url:
+        outcome, listings = asyncio.run(run(url))
+        rows = call_log(registry, "payments.lookup", at_least=1)
+    assert outcome.ok and outcome.relisted and outcome.incompatible is None
+    assert outcome.schema_version == "2.0.0" and listings == 2
+    assert outcome.result is not None and outcome.result["_meta"]["schemaVersion"] == "2.0.0"
+    assert [(r["version"], r["outcome"]) for r in rows] == [("2.0.0", "ok")]

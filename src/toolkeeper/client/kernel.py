@@ -108,6 +108,11 @@ class _Prepared:
     model_turns: int = 0
 
 
+def _object_errors(arguments: Any) -> tuple[Issue, ...]:
+    """MCP sends arguments as an object, whatever a schema would accept."""
+    return () if isinstance(arguments, dict) else (_NOT_AN_OBJECT,)
+
+
 def _drops(repairs: Iterable[Repair]) -> set[str]:
     return {r.path for r in repairs if r.rule == _DROP}
 
@@ -175,13 +180,9 @@ class Kernel:
         return self.cache.get(name)
 
     async def _prepare(self, tool: CachedTool, arguments: Any, *, turn: bool) -> _Prepared:
-        compiled = tool.compiled
-        if compiled is None:  # not a schema we can judge: the server does; MCP wants an object
-            if isinstance(arguments, dict):
-                return _Prepared(arguments, arguments)
-            return _Prepared(arguments, arguments, errors=(_NOT_AN_OBJECT,))
-        if compiled.is_valid(arguments):
-            return _Prepared(arguments, arguments)
+        compiled = tool.compiled  # None: not a schema we can judge; the server does
+        if compiled is None or compiled.is_valid(arguments):
+            return _Prepared(arguments, arguments, errors=_object_errors(arguments))
         schema = tool.input_schema
         if self._repair and schema is not None:
             fixed = repair(arguments, schema)
@@ -195,7 +196,8 @@ class Kernel:
             answer = read_answer(said)
         except ClientError as exc:  # text that is not JSON: an error like any other
             return _Prepared(current, arguments, repairs, (Issue("$", exc.message, "model"),), 1)
-        return _Prepared(answer, answer, repairs, tuple(compiled.errors(answer)), 1)
+        remaining = tuple(compiled.errors(answer)) or _object_errors(answer)
+        return _Prepared(answer, answer, repairs, remaining, 1)
 
     def _meta(self, tool: CachedTool, meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
         if tool.version is None:
@@ -252,13 +254,14 @@ class Kernel:
         if errors:
             moved = Incompatibility(before.version, after.version, _changes(before, after))
             return CallOutcome(after.name, self.era_version, after.version, prepared.arguments,
-                               prepared.repairs, errors, True, moved, None, refused.error,
-                               True, turns, attempts)
+                               prepared.repairs, errors, relisted=True, incompatible=moved,
+                               error=refused.error, sent=True, model_turns=turns,
+                               attempts=attempts)
         reply, more = await self._send(after, prepared.arguments, meta)
-        outcome = self._outcome(after, prepared, reply, attempts=attempts + more)
-        return CallOutcome(outcome.tool, outcome.era, outcome.schema_version, outcome.arguments,
-                           outcome.repairs, (), True, None, outcome.result, outcome.error,
-                           True, turns, outcome.attempts)
+        return CallOutcome(after.name, self.era_version, after.version, prepared.arguments,
+                           prepared.repairs, relisted=True, result=reply.result,
+                           error=reply.error, sent=True, model_turns=turns,
+                           attempts=attempts + more)
 
     def _outcome(self, tool: CachedTool, prepared: _Prepared, reply: _Reply | None = None, *,
                  attempts: int = 0) -> CallOutcome:
