@@ -182,7 +182,12 @@ def _outcome(case: _Case) -> Iterator[Finding]:
                           "an isError result")
         return
     code = error.get("code") if isinstance(error, dict) else None
-    if isinstance(expect.code, int) and code != expect.code:
+    if isinstance(expect.code, int) and "result" in response and error is None:
+        result = response["result"]
+        flagged = isinstance(result, dict) and result.get("isError") is True
+        yield Finding("expect.outcome", f"$.result: a result{' (isError)' if flagged else ''} "
+                      f"where the case expects error {expect.code}")
+    elif isinstance(expect.code, int) and code != expect.code:
         yield Finding("expect.code", f"$.error.code: {code} where the case expects "
                       f"{expect.code}")
 
