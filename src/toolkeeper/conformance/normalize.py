@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from toolkeeper.contracts.canonical import json_type_name
+from toolkeeper.contracts.redaction import REDACTED, denied_key, redact, redact_text
 
 __all__ = ["ABSENT_MARK", "RULES", "matches", "normalized"]
 
@@ -97,10 +98,15 @@ def matches(pattern: Any, value: Any, at: str) -> str | None:
                 return problem
         return None
     if _type(pattern) != _type(value) or pattern != value:
-        return f"{at}: {_short(value)} where the case expects {_short(pattern)}"
+        return f"{at}: {_quoted(value, at)} where the case expects {_quoted(pattern, at)}"
     return None
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
+def _quoted(value: Any, at: str) -> str:
+    """A short quotation of a value for a finding, redacted *before* it is shortened (a cut
+    secret no longer has the shape that masks it); a value under a denied key (``password``,
+    ``token``, ...) is never quoted."""
+    if any(isinstance(step, str) and denied_key(step) for step in _steps(at)):
+        return REDACTED
+    text = redact_text(repr(redact(value)[0]))
     return text if len(text) <= 60 else text[:57] + "..."
