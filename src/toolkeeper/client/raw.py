@@ -25,8 +25,8 @@ from toolkeeper.errors import JsonRpcError
 from toolkeeper.protocol.envelope import decode_message
 from toolkeeper.protocol.sse_events import SseDecoder
 
-__all__ = ["EventLog", "RawAnswer", "RawRequest", "RawTransport", "is_answer", "read_events", "settled",
-           "without_barrier"]
+__all__ = ["EventLog", "RawAnswer", "RawRequest", "RawTransport", "as_raw", "is_answer",
+           "read_events", "settled", "without_barrier"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,13 @@ class RawTransport(Protocol):
                        ) -> RawAnswer:
         """Send ``request``; return what came back within ``timeout`` seconds."""
         ...
+
+
+def as_raw(transport: object) -> RawTransport | None:
+    """``transport`` as a :class:`RawTransport` when it can replay raw requests."""
+    if callable(getattr(transport, "send_raw", None)):
+        return transport  # type: ignore[return-value]  # checked structurally just above
+    return None
 
 
 def is_answer(message: object, barrier_id: object = None) -> bool:

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from toolkeeper.client.raw import RawAnswer, RawRequest
+from toolkeeper.client.raw import RawAnswer, RawRequest, as_raw
 from toolkeeper.conformance.judge import Finding, Observation, Verdict, judge
 from toolkeeper.conformance.report import CaseResult
 from toolkeeper.conformance.transcript import ABSENT, Recorded, Transcript
@@ -167,12 +167,13 @@ async def replay(transcript: Transcript, estate: Estate,
         finally:
             await transport.aclose()
     request, body = _raw_request(transcript, estate)
-    send = getattr(estate.transport, "send_raw", None)
-    if send is None:
+    raw = as_raw(estate.transport)
+    if raw is None:
         return failed(transcript, Finding("target.no_raw", "$: the transport cannot replay "
                                           "raw requests"))
     try:
-        answer = await send(request, timeout=estate.timeout_s, max_bytes=estate.max_bytes)
+        answer = await raw.send_raw(request, timeout=estate.timeout_s,
+                                    max_bytes=estate.max_bytes)
     except ClientError as exc:
         return failed(transcript, Finding("target." + exc.code.split(".")[-1],
                                           f"$: {exc.message}"))

@@ -5,11 +5,13 @@ Each era gets its own session from :func:`~toolkeeper.client.connect` (on stdio 
 process), so the era decision is the client's, made exactly as SPEC 5.1 says. With ``auto``
 the fallback policy decides first (its decision is the report's), then every other era the
 corpus needs is tried strictly. A harness must not stop where the client stops, though: when
-the peer *answered* a probe and the answer did not validate, the era's cases still run, over
-a transport of their own (modern: no session is needed) or fail with the probe's problem
-(legacy: without a valid ``initialize`` there is no session), so the report names what is
-wrong instead of skipping the era. An era whose probe got no answer, or a refusal, is not
-served: its cases are skipped under ``auto`` and fail when the era was named.
+the client refuses an era the peer does answer, the era's cases still run or fail, so the
+report names what is wrong instead of skipping the era. Modern: a raw ``server/discover``
+that gets a result (valid or not) means the era answers, and its cases run over a transport
+of their own (no session is needed). Legacy: an ``initialize`` answer that did not validate
+fails the era's cases with its first problem (without it there is no session). An era whose
+probe got no answer, or a refusal, is not served: its cases are skipped under ``auto`` and fail
+when the era was named.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from toolkeeper.client import ClientSession, ClientTimeouts, Target, connect
+from toolkeeper.client.raw import RawAnswer, RawRequest, as_raw
 from toolkeeper.client.transport import REFUSED
 from toolkeeper.conformance.replay import Estate
+from toolkeeper.contracts.canonical import canonical_json
 from toolkeeper.errors import ClientError, ConformanceError, EraSelectionError
+from toolkeeper.protocol.client_requests import modern_request
 from toolkeeper.protocol.versions import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION, Era
 
 __all__ = ["ERA_CHOICES", "RunOptions", "RunSessions", "pick_tool"]
@@ -32,6 +37,9 @@ ERA_CHOICES: Final[Mapping[str, Era | None]] = MappingProxyType({
     LATEST_MODERN_VERSION: Era.MODERN, LATEST_HANDSHAKE_VERSION: Era.LEGACY, "auto": None})
 _CONNECT: Final = {Era.MODERN: "modern", Era.LEGACY: "legacy"}
 _UNREACHABLE: Final = frozenset({REFUSED})
+_PROBE_ID: Final = "toolkeeper-conformance-probe"
+_ACCEPT: Final = (("Accept", "application/json, text/event-stream"),
+                  ("Content-Type", "application/json"))
 _NOT_SERVED: Final = ("$.error: initialize refused", "$: no JSON-RPC response", "$: client.")
 """Legacy evidence problems that say the era is not served (a refusal, silence, a dropped
 connection), as opposed to an answer that did not validate."""
@@ -63,14 +71,19 @@ def pick_tool(tools: Sequence[dict[str, Any]], named: str | None) -> tuple[str |
     return None, "needs a tool: the target lists no read-only tool (name one with --tool)"
 
 
-def _answered_invalidly(era: Era, decision: Mapping[str, Any]) -> str | None:
-    """The problem when the era's probe was answered but the answer did not validate."""
-    if era is Era.MODERN:
-        seen = decision.get("observation") or {}
-        return seen.get("detail") if seen.get("outcome") == "unrecognised" else None
+def _legacy_answered_invalidly(decision: Mapping[str, Any]) -> str | None:
+    """The problem when ``initialize`` was answered but the answer did not validate."""
     evidence = decision.get("legacyEvidence") or {}
     problems = [p for p in evidence.get("problems", ()) if not p.startswith(_NOT_SERVED)]
     return problems[0] if problems else None
+
+
+def _modern_answered(answer: RawAnswer) -> bool:
+    """Whether a raw ``server/discover`` got a *result*: the modern era answering, whatever
+    the client's selection made of it (an error that is not a modern one, no JSON-RPC answer
+    or silence: the era is not served)."""
+    return any(isinstance(m, dict) and "result" in m and "method" not in m
+               for m in answer.messages)
 
 
 class RunSessions:
@@ -119,28 +132,46 @@ class RunSessions:
             decision: dict[str, Any] = exc.data.get("decision") or {}
             if primary:
                 self.decision = decision
-            problem = _answered_invalidly(era, decision)
             reason = f"the target does not serve the {era.value} era " \
                      f"({decision.get('verdict', exc.code)})"
         except ClientError as exc:
-            problem, reason = None, f"the {era.value} era could not be opened ({exc.code})"
-        if problem is not None and era is Era.MODERN:
-            await self._sessionless(problem)
-        elif problem is not None:
+            decision, reason = {}, f"the {era.value} era could not be opened ({exc.code})"
+        if era is Era.MODERN and await self._sessionless(reason):
+            return
+        problem = _legacy_answered_invalidly(decision) if era is Era.LEGACY else None
+        if problem is not None:
             self.refused[era] = (f"the {era.value} era's probe answer is invalid: {problem}",
                                  True)
         else:
             self.refused[era] = (reason, fatal)
 
-    async def _sessionless(self, problem: str) -> None:
-        """Modern cases over a transport of their own: the probe was answered invalidly."""
+    async def _sessionless(self, reason: str) -> bool:
+        """When a raw ``server/discover`` gets a result although the client's selection
+        refused the era, the modern cases run over a transport of their own (the modern era
+        needs no session), so the report names what is wrong with each answer."""
         transport = await self.target.open(self.options.timeouts)
         self._closers.append(transport)
+        request, headers = modern_request(_PROBE_ID, "server/discover", {})
+        auth = (("Authorization", f"Bearer {self.options.token}"),) \
+            if self.options.token and not self.stdio else ()
+        raw = as_raw(transport)
+        if raw is None:
+            return False
+        try:
+            answer = await raw.send_raw(
+                RawRequest(canonical_json(request), (*headers.items(), *_ACCEPT, *auth)),
+                timeout=self.options.timeouts.probe_s,
+                max_bytes=self.options.timeouts.probe_max_bytes)
+        except ClientError:
+            return False
+        if not _modern_answered(answer):
+            return False
         self.estates[Era.MODERN] = Estate(
             transport, self.stdio, Era.MODERN, LATEST_MODERN_VERSION, None, None,
-            f"needs a tool: the modern probe's answer is invalid ({problem})",
+            f"needs a tool: {reason}",
             self.options.token, self.options.case_timeout_s,
             self.options.timeouts.max_response_bytes)
+        return True
 
     async def _keep(self, session: ClientSession, *, primary: bool) -> None:
         self._closers.append(session)
