@@ -26,7 +26,7 @@ SPEC_5_3 = {
     "notification with no JSON-RPC response": "golden-modern-extension-notification",
     # negative
     "header/body mismatch": "negative-header-body-mismatch",
-    "missing required capability": "negative-missing-capability-wrong-status",
+    "missing required capability": "negative-missing-required-capability",
     "unsupported matching protocol version": "negative-unsupported-protocol-version",
     "missing modern resultType": "negative-missing-result-type",
     "unknown resultType": "negative-unknown-result-type",

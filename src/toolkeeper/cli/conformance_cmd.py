@@ -5,7 +5,8 @@
 ``--era`` names the era to test (``auto``: the era SPEC 5.1's fallback selects, then every
 other era the target proves it serves); ``--transcripts DIR`` replaces the built-in corpus with
 an estate-specific set; ``--tool`` names the tool the cases call (default: a read-only tool
-the target lists). ``--json`` prints the report object; ``--markdown FILE`` writes it as a page.
+the target lists); ``--capability-tool`` one that refuses callers without a client capability
+(the -32021 case). ``--json`` prints the report object; ``--markdown FILE`` writes it as a page.
 Progress goes to stderr on a terminal only. Exit 0 when every case passed or was skipped, 1
 when any failed, 2 when the target cannot be reached or the input is refused.
 """
@@ -94,16 +95,19 @@ def conformance() -> None:
               help="Run these transcripts instead of the built-in corpus.")
 @click.option("--tool", default=None, metavar="NAME",
               help="The tool cases call (default: a read-only tool the target lists).")
+@click.option("--capability-tool", default=None, metavar="NAME",
+              help="A tool that refuses callers without a client capability (the -32021 "
+                   "case; skipped without one).")
 @click.option("--token", envvar=TOKEN_ENV, default=None, metavar="T",
               help=f"Bearer token for HTTP (env {TOKEN_ENV}).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), default=None,
               metavar="FILE", help="Also write the report as Markdown.")
 def run_cmd(url: str | None, stdio: str | None, app: bool, era: str,
-            transcripts: Path | None, tool: str | None, token: str | None, as_json: bool,
-            markdown: Path | None) -> None:
+            transcripts: Path | None, tool: str | None, capability_tool: str | None,
+            token: str | None, as_json: bool, markdown: Path | None) -> None:
     """Replay the transcripts against one endpoint and report every case."""
-    options = RunOptions(era=era, tool=tool, token=token)
+    options = RunOptions(era=era, tool=tool, token=token, capability_tool=capability_tool)
     try:
         report = _report(url, stdio, app, options, transcripts)
     except ToolkeeperError as exc:

@@ -12,8 +12,8 @@ names, and gets that case's :class:`~toolkeeper.conformance.CaseResult`::
 
 The whole corpus runs once per session (``mcp_conformance_report`` is that report); without a
 target option those tests are skipped with the reason. ``--mcp-conformance-era``,
-``--mcp-conformance-tool``, ``--mcp-conformance-token`` and ``--mcp-conformance-transcripts``
-mean what ``toolkeeper conformance run``'s options mean.
+``--mcp-conformance-tool``, ``--mcp-conformance-capability-tool``, ``--mcp-conformance-token``
+and ``--mcp-conformance-transcripts`` mean what ``toolkeeper conformance run``'s options mean.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="The era to test (default auto).")
     group.addoption(_PREFIX + "tool", default=None, metavar="NAME",
                     help="The tool the cases call (default: a read-only tool listed).")
+    group.addoption(_PREFIX + "capability-tool", default=None, metavar="NAME",
+                    help="A tool that refuses callers without a client capability.")
     group.addoption(_PREFIX + "token", default=None, metavar="T",
                     help="Bearer token for HTTP.")
     group.addoption(_PREFIX + "transcripts", default=None, metavar="DIR",
@@ -86,7 +88,8 @@ def mcp_conformance_report(request: pytest.FixtureRequest) -> Report:
     if target is None:
         pytest.skip(f"no MCP endpoint: give {_PREFIX}url or {_PREFIX}stdio")
     options = RunOptions(era=_option(config, "era"), tool=_option(config, "tool"),
-                         token=_option(config, "token"))
+                         token=_option(config, "token"),
+                         capability_tool=_option(config, "capability-tool"))
     return asyncio.run(run_transcripts(target, _transcripts(config), options))
 
 

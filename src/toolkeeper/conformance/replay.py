@@ -1,10 +1,11 @@
 """Replaying one transcript over one session's transport, and judging what came back.
 
 Placeholders (``{{tool}}``, ``{{toolBase64}}`` its base64-sentinel header form,
-``{{protocolVersion}}``, ``{{sessionId}}``) are filled from the target's own estate and session
-(:class:`Estate`): a string that is exactly a placeholder is replaced by its value (a header
-whose value is unknown, such as the session id of a sessionless server, is left out); inside
-longer strings and ``raw`` text they are replaced as text. Over stdio the
+``{{capabilityTool}}``, ``{{protocolVersion}}``, ``{{sessionId}}``) are filled from the target's
+own estate and session (:class:`Estate`): a string that is exactly a placeholder is replaced by
+its value (a header whose value is unknown, such as the session id of a sessionless server, is
+left out); inside longer strings and ``raw`` text they are replaced as text. A case whose
+estate part is missing is skipped with the reason. Over stdio the
 expectation's ``stdio`` form applies (no status, no headers: the case judges the messages),
 and a barrier request settles the exchange (:mod:`toolkeeper.client.raw`).
 """
@@ -27,9 +28,11 @@ from toolkeeper.errors import ClientError
 from toolkeeper.protocol.client_requests import legacy_request, modern_request
 from toolkeeper.protocol.versions import Era
 
-__all__ = ["Estate", "judge_recorded", "replay", "skipped"]
+__all__ = ["CAPABILITY_TOOL_REASON", "Estate", "failed", "judge_recorded", "replay", "skipped"]
 
 _PLACEHOLDER: Final = ("{{", "}}")
+CAPABILITY_TOOL_REASON: Final = ("needs a tool that requires a client capability (name one "
+                                 "with --capability-tool)")
 _barrier_ids = itertools.count(1)
 
 
@@ -49,12 +52,21 @@ class Estate:
     token: str | None
     timeout_s: float
     max_bytes: int
+    capability_tool: str | None = None
 
     def values(self) -> dict[str, str | None]:
         encoded = None if self.tool is None else "=?base64?" + base64.b64encode(
             self.tool.encode("utf-8")).decode("ascii") + "?="
         return {"tool": self.tool, "toolBase64": encoded, "protocolVersion": self.version,
-                "sessionId": self.session_id}
+                "sessionId": self.session_id, "capabilityTool": self.capability_tool}
+
+    def missing(self, needs: frozenset[str]) -> str | None:
+        """Why a case needing ``needs`` cannot run here (None: it can)."""
+        if "tool" in needs and self.tool is None:
+            return self.tool_reason
+        if "capabilityTool" in needs and self.capability_tool is None:
+            return CAPABILITY_TOOL_REASON
+        return None
 
 
 def _fill(value: Any, values: Mapping[str, str | None]) -> Any:
@@ -154,8 +166,9 @@ async def replay(transcript: Transcript, estate: Estate,
     """Send a live case over ``estate``'s transport and judge the answer; a case that must
     be a connection's first message goes over a transport from ``fresh`` (stdio), closed
     after it."""
-    if "tool" in transcript.needs and estate.tool is None:
-        return skipped(transcript, estate.tool_reason)
+    reason = estate.missing(transcript.needs)
+    if reason is not None:
+        return skipped(transcript, reason)
     if transcript.fresh and fresh is not None:
         try:
             transport = await fresh()

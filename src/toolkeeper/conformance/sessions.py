@@ -48,23 +48,29 @@ connection), as opposed to an answer that did not validate."""
 @dataclass(frozen=True)
 class RunOptions:
     """``era`` (a key of :data:`ERA_CHOICES`), the tool cases use (else a read-only one the
-    target lists), the bearer token for HTTP, the client's bounds and each case's bound."""
+    target lists), the bearer token for HTTP, a tool that requires a client capability (for
+    the -32021 case; no standard annotation says which does), the client's bounds and each
+    case's bound."""
 
     era: str = "auto"
     tool: str | None = None
     token: str | None = None
+    capability_tool: str | None = None
     timeouts: ClientTimeouts = field(default_factory=ClientTimeouts)
     case_timeout_s: float = 10.0
 
 
-def pick_tool(tools: Sequence[dict[str, Any]], named: str | None) -> tuple[str | None, str]:
+def pick_tool(tools: Sequence[dict[str, Any]], named: str | None, avoid: str | None = None
+              ) -> tuple[str | None, str]:
     """The tool the cases call (the named one if listed, else the first read-only one by
-    name), or None and why."""
+    name other than ``avoid``, the tool named as needing a capability), or None and why."""
     names = {t.get("name") for t in tools}
     if named is not None:
         return (named, "") if named in names else (
             None, f"needs a tool: {named!r} is not in the target's tools/list")
     for tool in sorted(tools, key=lambda t: str(t.get("name"))):
+        if tool.get("name") == avoid:
+            continue
         annotations = tool.get("annotations")
         if isinstance(annotations, dict) and annotations.get("readOnlyHint") is True:
             return str(tool["name"]), ""
@@ -170,7 +176,7 @@ class RunSessions:
             transport, self.stdio, Era.MODERN, LATEST_MODERN_VERSION, None, None,
             f"needs a tool: {reason}",
             self.options.token, self.options.case_timeout_s,
-            self.options.timeouts.max_response_bytes)
+            self.options.timeouts.max_response_bytes, self.options.capability_tool)
         return True
 
     async def _keep(self, session: ClientSession, *, primary: bool) -> None:
@@ -179,13 +185,14 @@ class RunSessions:
             self.decision = session.decision.to_json()
             self.era = session.version
         try:
-            tool, reason = pick_tool((await session.list_tools()).tools, self.options.tool)
+            tool, reason = pick_tool((await session.list_tools()).tools, self.options.tool,
+                                     self.options.capability_tool)
         except ClientError as exc:
             tool, reason = None, f"needs a tool: tools/list failed ({exc.code})"
         self.estates[session.era] = Estate(
             session.transport, self.stdio, session.era, session.version, session.session_id,
             tool, reason, self.options.token, self.options.case_timeout_s,
-            self.options.timeouts.max_response_bytes)
+            self.options.timeouts.max_response_bytes, self.options.capability_tool)
 
     async def aclose(self) -> None:
         for closer in reversed(self._closers):
