@@ -110,6 +110,16 @@ def test_an_unreachable_target_exits_2_with_a_stable_code() -> None:
     assert json.loads(missing.stdout)["error"]["code"] == "conformance.unreachable"
 
 
+@pytest.mark.parametrize("era", ["auto", "2026-07-28", "2025-11-25"])
+def test_a_stdio_command_that_exits_at_once_is_unreachable_not_skipped(era: str) -> None:
+    command = shlex.join([sys.executable, "-c", "pass"])
+    result = _invoke("--stdio", command, "--era", era, "--json")
+    assert result.exit_code == 2, result.output
+    assert json.loads(result.stdout)["error"] == {
+        "code": "conformance.unreachable", "data": {"cause": "client.connection"},
+        "message": "the target cannot be reached (the connection closed)"}
+
+
 @pytest.mark.parametrize("args", [(), ("--app", "--url", "http://127.0.0.1:9/mcp"),
                                   ("--stdio", "'unclosed"), ("--url", "ftp://x/mcp")])
 def test_a_bad_target_choice_exits_2(args: tuple[str, ...]) -> None:

@@ -40,6 +40,7 @@ _UNREACHABLE: Final = frozenset({REFUSED})
 _PROBE_ID: Final = "toolkeeper-conformance-probe"
 _ACCEPT: Final = (("Accept", "application/json, text/event-stream"),
                   ("Content-Type", "application/json"))
+_CLOSED: Final = "$: client.connection"
 _NOT_SERVED: Final = ("$.error: initialize refused", "$: no JSON-RPC response", "$: client.")
 """Legacy evidence problems that say the era is not served (a refusal, silence, a dropped
 connection), as opposed to an answer that did not validate."""
@@ -75,6 +76,23 @@ def pick_tool(tools: Sequence[dict[str, Any]], named: str | None, avoid: str | N
         if isinstance(annotations, dict) and annotations.get("readOnlyHint") is True:
             return str(tool["name"]), ""
     return None, "needs a tool: the target lists no read-only tool (name one with --tool)"
+
+
+def _raise_if_gone(decision: Mapping[str, Any]) -> None:
+    """A target whose every probe ended in a closed connection (a stdio command that exits,
+    a peer that drops the connection) cannot be reached: that is no report."""
+    seen = decision.get("observation")
+    evidence = decision.get("legacyEvidence")
+    if seen is None and evidence is None:
+        return
+    problems = [] if evidence is None else list(evidence.get("problems", ()))
+    closed = seen is None or seen.get("outcome") == "closed"
+    dropped = evidence is None or (bool(problems)
+                                   and all(p.startswith(_CLOSED) for p in problems))
+    if closed and dropped:
+        raise ConformanceError("the target cannot be reached (the connection closed)",
+                               code="conformance.unreachable",
+                               data={"cause": "client.connection"})
 
 
 def _legacy_answered_invalidly(decision: Mapping[str, Any]) -> str | None:
@@ -127,6 +145,7 @@ class RunSessions:
             await self._keep(await self._connect("auto", legacy_allowed=True), primary=True)
         except EraSelectionError as exc:
             self.decision = exc.data.get("decision")
+            _raise_if_gone(self.decision or {})
         for era in sorted(eras - set(self.estates), key=lambda e: e.value):
             await self._open_era(era, primary=False, fatal=False)
 
@@ -138,6 +157,7 @@ class RunSessions:
             decision: dict[str, Any] = exc.data.get("decision") or {}
             if primary:
                 self.decision = decision
+                _raise_if_gone(decision)
             reason = f"the target does not serve the {era.value} era " \
                      f"({decision.get('verdict', exc.code)})"
         except ClientError as exc:
