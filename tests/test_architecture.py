@@ -36,7 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "conformance": {"contracts", "protocol", "config", "client"},
     "client": {"contracts", "protocol", "config"},
     "cli": {"contracts", "protocol", "registry", "server", "transports", "demo", "config", "auth",
-            "observability", "client"},
+            "observability", "client", "conformance"},
 }
 
 

@@ -27,9 +27,6 @@ may change) plus optional structured ``data``::
     │                                    client's JSON-RPC error)
     ├── ConfigError                      the gateway's configuration file or flags are refused
     │                                    ("config.*"; ``data.key`` is the dotted key)
-    ├── ConformanceError                 the harness cannot run what it was asked to: no proxy
-    │                                    binary, a proxy that does not start, an unknown proxy
-    │                                    configuration ("conformance.*")
     ├── ClientError                      the MCP client (``toolkeeper.client``) failed ("client.*")
     │   ├── ClientConnectionError        the peer refused or dropped the connection
     │   ├── ClientTimeoutError           no complete answer within the bound
@@ -41,6 +38,13 @@ may change) plus optional structured ``data``::
     │   │                                cannot go on without (``data.error``: that error)
     │   └── EraSelectionError            no era could be selected under the policy
     │                                    (``data.decision``: the recorded decision)
+    ├── ConformanceError                 the conformance harness refused its input: a transcript
+    │                                    that is not canonical JSON ("conformance.not_canonical")
+    │                                    or breaks the transcript schema ("conformance.
+    │                                    transcript_invalid"), or a target it cannot reach
+    │                                    ("conformance.unreachable"), or a proxy it cannot set
+    │                                    up (no binary, one that does not start, an unknown
+    │                                    configuration: "conformance.proxy_*")
     └── JsonRpcError                     a protocol error with a JSON-RPC code (protocol layer)
         └── CapabilityRequiredError      a tool handler needs a client capability the caller
                                          lacks (-32021); the one protocol error a handler may
@@ -191,13 +195,6 @@ class ConfigError(ToolkeeperError):
     default_code = "config.invalid"
 
 
-class ConformanceError(ToolkeeperError):
-    """The conformance harness cannot set up what a run needs (a reverse proxy, its
-    configuration); findings about the target are evidence, never this error."""
-
-    default_code = "conformance.error"
-
-
 class ClientError(ToolkeeperError):
     """Base of the MCP client's failures (``toolkeeper.client``)."""
 
@@ -249,6 +246,14 @@ class EraSelectionError(ClientError):
     the canonical form of the recorded decision."""
 
     default_code = "client.era_unselected"
+
+
+class ConformanceError(ToolkeeperError):
+    """The conformance harness refused a transcript, could not reach its target, or cannot set
+    up what a run needs (a reverse proxy, its configuration); findings about the target are
+    evidence, never this error."""
+
+    default_code = "conformance.error"
 
 
 class AuthenticationError(ToolkeeperError):

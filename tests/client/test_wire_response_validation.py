@@ -64,7 +64,9 @@ def test_modern_result_rules(result: dict[str, Any], method: str, path: str) -> 
 
 
 def test_a_task_result_is_valid_only_with_the_tasks_extension_declared() -> None:
-    task = _answer({"resultType": "task", "taskId": "t1"})
+    task = _answer({"resultType": "task", "taskId": "t1", "status": "working",
+                    "createdAt": "2026-01-01T00:00:00Z",
+                    "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": 1000})
     tasks = frozenset({"io.modelcontextprotocol/tasks"})
     assert validate_response(task, 1, Era.MODERN, "tools/call", tasks) == []
     assert validate_response(task, 1, Era.MODERN, "tools/list", tasks) != []

@@ -7,6 +7,7 @@ import click
 from toolkeeper.cli import (
     call_cmd,
     calls_cmd,
+    conformance_cmd,
     contracts_cmds,
     diff_cmd,
     export_cmd,
@@ -26,7 +27,7 @@ def cli() -> None:
 
 
 for _module in (contracts_cmds, export_cmd, diff_cmd, registry_cmds, serve_cmd, keys_cmd,
-                calls_cmd, tools_cmd, call_cmd):
+                calls_cmd, tools_cmd, call_cmd, conformance_cmd):
     _module.register(cli)
 
 

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import httpx
 
+from toolkeeper.client.raw import EventLog, RawAnswer, RawRequest, is_answer, read_events
 from toolkeeper.client.transport import (
     REFUSED,
     STREAM_OPEN,
@@ -111,6 +112,35 @@ class HttpTransport:
         except httpx.HTTPError as exc:
             raise _connection_error(exc) from None
 
+    async def send_raw(self, request: RawRequest, *, timeout: float, max_bytes: int
+                       ) -> RawAnswer:
+        """Replay ``request`` byte for byte (:mod:`toolkeeper.client.raw`); no status is an
+        error here. An event stream still open when ``timeout`` passes after its response
+        came is recorded as not ended."""
+        log = EventLog()
+        head: list[tuple[int, dict[str, str]]] = []
+        try:
+            async with asyncio.timeout(timeout):
+                async with self._client.stream(request.http_method, self._url,
+                                               content=request.body or None,
+                                               headers=list(request.headers)) as response:
+                    headers = {k.lower(): v for k, v in response.headers.items()}
+                    head.append((response.status_code, headers))
+                    if not headers.get("content-type", "").startswith("text/event-stream"):
+                        return await _read_plain(response, headers, max_bytes)
+                    await read_events(_bounded_chunks(response, max_bytes),
+                                      request.stop_after, log)
+                    return log.answer(response.status_code, headers)
+        except TimeoutError:
+            if head and any(is_answer(m) for m in log.messages):
+                return log.answer(*head[0])
+            raise ClientTimeoutError(f"no complete answer within {timeout}s",
+                                     data={"timeoutS": timeout}) from None
+        except httpx.TimeoutException:
+            raise ClientTimeoutError("the HTTP connection timed out") from None
+        except httpx.HTTPError as exc:
+            raise _connection_error(exc) from None
+
     async def end_session(self, headers: Mapping[str, str], *, timeout: float) -> None:
         try:
             async with asyncio.timeout(timeout):
@@ -178,6 +208,27 @@ async def _read_answer(response: httpx.Response, request_id: object, max_bytes: 
     if not body.strip() or not headers.get("content-type", "").startswith("application/json"):
         return Exchange(status, headers, (), len(body))
     return Exchange(status, headers, (_decode(body, "JSON body"),), len(body))
+
+
+async def _read_plain(response: httpx.Response, headers: dict[str, str], max_bytes: int
+                      ) -> RawAnswer:
+    body = await _read_bounded(response, max_bytes)
+    status = response.status_code
+    if not body.strip():
+        return RawAnswer(status, headers, (), body)
+    try:
+        return RawAnswer(status, headers, (decode_message(body),), body)
+    except JsonRpcError:
+        return RawAnswer(status, headers, (), body, undecodable=True)
+
+
+async def _bounded_chunks(response: httpx.Response, max_bytes: int) -> AsyncIterator[bytes]:
+    seen = 0
+    async for chunk in response.aiter_bytes():
+        seen += len(chunk)
+        if seen > max_bytes:
+            raise too_large(max_bytes)
+        yield chunk
 
 
 async def _read_bounded(response: httpx.Response, max_bytes: int) -> bytes:

@@ -86,6 +86,16 @@ class ClientSession:
         self._schemas: dict[str, dict[str, Any]] = {}
         self._closed = False
 
+    @property
+    def transport(self) -> Transport:
+        """The connection (the conformance harness replays raw requests over it)."""
+        return self._transport
+
+    @property
+    def session_id(self) -> str | None:
+        """The legacy HTTP session id ``initialize`` minted (None elsewhere)."""
+        return self._session_id
+
     async def __aenter__(self) -> ClientSession:
         return self
 

@@ -16,6 +16,7 @@ import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final
 
+from toolkeeper.client.raw import RawAnswer, RawRequest, settled, without_barrier
 from toolkeeper.client.transport import REFUSED, STREAM_OPEN, Exchange, too_large
 from toolkeeper.errors import (
     ClientConnectionError,
@@ -48,6 +49,8 @@ class StdioTransport:
         self._waiting: dict[object, tuple[asyncio.Future[Any], list[Any]]] = {}
         self._unasked: asyncio.Queue[Any] = asyncio.Queue(_QUEUE_MAX)
         self._failure: Exception | None = None
+        self._taps: list[list[Any]] = []
+        self._tapped = asyncio.Event()
         self._reader = asyncio.create_task(self._read_loop())
 
     @classmethod
@@ -84,6 +87,9 @@ class StdioTransport:
 
     async def _route(self, line: bytes) -> None:
         message = decode_message(line)
+        for tap in self._taps:
+            tap.append(message)
+        self._tapped.set()
         if isinstance(message, dict) and "method" not in message and "id" in message:
             waiting = self._waiting.get(_key(message["id"]))
             if waiting is not None and not waiting[0].done():
@@ -110,6 +116,7 @@ class StdioTransport:
 
     def _fail(self, error: Exception) -> None:
         self._failure = error
+        self._tapped.set()
         for future, _ in self._waiting.values():
             if not future.done():
                 future.set_exception(error)
@@ -118,15 +125,7 @@ class StdioTransport:
         self._unasked.put_nowait(None)
 
     async def _write(self, message: Mapping[str, Any]) -> None:
-        stdin = self._process.stdin
-        if self._failure is not None:
-            raise self._failure
-        assert stdin is not None
-        try:
-            stdin.write(encode_message(message) + b"\n")
-            await stdin.drain()
-        except (ConnectionError, RuntimeError):
-            raise ClientConnectionError("the server closed its input") from None
+        await self._write_line(encode_message(message))
 
     async def exchange(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
                        timeout: float, max_bytes: int) -> Exchange:
@@ -144,6 +143,45 @@ class StdioTransport:
         finally:
             del self._waiting[key]
         return Exchange(None, {}, (*collected, response))
+
+    async def send_raw(self, request: RawRequest, *, timeout: float, max_bytes: int
+                       ) -> RawAnswer:
+        """Write ``request.body`` as one line, then its barrier; every message until the
+        exchange settles (:func:`toolkeeper.client.raw.settled`). Headers do not exist here."""
+        if b"\n" in request.body or b"\r" in request.body:
+            raise ProtocolViolationError("a stdio message is one line",
+                                         code="client.bad_request")
+        tap: list[Any] = []
+        self._taps.append(tap)
+        try:
+            await self._write_line(request.body)
+            if request.barrier is not None:
+                await self._write(request.barrier)
+            async with asyncio.timeout(timeout):
+                while True:
+                    self._tapped.clear()
+                    if settled(tap, request):
+                        break
+                    if self._failure is not None:
+                        raise self._failure
+                    await self._tapped.wait()
+        except TimeoutError:
+            raise ClientTimeoutError(f"no answer within {timeout}s",
+                                     data={"timeoutS": timeout}) from None
+        finally:
+            self._taps.remove(tap)
+        return RawAnswer(None, {}, without_barrier(tap, request))
+
+    async def _write_line(self, line: bytes) -> None:
+        stdin = self._process.stdin
+        if self._failure is not None:
+            raise self._failure
+        assert stdin is not None
+        try:
+            stdin.write(line + b"\n")
+            await stdin.drain()
+        except (ConnectionError, RuntimeError):
+            raise ClientConnectionError("the server closed its input") from None
 
     async def notify(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
                      timeout: float) -> int | None:

@@ -16,7 +16,7 @@ Additive unknown fields are never a problem: validation reads, it does not sieve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -33,7 +33,9 @@ __all__ = [
     "RECOGNISED_MODERN_ERRORS",
     "TASKS_EXTENSION",
     "check_error_status",
+    "check_notification_answer",
     "check_result_type",
+    "check_stream",
     "is_recognised_modern_error",
     "validate_response",
 ]
@@ -56,6 +58,7 @@ RECOGNISED_MODERN_ERRORS: Final = frozenset({
 fall back to the legacy one."""
 
 Problems = list[str]
+_ABSENT: Final = object()
 
 
 def is_recognised_modern_error(error: object) -> bool:
@@ -108,6 +111,43 @@ def check_error_status(value: Any, http_status: int, era: Era, *, streamed: bool
     return []
 
 
+def check_notification_answer(http_status: int | None, body: bytes, messages: Sequence[Any]
+                              ) -> Problems:
+    """Problems with what answered a notification (SPEC 5.2): no JSON-RPC message may answer
+    it, and over HTTP (``http_status`` not None) the accepted shape is 202 with an empty body
+    (middleware that wraps ``None`` into ``{"result": null}`` fails here)."""
+    problems: Problems = []
+    if messages:
+        problems.append("$: a notification was answered with a JSON-RPC message")
+    if http_status is not None and http_status != 202:
+        problems.append(f"$: HTTP {http_status} where an accepted notification gets 202")
+    elif body.strip() and not messages:
+        problems.append("$: an accepted notification gets an empty body")
+    return problems
+
+
+def check_stream(messages: Sequence[Any], request_id: RequestId | None) -> Problems:
+    """Problems with the messages of one request's answer stream (SSE, or stdio lines) before
+    the response is judged (SPEC 5.3): every message before the last is a notification or a
+    request, and no message answers another id (an event whose id differs from the
+    request's)."""
+    problems: Problems = []
+    last = len(messages) - 1
+    for index, message in enumerate(messages):
+        at = f"$.events[{index}]"
+        if not isinstance(message, dict):
+            problems.append(f"{at}: must be a JSON-RPC object")
+            continue
+        if "method" in message:
+            continue
+        got = message.get("id")
+        if type(got) is not type(request_id) or got != request_id:
+            problems.append(f"{at}.id: answers another request than the one sent")
+        elif index != last:
+            problems.append(f"{at}: the response must be the stream's last message")
+    return problems
+
+
 def _is_int(value: object) -> bool:
     return type(value) is int
 
@@ -153,8 +193,36 @@ def _check_tools_list(result: Mapping[str, Any], era: Era) -> Problems:
     return problems
 
 
+_TASK_STATUSES: Final = frozenset({"working", "input_required", "completed", "failed",
+                                   "cancelled"})
+_COMPLETION_MAX: Final = 100
+
+
+def _check_task(result: Mapping[str, Any]) -> Problems:
+    """A tasks-extension ``CreateTaskResult`` (flat, mcp-wire 7.4)."""
+    problems: Problems = []
+    if not isinstance(result.get("taskId"), str) or not result.get("taskId"):
+        problems.append("$.result.taskId: required, a non-empty string")
+    if result.get("status") not in _TASK_STATUSES:
+        problems.append("$.result.status: must be a known task status")
+    for key in ("createdAt", "lastUpdatedAt"):
+        if not isinstance(result.get(key), str):
+            problems.append(f"$.result.{key}: required, an ISO 8601 timestamp")
+    ttl = result.get("ttlMs", _ABSENT)
+    if ttl is _ABSENT or not (ttl is None or (isinstance(ttl, int) and _is_int(ttl)
+                                              and ttl >= 0)):
+        problems.append("$.result.ttlMs: required, an integer >= 0 or null")
+    poll = result.get("pollIntervalMs")
+    if "pollIntervalMs" in result and not (isinstance(poll, int) and _is_int(poll)
+                                           and poll > 0):
+        problems.append("$.result.pollIntervalMs: must be a positive integer")
+    return problems
+
+
 def _check_tools_call(result: Mapping[str, Any], era: Era) -> Problems:
     kind = result.get("resultType", "complete")
+    if kind == "task":
+        return _check_task(result)
     if kind == "input_required":
         if "inputRequests" not in result and "requestState" not in result:
             return ["$.result: input_required needs inputRequests or requestState"]
@@ -193,12 +261,32 @@ def _check_initialize(result: Mapping[str, Any], era: Era) -> Problems:
     return problems
 
 
+def _check_completion(result: Mapping[str, Any], era: Era) -> Problems:
+    completion = result.get("completion")
+    if not isinstance(completion, dict):
+        return ["$.result.completion: must be an object"]
+    problems: Problems = []
+    values = completion.get("values")
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        problems.append("$.result.completion.values: must be an array of strings")
+    elif len(values) > _COMPLETION_MAX:
+        problems.append(f"$.result.completion.values: at most {_COMPLETION_MAX} values")
+    total = completion.get("total")
+    if "total" in completion and not (isinstance(total, int) and _is_int(total)
+                                      and total >= 0):
+        problems.append("$.result.completion.total: must be an integer >= 0")
+    if "hasMore" in completion and not isinstance(completion["hasMore"], bool):
+        problems.append("$.result.completion.hasMore: must be a boolean")
+    return problems
+
+
 PAYLOAD_CHECKS: Final[Mapping[str, Callable[[Mapping[str, Any], Era], Problems]]] = \
     MappingProxyType({
         "tools/list": _check_tools_list,
         "tools/call": _check_tools_call,
         "server/discover": _check_discover,
         "initialize": _check_initialize,
+        "completion/complete": _check_completion,
     })
 """Method -> the check of its result payload (methods without a row: discriminator only)."""
 

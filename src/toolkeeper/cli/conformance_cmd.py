@@ -1,0 +1,136 @@
+"""``toolkeeper conformance run``: replay the conformance transcripts against an endpoint.
+
+``(--url URL | --stdio CMD | --app)``: a Streamable HTTP URL, a command serving MCP on stdio
+(one string, split as a shell would), or toolkeeper's demo gateway in process (no socket).
+``--era`` names the era to test (``auto``: the era SPEC 5.1's fallback selects, then every
+other era the target proves it serves); ``--transcripts DIR`` replaces the built-in corpus with
+an estate-specific set; ``--tool`` names the tool the cases call (default: a read-only tool
+the target lists); ``--capability-tool`` one that refuses callers without a client capability
+(the -32021 case). ``--json`` prints the report object; ``--markdown FILE`` writes it as a page.
+Progress goes to stderr on a terminal only. Exit 0 when every case passed or was skipped, 1
+when any failed, 2 when the target cannot be reached or the input is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from toolkeeper.cli.output import EXIT_BAD_INPUT, echo_json, fail
+from toolkeeper.cli.tools_cmd import TOKEN_ENV
+from toolkeeper.client import Target
+from toolkeeper.conformance import (
+    ERA_CHOICES,
+    Report,
+    RunOptions,
+    builtin_corpus,
+    load_directory,
+    run_transcripts,
+)
+from toolkeeper.conformance.render import progress_line, render_markdown, summary_line
+from toolkeeper.errors import ToolkeeperError
+
+__all__ = ["conformance", "demo_target", "register"]
+
+EXIT_FAILED = 1
+APP_LABEL = "app:toolkeeper-demo"
+
+
+def demo_target() -> Target:
+    """toolkeeper's demo gateway (memory registry, demo estate and handlers), in process."""
+    from toolkeeper.demo import demo_handlers, install_demo
+    from toolkeeper.registry import Registry
+    from toolkeeper.server import build_app
+
+    registry = Registry.open("memory:")
+    install_demo(registry)
+    app, _ = build_app(registry, demo_handlers())
+    return Target.from_asgi(app)
+
+
+def _target(url: str | None, stdio: str | None, app: bool) -> tuple[Target, str]:
+    chosen = [flag for flag, given in (("--url", url), ("--stdio", stdio), ("--app", app))
+              if given]
+    if len(chosen) != 1:
+        raise ToolkeeperError("give exactly one of --url, --stdio and --app",
+                              code="cli.bad_target")
+    if url is not None:
+        return Target.from_url(url), url
+    if stdio is not None:
+        try:
+            argv = shlex.split(stdio)
+        except ValueError:
+            raise ToolkeeperError("--stdio: the command is not shell-quoted correctly",
+                                  code="cli.bad_target") from None
+        return Target.from_stdio(argv), stdio
+    return demo_target(), APP_LABEL
+
+
+def _report(url: str | None, stdio: str | None, app: bool, options: RunOptions,
+            transcripts: Path | None) -> Report:
+    target, label = _target(url, stdio, app)
+    corpus = builtin_corpus() if transcripts is None else load_directory(transcripts)
+    on_case = (lambda case: click.echo(progress_line(case), err=True)) \
+        if sys.stderr.isatty() else None
+    return asyncio.run(run_transcripts(target, corpus, options, label=label, on_case=on_case))
+
+
+@click.group("conformance")
+def conformance() -> None:
+    """The conformance harness (SPEC 5): wire transcripts against any MCP endpoint."""
+
+
+@conformance.command("run")
+@click.option("--url", default=None, metavar="URL", help="A Streamable HTTP endpoint.")
+@click.option("--stdio", default=None, metavar="CMD",
+              help="A command serving MCP on stdin/stdout (one string).")
+@click.option("--app", is_flag=True, help="toolkeeper's demo gateway, in process.")
+@click.option("--era", type=click.Choice(sorted(ERA_CHOICES)), default="auto",
+              show_default=True, help="The era to test; auto: every era the target serves.")
+@click.option("--transcripts", type=click.Path(path_type=Path), default=None, metavar="DIR",
+              help="Run these transcripts instead of the built-in corpus.")
+@click.option("--tool", default=None, metavar="NAME",
+              help="The tool cases call (default: a read-only tool the target lists).")
+@click.option("--capability-tool", default=None, metavar="NAME",
+              help="A tool that refuses callers without a client capability (the -32021 "
+                   "case; skipped without one).")
+@click.option("--token", envvar=TOKEN_ENV, default=None, metavar="T",
+              help=f"Bearer token for HTTP (env {TOKEN_ENV}).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="FILE", help="Also write the report as Markdown.")
+def run_cmd(url: str | None, stdio: str | None, app: bool, era: str,
+            transcripts: Path | None, tool: str | None, capability_tool: str | None,
+            token: str | None, as_json: bool, markdown: Path | None) -> None:
+    """Replay the transcripts against one endpoint and report every case."""
+    options = RunOptions(era=era, tool=tool, token=token, capability_tool=capability_tool)
+    try:
+        report = _report(url, stdio, app, options, transcripts)
+    except ToolkeeperError as exc:
+        fail(exc, as_json=as_json, code=EXIT_BAD_INPUT)
+    if markdown is not None:
+        try:
+            markdown.write_text(render_markdown(report), encoding="utf-8")
+        except OSError as exc:
+            fail(ToolkeeperError(f"--markdown: cannot write the file ({type(exc).__name__})",
+                                 code="cli.bad_output"), as_json=as_json)
+    _print(report, as_json)
+    raise SystemExit(EXIT_FAILED if report.failed else 0)
+
+
+def _print(report: Report, as_json: bool) -> None:
+    if as_json:
+        echo_json(report.to_json())
+        return
+    for case in report.cases:
+        if case.outcome == "fail":
+            click.echo(progress_line(case))
+    click.echo(summary_line(report))
+
+
+def register(group: click.Group) -> None:
+    group.add_command(conformance)

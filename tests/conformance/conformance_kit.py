@@ -1,0 +1,60 @@
+"""Targets for the conformance tests: toolkeeper's demo gateway in process, over HTTP on an
+ephemeral 127.0.0.1 port, and over stdio; a runner that returns the report synchronously."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from toolkeeper.client import Target
+from toolkeeper.conformance import Report, RunOptions, Transcript, builtin_corpus, run_transcripts
+from toolkeeper.contracts.spec import spec_from_mapping
+from toolkeeper.demo import demo_handlers, install_demo
+from toolkeeper.registry import Registry
+from toolkeeper.server import build_app
+from toolkeeper.transports import serve_in_thread
+
+__all__ = ["CAPABILITY_TOOL", "STDIO_COMMAND", "demo_app", "outcomes", "run", "served_url"]
+
+STDIO_COMMAND = (sys.executable, "-m", "toolkeeper", "serve", "--demo", "--stdio",
+                 "--registry", "memory:")
+
+
+CAPABILITY_TOOL = "conformance.elicit"
+
+
+def demo_app(*, with_capability_tool: bool = False) -> Any:
+    """The demo gateway; optionally with :data:`CAPABILITY_TOOL`, which refuses callers that
+    do not declare the elicitation capability."""
+    registry = Registry.open("memory:")
+    install_demo(registry)
+    handlers = demo_handlers()
+    if with_capability_tool:
+        registry.publish(spec_from_mapping({
+            "name": CAPABILITY_TOOL, "version": "1.0.0", "title": "Ask the user",
+            "description": "Needs the client's elicitation capability.",
+            "inputSchema": {"type": "object", "properties": {}},
+            "dataClassification": "internal", "sideEffect": "read"}))
+        handlers.bind(CAPABILITY_TOOL, lambda arguments: "asked",
+                      requires={"elicitation": {}})
+    app, _ = build_app(registry, handlers)
+    return app
+
+
+@contextmanager
+def served_url(app: Any) -> Iterator[str]:
+    with serve_in_thread(app) as running:
+        yield running.url
+
+
+def run(target: Target, transcripts: Sequence[Transcript] | None = None,
+        options: RunOptions | None = None) -> Report:
+    corpus = builtin_corpus() if transcripts is None else list(transcripts)
+    return asyncio.run(run_transcripts(target, corpus, options))
+
+
+def outcomes(report: Report) -> dict[str, str]:
+    return {case.name: case.outcome for case in report.cases}

@@ -1,0 +1,134 @@
+"""The transcript format: the built-in corpus is canonical, schema-valid and covers SPEC 5.3;
+a fixture that is not canonical, or that the schema or the cross-field rules refuse, is
+refused with a stable code."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from toolkeeper.conformance import builtin_corpus, canonical_text, load_directory
+from toolkeeper.conformance.transcript import parse_transcript
+from toolkeeper.errors import ConformanceError
+
+CORPUS = resources.files("toolkeeper.conformance").joinpath("transcripts")
+SPEC_5_3 = {
+    # golden
+    "modern discovery": "golden-modern-server-discover",
+    "method request with matching metadata and headers": "golden-modern-tools-list",
+    "complete result with required fields": "golden-modern-tools-call",
+    "input_required result": "golden-input-required-result",
+    "extension result after the capability": "golden-task-result-after-capability",
+    "legacy result without resultType in the legacy era": "golden-legacy-tools-list",
+    "notification with no JSON-RPC response": "golden-modern-extension-notification",
+    # negative
+    "header/body mismatch": "negative-header-body-mismatch",
+    "missing required capability": "negative-missing-required-capability",
+    "unsupported matching protocol version": "negative-unsupported-protocol-version",
+    "missing modern resultType": "negative-missing-result-type",
+    "unknown resultType": "negative-unknown-result-type",
+    "unadvertised resultType": "negative-unadvertised-task-result-type",
+    "wrong jsonrpc": "negative-response-wrong-jsonrpc",
+    "id of a different value": "negative-response-id-value",
+    "id of a different JSON type": "negative-response-id-type",
+    "both result and error": "negative-result-and-error",
+    "neither result nor error": "negative-neither-result-nor-error",
+    "error without integer code": "negative-error-code-not-integer",
+    "error without string message": "negative-error-message-missing",
+    "known protocol error on the wrong HTTP status": "negative-protocol-error-wrong-status",
+    "response to a notification": "negative-notification-answered",
+    "malformed envelope": "negative-missing-envelope",
+    "proxy that collapses a protocol error": "negative-proxy-collapsed-protocol-error",
+    "SSE buffered by a proxy": "negative-sse-buffered-by-proxy",
+    "SSE event whose id differs from the request's": "negative-sse-event-id-differs",
+}
+
+
+def _copy(name: str) -> bytes:
+    return CORPUS.joinpath(f"{name}.json").read_bytes()
+
+
+def test_the_corpus_holds_at_least_forty_canonical_cases_of_both_classes_and_eras() -> None:
+    corpus = builtin_corpus()
+    assert len(corpus) >= 40
+    assert {t.case_class for t in corpus} == {"golden", "negative"}
+    assert {t.version for t in corpus} == {"2026-07-28", "2025-11-25"}
+    for transcript in corpus:
+        assert canonical_text(dict(transcript.source)).encode() == _copy(transcript.name)
+
+
+def test_every_spec_5_3_case_has_a_transcript_of_its_class() -> None:
+    corpus = {t.name: t for t in builtin_corpus()}
+    for item, name in SPEC_5_3.items():
+        assert name in corpus, item
+        assert corpus[name].case_class == name.split("-")[0], item
+
+
+def test_every_negative_case_asserts_its_boundary_and_a_code_or_status() -> None:
+    for transcript in builtin_corpus():
+        if transcript.case_class == "negative":
+            expect = transcript.expect
+            assert expect.boundary in ("transport", "envelope", "method", "tool"), transcript.name
+            assert expect.code is not None or isinstance(expect.status, int), transcript.name
+
+
+def test_sse_is_covered_live_and_recorded() -> None:
+    corpus = builtin_corpus()
+    assert any(t.mode == "live" and t.expect.stream == "open" for t in corpus)
+    assert sum(1 for t in corpus if t.mode == "recorded" and t.expect.stream == "sse") >= 3
+
+
+@pytest.mark.parametrize("rewrite", [
+    lambda value: json.dumps(value, indent=2) + "\n",          # keys not sorted
+    lambda value: json.dumps(value, sort_keys=True) + "\n",    # not indented
+    lambda value: canonical_text(value).rstrip("\n"),          # no trailing newline
+    lambda value: canonical_text(value).replace("\n", "\r\n"),  # CRLF
+])
+def test_a_fixture_that_is_not_canonical_is_refused(rewrite: object) -> None:
+    value = json.loads(_copy("negative-header-body-mismatch"))
+    value = {k: value[k] for k in reversed(list(value))}
+    data = rewrite(value).encode()  # type: ignore[operator]
+    with pytest.raises(ConformanceError) as caught:
+        parse_transcript(data, "negative-header-body-mismatch")
+    assert caught.value.code == "conformance.not_canonical"
+    assert caught.value.data == {"transcript": "negative-header-body-mismatch"}
+
+
+@pytest.mark.parametrize(("change", "path"), [
+    (lambda v: v.__setitem__("class", "silver"), "$.class"),
+    (lambda v: v["expect"].__setitem__("outcome", "maybe"), "$.expect.outcome"),
+    (lambda v: v.__setitem__("era", "2024-01-01"), "$.era"),
+    (lambda v: v["expect"].__setitem__("boundary", None), "$.expect.boundary"),
+    (lambda v: v["expect"].__setitem__("outcome", "accepted"), "$.expect.outcome"),
+    (lambda v: v.__setitem__("mode", "recorded"), "$.response"),
+    (lambda v: v.__setitem__("name", "negative-other-name"), "$.name"),
+])
+def test_a_fixture_the_schema_or_the_rules_refuse_names_the_place(change: object,
+                                                                   path: str) -> None:
+    value = json.loads(_copy("negative-header-body-mismatch"))
+    change(value)  # type: ignore[operator]
+    with pytest.raises(ConformanceError) as caught:
+        parse_transcript(canonical_text(value).encode(), "negative-header-body-mismatch")
+    assert caught.value.code == "conformance.transcript_invalid"
+    assert caught.value.data["path"] == path
+
+
+def test_a_directory_with_a_non_canonical_fixture_is_refused_as_a_whole(tmp_path: Path
+                                                                         ) -> None:
+    (tmp_path / "golden-modern-tools-list.json").write_bytes(_copy("golden-modern-tools-list"))
+    (tmp_path / "golden-modern-server-discover.json").write_text(
+        json.dumps(json.loads(_copy("golden-modern-server-discover"))))
+    with pytest.raises(ConformanceError) as caught:
+        load_directory(tmp_path)
+    assert caught.value.code == "conformance.not_canonical"
+    assert caught.value.data == {"transcript": "golden-modern-server-discover"}
+
+
+def test_an_empty_or_missing_directory_is_refused(tmp_path: Path) -> None:
+    for directory in (tmp_path, tmp_path / "absent"):
+        with pytest.raises(ConformanceError) as caught:
+            load_directory(directory)
+        assert caught.value.code == "conformance.no_transcripts"
