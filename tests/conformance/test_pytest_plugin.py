@@ -28,10 +28,11 @@ def test_mcp_conformance(mcp_conformance_case):
 
 
 def _pytest(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """A user's pytest run: the plugin arrives through its ``pytest11`` entry point (the
+    package is installed), as it does in a user's environment, never through ``-p``."""
     env = {**os.environ, "PYTHONPATH": _SRC}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
-         "toolkeeper.conformance.pytest_plugin", "-o", "addopts=", "-o", "timeout=120",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-o", "timeout=120",
          "--rootdir", str(directory), str(directory), *args],
         capture_output=True, text=True, env=env, timeout=180, check=False)
 
