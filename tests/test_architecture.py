@@ -33,6 +33,7 @@ ALLOWED: dict[str, set[str]] = {
     "demo": {"contracts", "registry", "server"},
     "config": {"contracts", "server", "observability"},
     "observability": {"contracts", "registry", "server"},
+    "conformance": {"contracts", "protocol", "config", "client"},
     "client": {"contracts", "protocol", "config"},
     "conformance": {"contracts", "protocol", "config", "client"},
     "cli": {"contracts", "protocol", "registry", "server", "transports", "demo", "config", "auth",

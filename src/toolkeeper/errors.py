@@ -19,8 +19,15 @@ may change) plus optional structured ``data``::
     ├── PrincipalError                   unknown clearance or malformed principal ("principal.*")
     ├── AuthenticationError              a request's credential is missing, malformed, expired or
     │                                    unverifiable ("auth.<reason>"); HTTP answers it 401
+    ├── SealError                        a sealed token (cursor, request state) is refused
+    │                                    ("seal.<reason>"; toolkeeper.protocol.sealing)
     ├── ConfigError                      the gateway's configuration file or flags are refused
     │                                    ("config.*"; ``data.key`` is the dotted key)
+    ├── ConformanceError                 the harness cannot run what it was asked to: no proxy
+    │                                    binary, a proxy that does not start, an unknown proxy
+    │                                    configuration ("conformance.*")
+
+
     ├── ClientError                      the MCP client (``toolkeeper.client``) failed ("client.*")
     │   ├── ClientConnectionError        the peer refused or dropped the connection
     │   ├── ClientTimeoutError           no complete answer within the bound
@@ -172,6 +179,13 @@ class ConfigError(ToolkeeperError):
     ``data["key"]`` the dotted key (``""`` for the file as a whole)."""
 
     default_code = "config.invalid"
+
+
+class ConformanceError(ToolkeeperError):
+    """The conformance harness cannot set up what a run needs (a reverse proxy, its
+    configuration); findings about the target are evidence, never this error."""
+
+    default_code = "conformance.error"
 
 
 class ClientError(ToolkeeperError):

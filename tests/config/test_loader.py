@@ -4,6 +4,7 @@ example loads."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,11 @@ BROKEN: list[tuple[str, str, str]] = [
     ('[[auth.jwt.issuers]]\nissuer = "https://i"\nalgorithms = ["HS256"]\n'
      'secret_file = "short-secret"\n', "config.bad_value", "auth.jwt.issuers[0].secret_file"),
     ('[server]\nport = \n', "config.not_toml", ""),
+    ('[sealing]\nkeys_file = "no-such-keys"\n', "config.unreadable_file", "sealing.keys_file"),
+    ('[sealing]\nkeys_file = "short-key"\n', "config.bad_value", "sealing.keys_file"),
+    ('[sealing]\nkeys_file = "jwks.json"\n', "config.bad_value", "sealing.keys_file"),
+    ('[server]\nlist_page_size = 0\n', "config.out_of_range", "server.list_page_size"),
+    ('[server]\nlist_cursor_ttl_s = 0\n', "config.out_of_range", "server.list_cursor_ttl_s"),
 ]
 
 
@@ -72,6 +78,7 @@ BROKEN: list[tuple[str, str, str]] = [
 def config_dir(tmp_path: Path) -> Path:
     (tmp_path / "jwks.json").write_text('{"keys": []}')
     (tmp_path / "short-secret").write_bytes(b"x" * 31 + b"\n")  # one byte short of HS256's 32
+    (tmp_path / "short-key").write_text(base64.b64encode(b"k" * 31).decode() + "\n")
     return tmp_path
 
 
@@ -130,6 +137,8 @@ def test_the_shipped_example_loads_with_every_section_typed() -> None:
     assert Path(config.estate.dirs[0]) == ROOT / "examples" / "conformance" / "contracts"
     assert (config.metrics.port, config.logging.format, config.auth.stdio is not None) == (
         9464, "json", True)
+    assert (config.sealing.keys_env, config.server.list_page_size) == (
+        "TOOLKEEPER_SEALING_KEYS", 100)
 
 
 def test_an_empty_file_is_every_default_and_no_stdio_principal() -> None:

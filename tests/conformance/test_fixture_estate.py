@@ -48,9 +48,17 @@ SUITE_TOOLS = {
     # 2026-07-28 (server-stateless, http-custom-header-server-validation)
     "test_missing_capability", "test_logging_tool", "test_streaming_elicitation",
     "test_trigger_tool_change", "test_custom_header",
+    # tools that ask back: input-required-result-* (2026-07-28); tools-call-sampling,
+    # tools-call-elicitation, elicitation-sep1034-defaults, elicitation-sep1330-enums (2025)
+    "test_input_required_result_elicitation", "test_input_required_result_sampling",
+    "test_input_required_result_list_roots", "test_input_required_result_request_state",
+    "test_input_required_result_multiple_inputs", "test_input_required_result_multi_round",
+    "test_input_required_result_tampered_state", "test_input_required_result_capabilities",
+    "test_sampling", "test_elicitation", "test_elicitation_sep1034_defaults",
+    "test_elicitation_sep1330_enums",
 }
-"""Every tool name the suite's passing scenarios call (the rest need sampling, elicitation,
-input_required or SSE resumption, which the gateway does not offer)."""
+"""Every tool name the suite calls, but for prompts, resources and SSE resumption, which the
+gateway does not offer."""
 
 MUST_PASS = {
     "server-stateless", "tools-list", "tools-call-simple-text", "tools-call-image",
@@ -59,6 +67,12 @@ MUST_PASS = {
     "http-header-validation", "http-custom-header-server-validation",
     "dns-rebinding-protection", "server-sse-multiple-streams", "server-initialize", "ping",
     "tools-call-with-logging", "server-session-lifecycle",
+    "input-required-result-basic-elicitation", "input-required-result-basic-sampling",
+    "input-required-result-basic-list-roots", "input-required-result-request-state",
+    "input-required-result-multiple-input-requests", "input-required-result-multi-round",
+    "input-required-result-missing-input-response", "input-required-result-result-type",
+    "input-required-result-tampered-state", "input-required-result-capability-check",
+    "input-required-result-ignore-extra-params",
 }
 
 REFERENCE_2020_12_SCHEMA = {
@@ -279,6 +293,33 @@ def test_the_custom_header_tool_needs_its_param_header(client: httpx.Client, url
     [ran] = modern(client, url, "tools/call", params,
                    **{"Mcp-Param-Region": "=?base64?WsO8cmljaA==?="})
     assert ran["result"]["content"][0]["text"] == "region=Zürich"
+
+
+def test_the_multi_round_tool_takes_two_input_required_rounds_over_http(
+        client: httpx.Client, url: str) -> None:
+    params: dict[str, Any] = {"name": "test_input_required_result_multi_round",
+                              "arguments": {}}
+    caps = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    [first] = modern(client, url, "tools/call", params, caps)
+    assert list(first["result"]["inputRequests"]) == ["step1"]
+    [second] = modern(client, url, "tools/call", {
+        **params, "requestState": first["result"]["requestState"],
+        "inputResponses": {"step1": {"action": "accept", "content": {"name": "Ada"}}}}, caps)
+    assert list(second["result"]["inputRequests"]) == ["step2"]
+    [done] = modern(client, url, "tools/call", {
+        **params, "requestState": second["result"]["requestState"],
+        "inputResponses": {"step2": {"action": "accept", "content": {"color": "blue"}}}}, caps)
+    assert done["result"]["resultType"] == "complete"
+    assert done["result"]["content"][0]["text"] == "multi-round complete: Ada likes blue"
+
+
+def test_the_capabilities_tool_asks_only_for_what_the_caller_declared(
+        client: httpx.Client, url: str) -> None:
+    [reply] = modern(client, url, "tools/call",
+                     {"name": "test_input_required_result_capabilities", "arguments": {}},
+                     {"io.modelcontextprotocol/clientCapabilities": {"sampling": {}}})
+    assert {k: r["method"] for k, r in reply["result"]["inputRequests"].items()} == {
+        "sample": "sampling/createMessage"}
 
 
 # --- serving the estate from a clean clone ----------------------------------------------------

@@ -44,7 +44,7 @@ def test_a_denied_key_in_any_spelling_has_its_whole_value_redacted(key: str) -> 
     # a word that is a secret as the head of the name
     "session_token", "x-auth-token", "X-Auth-Token", "githubToken", "csrf_token", "x-api-key",
     "stripeApiKey", "aws_access_key", "jwt_signing_key", "basic_auth", "oauth", "db_pwd",
-    "X-Amz-Signature", "sig",
+    "X-Amz-Signature", "sig", "sealing_key", "sealing_keys", "TOOLKEEPER_SEALING_KEYS",
 ])
 def test_a_key_containing_a_denied_word_is_denied(key: str) -> None:
     assert denied_key(key)

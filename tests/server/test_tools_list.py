@@ -58,9 +58,11 @@ def test_principals_with_the_same_entitlements_share_the_serialized_view(registr
     assert again is view and again.tools_json is view.tools_json
 
 
-def test_an_unknown_cursor_is_invalid_params(registry: Registry) -> None:
+def test_a_cursor_that_is_not_one_we_sealed_is_invalid_params_with_a_relist(registry: Registry
+                                                                           ) -> None:
     error = Driver(gateway_for(registry).kernel).request("tools/list", cursor="abc")["error"]
-    assert (error["code"], error["data"]) == (-32602, {"path": "$.params.cursor"})
+    assert (error["code"], error["data"]) == \
+        (-32602, {"path": "$.params.cursor", "reason": "malformed", "relist": True})
 
 
 def test_the_2025_list_leaves_out_an_output_schema_that_is_not_object_rooted(

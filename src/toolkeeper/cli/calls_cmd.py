@@ -28,7 +28,7 @@ _UNIT_S: Mapping[str, int] = MappingProxyType({"s": 1, "m": 60, "h": 3600, "d": 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _MICROSECOND = _dt.timedelta(microseconds=1)
 OUTCOMES = ("ok", "error", "exception", "invalid_output", "protocol_error", "cancelled",
-            "timeout")
+            "timeout", "input_required")
 
 
 def since_bound(text: str, now_ns: int) -> int:

@@ -10,6 +10,7 @@ from toolkeeper.cli import (
     conformance_cmd,
     contracts_cmds,
     diff_cmd,
+    export_cmd,
     keys_cmd,
     registry_cmds,
     serve_cmd,
@@ -25,8 +26,8 @@ def cli() -> None:
     """toolkeeper: a contract-governed MCP tool registry and gateway."""
 
 
-for _module in (contracts_cmds, diff_cmd, registry_cmds, serve_cmd, keys_cmd, calls_cmd,
-                tools_cmd, call_cmd, conformance_cmd):
+for _module in (contracts_cmds, export_cmd, diff_cmd, registry_cmds, serve_cmd, keys_cmd,
+                calls_cmd, tools_cmd, call_cmd, conformance_cmd):
     _module.register(cli)
 
 

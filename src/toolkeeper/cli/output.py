@@ -9,9 +9,10 @@ import click
 
 from toolkeeper.contracts.canonical import canonical_json
 from toolkeeper.contracts.redaction import redact_text
-from toolkeeper.errors import ToolkeeperError
+from toolkeeper.errors import PublishRefusedError, ToolkeeperError
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_REFUSED", "echo_json", "fail"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_REFUSED", "change_lines", "echo_json", "fail",
+           "fail_refused"]
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -44,3 +45,19 @@ def fail(error: ToolkeeperError | str, *, as_json: bool = False, code: int = EXI
     else:
         click.echo(f"error: {rendered['message']} [{error.code}]", err=True)
     sys.exit(code)
+
+
+def change_lines(error: PublishRefusedError) -> list[str]:
+    """One line per change a publish refusal lists: its path, reason, classifier rule id and
+    the bump it needs."""
+    return [f"  {change['path']}: {change['reason']} [{change['rule']}, {change['bump']}]"
+            for change in error.data.get("changes", [])]
+
+
+def fail_refused(error: PublishRefusedError) -> NoReturn:
+    """Report a publish refusal on stderr (the guard's rule id, then every change with its
+    classifier rule id) and exit 1."""
+    click.echo(f"refused: {_printable(error.message)} [{error.code}]", err=True)
+    for line in change_lines(error):
+        click.echo(_printable(line), err=True)
+    sys.exit(EXIT_REFUSED)

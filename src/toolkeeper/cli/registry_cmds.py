@@ -22,7 +22,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from toolkeeper.cli.documents import read_document
-from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, echo_json, fail
+from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, change_lines, echo_json, fail
 from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping, spec_to_mapping
 from toolkeeper.errors import (
@@ -67,9 +67,8 @@ def _report(error: ToolkeeperError, as_json: bool) -> NoReturn:
             echo_json(_refusal_json(error))
         else:
             click.echo(f"refused: {error.message} [{error.code}]", err=True)
-            for change in error.data.get("changes", []):
-                click.echo(f"  {change['path']}: {change['reason']} [{change['rule']}, "
-                           f"{change['bump']}]", err=True)
+            for line in change_lines(error):
+                click.echo(line, err=True)
         sys.exit(code)
     fail(error, as_json=as_json, code=code)
 

@@ -9,8 +9,10 @@ anonymous local principal, allowed only on a loopback host; a stdio server's pri
 ``--demo`` publishes the demo estate into the registry when absent and serves its handlers;
 ``--estate DIR`` publishes the contract files (JSON or YAML) of a directory when absent;
 ``--handlers module:attribute`` (or ``path/to/file.py:attribute``) adds your own
-:class:`~toolkeeper.server.ToolHandlers`. The registry is ``--registry URL``, else
-``TOOLKEEPER_REGISTRY``, else the default SQLite file.
+:class:`~toolkeeper.server.ToolHandlers`, and publishes the contracts its typed tools derive
+through the publish guard (all of them or none: a breaking change without a MAJOR bump is
+refused with the guard's rule id and each change's classifier rule id, exit 1). The registry
+is ``--registry URL``, else ``TOOLKEEPER_REGISTRY``, else the default SQLite file.
 Logs go to stderr (stdout carries the protocol under ``--stdio``), as text or JSON lines.
 Exit codes: 0 after a clean shutdown, 1 the registry refused the demo estate or an estate
 contract, 2 bad input (configuration, registry URL, handlers reference, estate file,
@@ -19,22 +21,19 @@ unusable address).
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import importlib.util
 import logging
 import os
 import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any, BinaryIO
 
 import click
 
 from toolkeeper.cli.documents import read_document
-from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, fail
+from toolkeeper.cli.handler_refs import load_handlers, publish_contracts
+from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, fail, fail_refused
 from toolkeeper.cli.serve_config import AUTH_CHOICES, config_from_flags
 from toolkeeper.cli.serve_features import ServeFeatures, build_features
 from toolkeeper.config import GatewayConfig
@@ -66,53 +65,12 @@ _SECONDS = click.FloatRange(min=0, min_open=True, max=86400)
 ESTATE_ACTOR = "toolkeeper-serve"
 
 
-def _import(module_name: str) -> ModuleType:
-    """A module by dotted name, or by file path when the name ends with ``.py``."""
-    if not module_name.endswith(".py"):
-        return importlib.import_module(module_name)
-    path = Path(module_name).resolve()
-    unique = "_toolkeeper_handlers_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
-    spec = importlib.util.spec_from_file_location(unique, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {module_name}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[unique] = module
-    try:
-        spec.loader.exec_module(module)
-    except FileNotFoundError:
-        del sys.modules[unique]
-        raise ImportError(f"no such file: {module_name}") from None
-    return module
-
-
 _PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*")
 
 
 def _check_path(ctx: click.Context, param: click.Parameter, value: str) -> str:
     if not _PATH.fullmatch(value):
         raise click.BadParameter("must be an absolute URL path such as /mcp")
-    return value
-
-
-def _load_handlers(reference: str) -> ToolHandlers:
-    module_name, sep, attribute = reference.rpartition(":")
-    if not sep or not module_name or not attribute:
-        raise ToolkeeperError(f"--handlers {reference!r}: expected module:attribute",
-                              code="cli.handlers_reference")
-    try:
-        value: Any = getattr(_import(module_name), attribute)
-        if callable(value) and not isinstance(value, ToolHandlers):
-            value = value()
-    except (ImportError, AttributeError) as exc:
-        raise ToolkeeperError(f"--handlers {reference!r}: {exc}",
-                              code="cli.handlers_reference") from None
-    except Exception as exc:  # the user's module failed while loading: bad input, no traceback
-        raise ToolkeeperError(
-            f"--handlers {reference!r}: loading it raised {type(exc).__name__}: {exc}",
-            code="cli.handlers_failed") from None
-    if not isinstance(value, ToolHandlers):
-        raise ToolkeeperError(f"--handlers {reference!r} is not a ToolHandlers",
-                              code="cli.handlers_reference")
     return value
 
 
@@ -177,7 +135,8 @@ def _policy(host: str, allow_hosts: tuple[str, ...], allow_origins: tuple[str, .
               help="The endpoint path (starts with '/').")
 @click.option("--handlers", "handler_refs", multiple=True, metavar="MODULE:ATTR",
               help="A ToolHandlers (or a function returning one) to serve; MODULE may be a "
-                   "path/to/file.py; repeatable.")
+                   "path/to/file.py; its typed tools' contracts are published through the "
+                   "publish guard at start; repeatable.")
 @click.option("--allow-host", multiple=True, metavar="HOST[:PORT|:*]",
               help="Also accept this Host header (DNS-rebinding allow list); repeatable.")
 @click.option("--allow-origin", multiple=True, metavar="SCHEME://HOST[:PORT|:*]",
@@ -239,7 +198,8 @@ def _serve(config: GatewayConfig) -> None:
     try:  # estates and handlers are read before the registry is opened: bad input writes
         estate = [(directory, read_estate(Path(directory)))  # nothing
                   for directory in config.estate.dirs]
-        loaded = [_load_handlers(reference) for reference in config.estate.handlers]
+        loaded = [(reference, load_handlers(reference))
+                  for reference in config.estate.handlers]
         registry = Registry.open(config.registry.url or None)
         handlers = ToolHandlers()
         if config.estate.demo:
@@ -251,16 +211,26 @@ def _serve(config: GatewayConfig) -> None:
         for directory, specs in estate:
             for line in install_estate(registry, specs):
                 log.info("estate %s: %s", directory, line)
-        for user_handlers in loaded:
+        for reference, user_handlers in loaded:  # typed tools' contracts, all or none
+            for line in publish_contracts(registry, user_handlers.contracts(),
+                                          actor=ESTATE_ACTOR):
+                log.info("handlers %s: %s", reference, line)
             handlers.merge(user_handlers)
         features = build_features(config, registry, stdio=stdio)
     except PublishRefusedError as exc:
-        fail(exc, code=EXIT_REFUSED)
+        fail_refused(exc)
     except (ToolkeeperError, ValueError) as exc:
         fail(exc if isinstance(exc, ToolkeeperError) else str(exc), code=EXIT_BAD_INPUT)
     gateway = build_gateway(registry, handlers, call_log=features.observability.call_log,
                             resolve_principal=features.resolver, limits=features.limits,
-                            legacy_sessions=config.server.legacy_sessions)
+                            legacy_sessions=config.server.legacy_sessions,
+                            sealer=features.sealer,
+                            list_page_size=config.server.list_page_size,
+                            list_cursor_ttl_s=config.server.list_cursor_ttl_s)
+    if features.sealer.ephemeral_key:
+        log.warning("no sealing key configured (sealing.keys_file or %s): sealing with a "
+                    "random key of this process; its cursors and request state resume only "
+                    "here, until it stops", config.sealing.keys_env or "sealing.keys_env")
     try:
         _run(config, gateway, features, protocol_out, log)
     finally:

@@ -1,25 +1,28 @@
 """The features ``serve`` assembles from its configuration, beside the gateway itself: who a
-request is (``[auth]``), the limits (``[limits]``), and the call log, metrics and spans
-(``[calllog]``, ``[metrics]``, ``logging.otel``).
+request is (``[auth]``), the limits (``[limits]``), the sealer (``[sealing]``), and the call
+log, metrics and spans (``[calllog]``, ``[metrics]``, ``logging.otel``).
 
 Each feature is built by its own module's build function from the loader's values:
 :func:`toolkeeper.auth.build_resolver` / :func:`~toolkeeper.auth.stdio_principal`,
-:func:`toolkeeper.server.limits.build_limits`,
+:func:`toolkeeper.server.limits.build_limits`, :func:`toolkeeper.server.sealing.build_sealer`,
 :func:`toolkeeper.observability.build_observability`. A feature that is off costs nothing per
 call (its build returns None, or the observability's pass-through).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from toolkeeper.auth import build_resolver, default_resource, metadata_documents, stdio_principal
 from toolkeeper.config import GatewayConfig
 from toolkeeper.observability import Observability, build_observability
+from toolkeeper.protocol.sealing import Sealer
 from toolkeeper.registry import Registry
 from toolkeeper.server.limits import CallLimits, build_limits
 from toolkeeper.server.principal import PrincipalResolver
+from toolkeeper.server.sealing import build_sealer
 
 __all__ = ["ServeFeatures", "build_features"]
 
@@ -33,6 +36,7 @@ class ServeFeatures:
     resolver: PrincipalResolver | None
     limits: CallLimits | None
     observability: Observability
+    sealer: Sealer
     documents: Mapping[str, bytes] = field(default_factory=dict)
 
     def stop(self) -> None:
@@ -57,7 +61,8 @@ def build_features(config: GatewayConfig, registry: Registry, *, stdio: bool
     StoreError for an unusable call-log store) naming its key."""
     resolver, documents = _principals(config, registry, stdio=stdio)
     limits = build_limits(config.limits)
+    sealer = build_sealer(config.sealing, os.environ)
     observability = build_observability(config.calllog, config.metrics, registry=registry,
                                         registry_url=config.registry.url or None,
                                         otel=config.logging.otel)
-    return ServeFeatures(resolver, limits, observability, documents)
+    return ServeFeatures(resolver, limits, observability, sealer, documents)

@@ -17,6 +17,7 @@ from toolkeeper.config.model import (
     LoggingSettings,
     MetricsSettings,
     RegistrySettings,
+    SealingSettings,
     ServerSettings,
     StdioPrincipalSettings,
     TenantLimits,
@@ -26,7 +27,7 @@ from toolkeeper.config.model import (
 __all__ = [
     "SECTIONS", "SETTINGS", "AuthSettings", "CallLogSettings", "EstateSettings",
     "GatewayConfig", "JwtIssuerSettings", "LimitsSettings", "LoggingSettings",
-    "MetricsSettings", "RegistrySettings", "Section", "ServerSettings", "Setting",
+    "MetricsSettings", "RegistrySettings", "SealingSettings", "Section", "ServerSettings", "Setting",
     "StdioPrincipalSettings", "TenantLimits", "ToolLimits", "check_tree", "load_config",
     "parse_config",
 ]

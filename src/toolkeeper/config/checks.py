@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from toolkeeper.config.definitions import BOOLEAN, FLOAT, INTEGER, STRING, STRINGS, Setting
 from toolkeeper.errors import ConfigError
+from toolkeeper.server.sealing import parse_sealing_keys
 
 __all__ = ["MIN_SECRET_BYTES", "check_value", "config_error", "is_loopback"]
 
@@ -96,6 +97,17 @@ def _secret_file(value: str, base: Path) -> str:
     return path
 
 
+def _sealing_keys_file(value: str, base: Path) -> str:
+    path = _readable_file(value, base)
+    if path:
+        with open(path, "rb") as file:
+            try:
+                parse_sealing_keys(file.read(1 << 16).decode("ascii"))
+            except UnicodeDecodeError:
+                raise ValueError("config.bad_value", "sealing keys are base64 text") from None
+    return path
+
+
 def _directory(value: str, base: Path) -> str:
     path = _resolve(value, base)
     if not os.path.isdir(path):
@@ -135,6 +147,7 @@ _CHECKS: Final[dict[str, Callable[[str, Path], str]]] = {
     "http_url": _http_url,
     "readable_file": _readable_file,
     "secret_file": _secret_file,
+    "sealing_keys_file": _sealing_keys_file,
     "directory": _directory,
     "handlers_ref": _handlers_ref,
     "url_path": _url_path,

@@ -31,7 +31,7 @@ STRINGS: Final = "array of strings"
 class Setting:
     """One configuration key. ``check`` names a value check of the loader (``url``,
     ``http_url``, ``registry_url``, ``readable_file``, ``directory``, ``handlers_ref``,
-    ``url_path``, ``host``); ``choices`` also applies to each element of an array. A
+    ``url_path``, ``host``, ``sealing_keys_file``); ``choices`` also applies to each element of an array. A
     ``None`` default is "unset" (a per-tenant or per-tool override that keeps the default)."""
 
     key: str
@@ -73,6 +73,8 @@ SECTIONS: Final[tuple[Section, ...]] = (
     Section("auth.jwt", "JWT bearer tokens."),
     Section("auth.jwt.issuers[]", "One trusted token issuer (`[[auth.jwt.issuers]]`, repeat "
                                   "for several)."),
+    Section("sealing", "Keys that seal the state clients carry back (`tools/list` cursors, "
+                       "a call's request state); the same on every replica."),
     Section("limits", "Per-principal rate and concurrency limits, and the call timeout."),
     Section("limits.tenants.*", "Overrides for one tenant (`[limits.tenants.NAME]`)."),
     Section("limits.tools.*", "Overrides for one tool (`[limits.tools.\"NAME\"]`)."),
@@ -117,13 +119,19 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "many open ones.", flag="--max-connections", minimum=1, maximum=1_000_000),
     Setting("server.backlog", INTEGER, 2048, "Connections the kernel queues for accepting.",
             flag="--backlog", minimum=1, maximum=1_000_000),
+    Setting("server.list_page_size", INTEGER, 100, "Tools per `tools/list` page; a longer "
+            "list is paged with sealed `nextCursor`s (re-listed from the start after a "
+            "change).", minimum=1, maximum=100_000),
+    Setting("server.list_cursor_ttl_s", FLOAT, 3600.0, "How long a `tools/list` cursor "
+            "stays usable.", minimum=0, maximum=_DAY, min_open=True),
     # estate
     Setting("estate.demo", BOOLEAN, False, "Publish the demo estate if absent and serve its "
             "handlers.", flag="--demo"),
     Setting("estate.dirs", STRINGS, [], "Directories whose contract files (JSON/YAML) are "
             "published if absent.", flag="--estate", check="directory"),
     Setting("estate.handlers", STRINGS, [], "Handler modules to serve, `module:ATTR` or "
-            "`path/to/file.py:ATTR`.", flag="--handlers", check="handlers_ref"),
+            "`path/to/file.py:ATTR`; the contracts their typed tools derive are published "
+            "through the publish guard at start.", flag="--handlers", check="handlers_ref"),
     # auth
     Setting("auth.methods", STRINGS, [], "Credentials accepted over HTTP; empty: the "
             "anonymous local principal (loopback hosts only).", flag="--auth",
@@ -165,6 +173,14 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "(space-separated string or list).", check="nonempty"),
     Setting("auth.jwt.issuers[].clearance_claim", STRING, "clearance", "Claim holding the "
             "clearance.", check="nonempty"),
+    # sealing
+    Setting("sealing.keys_file", STRING, "", "File of sealing keys, one per line: base64 of 32 "
+            "random bytes each; the first seals, every one opens (rotation). Empty: the "
+            "`keys_env` variable, else a random key per process (state resumes only there).",
+            check="sealing_keys_file"),
+    Setting("sealing.keys_env", STRING, "TOOLKEEPER_SEALING_KEYS", "Environment variable read "
+            "for the keys when `keys_file` is empty (separated by commas or spaces; set but "
+            "empty is refused). Empty: none is read."),
     # limits
     Setting("limits.rate_per_s", FLOAT, 0.0, "Calls per second per principal (token bucket; "
             "0: unlimited).", minimum=0, maximum=1e6),

@@ -2,7 +2,8 @@
 the TOML keys (arrays become tuples).
 
 ``[limits]`` is the limits feature's own :class:`~toolkeeper.server.limits.LimitsSettings`,
-``[calllog]`` and ``[metrics]`` the observability feature's settings; ``[auth]`` is defined
+``[calllog]`` and ``[metrics]`` the observability feature's settings, ``[sealing]`` the
+gateway's :class:`~toolkeeper.server.sealing.SealingSettings`; ``[auth]`` is defined
 here and satisfies the auth feature's read-only protocols
 (:mod:`toolkeeper.auth.settings`).
 :func:`build_config` turns the loader's checked tree into a :class:`GatewayConfig`.
@@ -16,11 +17,13 @@ from typing import Any, TypeVar
 
 from toolkeeper.observability.build import CallLogSettings, MetricsSettings
 from toolkeeper.server.limits import LimitsSettings, TenantLimits, ToolLimits
+from toolkeeper.server.sealing import SealingSettings
 
 __all__ = [
     "AuthSettings", "CallLogSettings", "EstateSettings", "GatewayConfig", "JwtIssuerSettings",
     "LimitsSettings", "LoggingSettings", "MetricsSettings", "RegistrySettings",
-    "ServerSettings", "StdioPrincipalSettings", "TenantLimits", "ToolLimits", "build_config",
+    "SealingSettings", "ServerSettings", "StdioPrincipalSettings", "TenantLimits", "ToolLimits",
+    "build_config",
 ]
 
 
@@ -45,6 +48,8 @@ class ServerSettings:
     max_body_bytes: int = 4194304
     max_connections: int = 1000
     backlog: int = 2048
+    list_page_size: int = 100
+    list_cursor_ttl_s: float = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +110,7 @@ class GatewayConfig:
     server: ServerSettings = field(default_factory=ServerSettings)
     estate: EstateSettings = field(default_factory=EstateSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
+    sealing: SealingSettings = field(default_factory=SealingSettings)
     limits: LimitsSettings = field(default_factory=LimitsSettings)
     calllog: CallLogSettings = field(default_factory=CallLogSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
@@ -135,6 +141,7 @@ def build_config(tree: Mapping[str, Any]) -> GatewayConfig:
             stdio=None if stdio is None else _leaves(StdioPrincipalSettings, stdio),
             jwt_issuers=tuple(_leaves(JwtIssuerSettings, issuer)
                               for issuer in auth["jwt"]["issuers"])),
+        sealing=_leaves(SealingSettings, tree["sealing"]),
         limits=_leaves(
             LimitsSettings, limits,
             tenants={name: _leaves(TenantLimits, values)

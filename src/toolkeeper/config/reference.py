@@ -19,6 +19,8 @@ _CHECKS: Final = {
     "http_url": "an http(s) URL",
     "readable_file": "a readable file (relative to the configuration file)",
     "secret_file": "a readable file of at least 32 bytes (relative to the configuration file)",
+    "sealing_keys_file": "a readable file of base64 keys of 32 bytes (relative to the "
+                         "configuration file)",
     "directory": "a directory (relative to the configuration file)",
     "handlers_ref": "`module:ATTR` or `file.py:ATTR`",
     "url_path": "an absolute URL path",
@@ -36,7 +38,10 @@ src/toolkeeper/config/definitions.py; do not edit by hand (a test fails when the
 optional; a missing key takes its default, and the common cases need no file at all. A flag
 given on the command line overrides the key it names in the *Flag* column (a repeatable flag
 replaces the whole list). The registry URL is the `--registry` flag, else `registry.url`, else
-`TOOLKEEPER_REGISTRY`, else the default SQLite file in the user data directory. Relative paths
+`TOOLKEEPER_REGISTRY`, else the default SQLite file in the user data directory. The sealing
+keys are `sealing.keys_file`, else the variable `sealing.keys_env` names
+(`TOOLKEEPER_SEALING_KEYS`), else a random key per process, said once in the log at start
+(sealed state such as a `tools/list` cursor then resumes only on that process). Relative paths
 in the file are resolved against the file's directory; paths given as flags against the
 working directory.
 

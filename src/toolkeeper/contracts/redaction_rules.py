@@ -57,7 +57,7 @@ _ANYWHERE: Final = ("password", "passwd", "passphrase", "secret(?!ar)", "credent
                     "cookie", "authori[sz]ation", "privatekey")
 """Secret wherever the word stands in a key (``secret(?!ar)``: not ``secretary``)."""
 _AS_HEAD: Final = ("token", "apikey", "accesskey", "secretkey", "signingkey", "encryptionkey",
-                   "masterkey", "auth", "pwd", "signature")
+                   "masterkey", "sealingkeys?", "auth", "pwd", "signature")
 """Secret only as the last word of a key (``session_token``, not ``token_count``)."""
 _BENIGN: Final = frozenset({"pagetoken", "nextpagetoken"})
 """Canonical keys the word rules would deny that are not secrets (pagination cursors)."""

@@ -32,7 +32,8 @@ class CallRecord(msgspec.Struct, frozen=True, gc=False):
     (an ``isError`` result), ``exception`` (the handler raised, or returned what is not a
     result), ``invalid_output`` (its structured content broke the output schema),
     ``protocol_error`` (the handler raised a JSON-RPC error), ``cancelled`` or ``timeout``
-    (the handler ran past its call timeout and was cancelled); ``latency_ms``
+    (the handler ran past its call timeout and was cancelled) or ``input_required`` (a modern
+    round ended with questions for the caller; its retry is a record of its own); ``latency_ms``
     is set with it. (An immutable
     msgspec Struct, like a frozen dataclass but cheaper to build: one is built per call. Its
     fields are strings and numbers, which cannot form cycles, so the garbage collector need not

@@ -25,7 +25,7 @@ from typing import Any
 from msgspec import Raw
 
 from toolkeeper.contracts.spec import ToolSpec
-from toolkeeper.contracts.validate import CompiledSchema, Issue
+from toolkeeper.contracts.validate import CompiledSchema
 from toolkeeper.errors import CapabilityRequiredError, JsonRpcError
 from toolkeeper.protocol import (
     Call,
@@ -42,13 +42,24 @@ from toolkeeper.protocol import (
     missing_capabilities,
 )
 from toolkeeper.protocol.faults import invalid_params
+from toolkeeper.protocol.sealing import Sealer
 from toolkeeper.protocol.versions import UNSTRUCTURED_VERSIONS
 from toolkeeper.registry import Principal, Registry
+from toolkeeper.server.asking import InputAsker, InputRequired
+from toolkeeper.server.call_outcomes import (
+    InvalidOutputError,
+    cancel_requested,
+    failure_result,
+    invalid_arguments_result,
+    refusal_reason,
+    thrown_in,
+)
 from toolkeeper.server.calllog import CallLog, CallRecord, arguments_digest
 from toolkeeper.server.content import ToolResult, check_content, text, to_tool_result
 from toolkeeper.server.gate import FASTMCP_META_KEY, SCHEMA_VERSION_KEY, requested_version
 from toolkeeper.server.handlers import HandlerBinding, ToolContext, ToolHandlers, capability_error
 from toolkeeper.server.limits import TIMEOUT_META_KEY, CallTimeoutError, bounded, timed_out_result
+from toolkeeper.server.resuming import RequestStates
 from toolkeeper.server.routes import Route, Routes, closed_schema
 from toolkeeper.server.views import ToolViews
 
@@ -59,55 +70,10 @@ _log = logging.getLogger("toolkeeper.server")
 # What a handler returns that is certainly not awaitable (skips the Awaitable ABC check).
 _PLAIN = (ToolResult, str, dict, list, tuple, type(None))
 _Target = tuple[str, dict[str, Any], Route]
-# The 2026 retry fields of tools/call (mcp-wire 7.2), typed although input_required is not
-# served: a requestState is a string, inputResponses an object.
+# The 2026 retry fields of tools/call (mcp-wire 7.2): a requestState is a string,
+# inputResponses an object (their use: toolkeeper.server.resuming).
 _RETRY_FIELDS: tuple[tuple[str, type, str], ...] = (
     ("requestState", str, "a string"), ("inputResponses", dict, "an object"))
-
-
-def invalid_arguments_result(issues: list[Issue]) -> ToolResult:
-    """The isError result for arguments that fail validation (sorted, one line per error)."""
-    errors = [issue.to_dict() for issue in issues]
-    lines = "\n".join(f"{i.path}: {i.message} [{i.keyword}]" for i in issues)
-    return ToolResult((text(f"Invalid arguments ({len(issues)} error"
-                            f"{'s' if len(issues) != 1 else ''}):\n{lines}"),),
-                      {"errors": errors}, is_error=True)
-
-
-class _InvalidOutput(Exception):
-    """A result whose structured content breaks (or lacks) the contract's output schema."""
-
-
-def _thrown_in(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised at the await that caught it rather than inside the handler:
-    its traceback has no frame below the catching one (how ``coroutine.close()`` throws
-    GeneratorExit into a call that awaits its handler)."""
-    trace = exc.__traceback__
-    return trace is None or trace.tb_next is None
-
-
-def _cancel_requested() -> bool:
-    """Whether the running task is being cancelled (False outside a task)."""
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:
-        return False
-    return task is not None and task.cancelling() > 0
-
-
-def _refusal_reason(exc: JsonRpcError) -> str:
-    """Why a call was refused before dispatch: the gate's ``reason``, else an unknown (or
-    invisible) tool, or params that are not a call (a JSON path names the bad field)."""
-    data = exc.rpc_data if isinstance(exc.rpc_data, dict) else {}
-    reason = data.get("reason")
-    if isinstance(reason, str):
-        return reason
-    return "invalid_params" if "path" in data else "unknown_tool"
-
-
-def _failure(name: str) -> ToolResult:
-    return ToolResult((text(f"Tool {name!r} failed while running; no details are available "
-                            "to the caller."),), is_error=True)
 
 
 class ToolCalls:
@@ -119,8 +85,11 @@ class ToolCalls:
 
     def __init__(self, registry: Registry, views: ToolViews, handlers: ToolHandlers,
                  call_log: CallLog, tools_changed: Callable[[], None] | None = None,
-                 call_timeout: Callable[[str], float | None] | None = None) -> None:
+                 call_timeout: Callable[[str], float | None] | None = None,
+                 request_states: RequestStates | None = None) -> None:
         self._routes = Routes(registry, views, handlers)
+        self._states = (request_states if request_states is not None
+                        else RequestStates(Sealer.ephemeral()))
         self._call_timeout = call_timeout
         self._log = call_log
         self._tools_changed = tools_changed
@@ -166,7 +135,7 @@ class ToolCalls:
         try:
             name, arguments, route = self._target(call)
         except JsonRpcError as exc:
-            self._log.refused(_refusal_reason(exc))
+            self._log.refused(refusal_reason(exc))
             raise
         self._last = None
         binding = route.binding
@@ -182,7 +151,15 @@ class ToolCalls:
                 (text(f"Tool {name!r} has no handler on this gateway."),), is_error=True))
         if binding.inline:
             return self._run_inline(call, route, binding, arguments)
-        return Deferred(partial(self._run, call, route, binding, arguments))
+        asker = None
+        if binding.takes_context and call.era is Era.MODERN:
+            try:
+                asker = self._states.resume(call.params, name, route.version, arguments,
+                                            call.principal)
+            except JsonRpcError as exc:
+                self._log.refused(refusal_reason(exc))
+                raise
+        return Deferred(partial(self._run, call, route, binding, arguments, asker))
 
     def express(self, call: Call, finish: Finish) -> Outcome | None:
         """The express lane (see :attr:`~toolkeeper.protocol.Method.express`): a call the gate
@@ -233,6 +210,9 @@ class ToolCalls:
                     value = await (value if self._call_timeout is None
                                    else self._timed(route, value))
             except BaseException as exc:
+                if type(exc) is InputRequired:
+                    return finish(call.request_id, self._ask_back(
+                        call, route, arguments, handle, started, exc))
                 return finish(call.request_id,
                               self._failed_wire(call, route, handle, started, exc))
             try:
@@ -255,26 +235,44 @@ class ToolCalls:
             credential=getattr(principal, "credential", None), request_id=call.request_id))
 
     def _invoke(self, call: Call, route: Route, binding: HandlerBinding,
-                arguments: dict[str, Any], emit: Emit) -> Any:
+                arguments: dict[str, Any], emit: Emit, asker: InputAsker | None = None) -> Any:
         """The handler called: its value, or the awaitable that gives it."""
         if binding.takes_context:
             return binding.function(arguments, ToolContext(
-                call, route.plan.spec, call.principal, emit, self._tools_changed))
+                call, route.plan.spec, call.principal, emit, self._tools_changed, asker))
         return binding.function(arguments)
 
     async def _run(self, call: Call, route: Route, binding: HandlerBinding,
-                   arguments: dict[str, Any], emit: Emit) -> dict[str, Any]:
+                   arguments: dict[str, Any], asker: InputAsker | None, emit: Emit
+                   ) -> dict[str, Any]:
         handle = self._dispatched(call, route, arguments)
         started = time.perf_counter()
         try:
-            value = self._invoke(call, route, binding, arguments, emit)
+            value = self._invoke(call, route, binding, arguments, emit, asker)
             if type(value) is CoroutineType or (
                     not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
                 value = await (value if self._call_timeout is None
                                else self._timed(route, value))
         except BaseException as exc:
+            if type(exc) is InputRequired:
+                return self._ask_back(call, route, arguments, handle, started, exc)
             return self._failed_wire(call, route, handle, started, exc)
         return self._settle(call, route, handle, started, value)
+
+    def _ask_back(self, call: Call, route: Route, arguments: dict[str, Any], handle: int,
+                  started: float, signal: InputRequired) -> dict[str, Any]:
+        """A modern round that ended with unanswered asks: its ``input_required`` result
+        (:mod:`~toolkeeper.server.resuming`), logged ``input_required``. Requests that are
+        not JSON are the handler's failure, like a result that is not."""
+        try:
+            out = self._states.input_required(signal, route.plan.spec.name, route.version,
+                                              arguments, call.principal)
+            out["inputRequests"] = Raw(encode_message(out["inputRequests"]))
+        except Exception as exc:
+            return self._failed_wire(call, route, handle, started, exc)
+        out["_meta"] = route.meta.copy()
+        self._log.completed(handle, "input_required", (time.perf_counter() - started) * 1000.0)
+        return out
 
     def _run_inline(self, call: Call, route: Route, binding: HandlerBinding,
                     arguments: dict[str, Any]) -> MethodResult:
@@ -351,15 +349,15 @@ class ToolCalls:
         spec = route.plan.spec
         if isinstance(exc, CapabilityRequiredError):
             outcome = "protocol_error"
-        elif isinstance(exc, _InvalidOutput):
+        elif isinstance(exc, InvalidOutputError):
             outcome = "invalid_output"  # told in the log already, without a traceback
         elif isinstance(exc, CallTimeoutError):
             self._log.completed(handle, "timeout", (time.perf_counter() - started) * 1000.0)
             _log.warning("tool %s %s timed out after %g s and was cancelled", spec.name,
                          spec.version, exc.timeout_s)
             return timed_out_result(spec.name, exc.timeout_s)
-        elif ((isinstance(exc, asyncio.CancelledError) and _cancel_requested())
-              or (isinstance(exc, GeneratorExit) and _thrown_in(exc))):
+        elif ((isinstance(exc, asyncio.CancelledError) and cancel_requested())
+              or (isinstance(exc, GeneratorExit) and thrown_in(exc))):
             outcome = "cancelled"
         else:
             outcome = "exception"
@@ -367,23 +365,23 @@ class ToolCalls:
         self._log.completed(handle, outcome, (time.perf_counter() - started) * 1000.0)
         if outcome in ("protocol_error", "cancelled"):
             raise exc
-        return _failure(spec.name)
+        return failure_result(spec.name)
 
     def _checked(self, spec: ToolSpec, output: CompiledSchema, result: ToolResult
                  ) -> ToolResult:
         """A successful result's structured content must honour the output schema (else
-        _InvalidOutput, logged here: the handler's failure, logged ``invalid_output``)."""
+        InvalidOutputError, logged here: the handler's failure, logged ``invalid_output``)."""
         if result.is_error:
             return result
         if not result.has_structured:
             _log.error("tool %s %s returned no structured content for its output schema",
                        spec.name, spec.version)
-            raise _InvalidOutput
+            raise InvalidOutputError
         issues = output.errors(result.structured)
         if issues:
             _log.error("tool %s %s returned structured content that breaks its output schema: "
                        "%s", spec.name, spec.version, [i.to_dict() for i in issues])
-            raise _InvalidOutput
+            raise InvalidOutputError
         return result
 
     def _wire(self, call: Call, route: Route, result: ToolResult) -> dict[str, Any]:

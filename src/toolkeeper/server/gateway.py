@@ -1,7 +1,9 @@
 """The gateway: the registry, the handlers and the call log behind the protocol kernel.
 
 :func:`build_gateway` is the one place that assembles a server: it fills the kernel's method
-table with ``tools/list`` and ``tools/call`` (both eras) and ``subscriptions/listen`` (modern),
+table with ``tools/list`` and ``tools/call`` (both eras), ``subscriptions/listen`` (modern) and,
+when the handlers bind prompts, ``prompts/list`` and ``prompts/get`` (both eras, with the
+``prompts`` capability; :mod:`~toolkeeper.server.prompt_methods`),
 and wires the principal resolver and the change hub (registry change -> list_changed to
 listening clients; legacy sessions get it on their standalone GET stream). Transports take
 ``gateway.kernel`` (and ``gateway.changes`` for the legacy stream and shutdown).
@@ -15,6 +17,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+import msgspec
+
 from toolkeeper.protocol import (
     CacheHint,
     Call,
@@ -27,21 +31,27 @@ from toolkeeper.protocol import (
     SessionTable,
     plain_express,
 )
-from toolkeeper.protocol.faults import invalid_params
+from toolkeeper.protocol.sealing import Sealer
 from toolkeeper.protocol.versions import UNSTRUCTURED_VERSIONS
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server.calllog import CallLog, InMemoryCallLog
 from toolkeeper.server.calls import ToolCalls
 from toolkeeper.server.changes import ChangeHub
+from toolkeeper.server.cursors import DEFAULT_CURSOR_TTL_S, ListCursors
 from toolkeeper.server.handlers import ToolHandlers
 from toolkeeper.server.limits import CallLimits
 from toolkeeper.server.listen import listen_method
 from toolkeeper.server.principal import LocalPrincipal, PrincipalResolver
-from toolkeeper.server.views import ToolViews
+from toolkeeper.server.prompt_methods import PromptMethods
+from toolkeeper.server.resuming import DEFAULT_TTL_S, RequestStates
+from toolkeeper.server.views import Page, ToolViews, View
 
 __all__ = ["Gateway", "build_gateway", "default_identity"]
 
 CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": True}, "logging": {}}
+PROMPTS_CAPABILITY: dict[str, Any] = {"listChanged": False}
+"""Advertised when a prompt is bound: prompts are fixed once the gateway is built, so their
+list never changes."""
 
 
 def default_identity() -> ServerIdentity:
@@ -63,17 +73,35 @@ class Gateway:
     views: ToolViews
     resolve_principal: PrincipalResolver
     changes: ChangeHub
+    sealer: Sealer
+    """Seals the state clients carry back (``tools/list`` cursors, a call's request state):
+    the configured keys, or a random per-process key (``sealer.ephemeral_key``)."""
 
 
-def _list_tools(views: ToolViews) -> Callable[[Call], MethodResult]:
+def _wire_tools(page: View | Page, call: Call) -> msgspec.Raw:
+    """The page's ``tools`` array for the caller's wire."""
+    if call.era is Era.MODERN:
+        return page.tools_json
+    if call.protocol_version in UNSTRUCTURED_VERSIONS:
+        return page.unstructured_tools_json
+    return page.legacy_tools_json
+
+
+def _list_tools(views: ToolViews, cursors: ListCursors) -> Callable[[Call], MethodResult]:
     def list_tools(call: Call) -> dict[str, Any]:
-        if call.params.get("cursor") is not None:
-            # Every view fits one page; a cursor can only be one we never issued.
-            raise invalid_params("tools/list: unknown cursor", {"path": "$.params.cursor"})
+        cursor = call.params.get("cursor")
         principal = call.principal
         if not isinstance(principal, Principal):
             raise TypeError("tools/list needs a Principal from the principal resolver")
         view = views.view(principal, since_ns=call.facts.received_ns)
+        if cursor is not None or len(view.pages) > 1:
+            index = 0 if cursor is None else cursors.open(cursor, view, principal)
+            result: dict[str, Any] = {"tools": _wire_tools(view.pages[index], call)}
+            if index + 1 < len(view.pages):
+                result["nextCursor"] = cursors.seal(view, principal, index + 1)
+            return result
+        # The one-page list (every estate under the page size), kept free of the paging
+        # above: it is the measured path (_wire_tools inlined).
         if call.era is Era.MODERN:
             return {"tools": view.tools_json}
         if call.protocol_version in UNSTRUCTURED_VERSIONS:
@@ -89,12 +117,19 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
                   list_ttl_ms: int = 0, discover_ttl_ms: int = 0,
                   sessions: SessionTable | None = None,
                   changes: ChangeHub | None = None, limits: CallLimits | None = None,
-                  legacy_sessions: str = "stateful") -> Gateway:
+                  legacy_sessions: str = "stateful", sealer: Sealer | None = None,
+                  list_page_size: int | None = None,
+                  list_cursor_ttl_s: float = DEFAULT_CURSOR_TTL_S,
+                  request_state_ttl_s: float = DEFAULT_TTL_S) -> Gateway:
     """Assemble a gateway over ``registry``. Defaults: no handlers, an in-memory call log,
     the anonymous :class:`LocalPrincipal`, ``ttlMs`` 0 (``tools/list`` is ``private``,
     ``server/discover`` ``public``), a change hub subscribed to ``registry``, no limits
     (``limits``: :func:`~toolkeeper.server.limits.build_limits`), stateful legacy sessions
-    (``legacy_sessions="stateless"``: :mod:`~toolkeeper.protocol.stateless`)."""
+    (``legacy_sessions="stateless"``: :mod:`~toolkeeper.protocol.stateless`), an ephemeral
+    sealer, and one ``tools/list`` page however long the list (``list_page_size``: tools per
+    page, later pages reached by sealed cursors, :mod:`~toolkeeper.server.cursors`). A
+    call's ``requestState`` is sealed with the same sealer, good for ``request_state_ttl_s``
+    seconds (:mod:`~toolkeeper.server.resuming`)."""
     handlers = handlers if handlers is not None else ToolHandlers()
     call_log = call_log if call_log is not None else InMemoryCallLog()
     if resolve_principal is not None and _is_async(resolve_principal):
@@ -103,27 +138,36 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
                         "not an async one: resolve credentials the transport already has")
     resolver: PrincipalResolver = (resolve_principal if resolve_principal is not None
                                    else LocalPrincipal(registry))
-    views = ToolViews(registry)
+    views = ToolViews(registry, page_size=list_page_size)
+    sealer = sealer if sealer is not None else Sealer.ephemeral()
     hub = changes if changes is not None else ChangeHub.for_registry(registry)
     identity = identity or default_identity()
+    states = RequestStates(sealer, ttl_s=request_state_ttl_s)
     calls = ToolCalls(registry, views, handlers, call_log, hub.tools_changed,
-                      limits.call_timeout if limits is not None else None)
-    list_tools = _list_tools(views)
+                      limits.call_timeout if limits is not None else None, states)
+    list_tools = _list_tools(views, ListCursors(sealer, ttl_s=list_cursor_ttl_s))
     call_method = Method("tools/call", calls, header_schema=calls.header_schema,
                          express=calls.express)
     if limits is not None and limits.admission is not None:
         call_method = limits.admission.wrap(call_method)
+    list_cache = CacheHint(list_ttl_ms, "private")
+    capabilities = CAPABILITIES
+    prompt_methods: list[Method] = []
+    if len(handlers.prompts):  # the capability and the methods only when there are prompts
+        capabilities = {**CAPABILITIES, "prompts": PROMPTS_CAPABILITY}
+        prompt_methods = PromptMethods(handlers.prompts, states,
+                                       hub.tools_changed).methods(list_cache)
     table = MethodTable([
-        Method("tools/list", list_tools, cache=CacheHint(list_ttl_ms, "private"),
-               express=plain_express(list_tools)),
+        Method("tools/list", list_tools, cache=list_cache, express=plain_express(list_tools)),
         call_method,
         listen_method(hub),
+        *prompt_methods,
     ])
     kernel = ServerKernel(
-        table, identity=identity, capabilities=CAPABILITIES,
+        table, identity=identity, capabilities=capabilities,
         instructions=instructions, discover_cache=CacheHint(discover_ttl_ms, "public"),
         resolve_principal=resolver, sessions=sessions, legacy_sessions=legacy_sessions)
-    return Gateway(kernel, registry, handlers, call_log, views, resolver, hub)
+    return Gateway(kernel, registry, handlers, call_log, views, resolver, hub, sealer)
 
 
 def _is_async(function: object) -> bool:

@@ -11,22 +11,39 @@
 
     handlers.bind("db.query", query_v4, version="4.0.0")   # per name+version
 
+    @handlers.tool("math.add", version="1.0.0", title="Add", data_classification="public",
+                   side_effect="read", required_scopes=[], tenants=[])
+    def add(a: int, b: int = 0) -> int:      # typed: the contract is derived from the hints
+        '''The sum of a and b.'''
+        return a + b
+
 A handler takes ``(arguments)`` or ``(arguments, ctx)`` and returns a
 :class:`~toolkeeper.server.content.ToolResult`, a string, a mapping (structured content), a
 list of content blocks, or None. A binding for the exact version wins over one for the name.
 Sync handlers run on the event loop: keep them quick, and use ``async def`` for I/O.
+A typed handler (:mod:`~toolkeeper.server.typed`) also carries its derived contract, which
+:meth:`ToolHandlers.contracts` lists for ``contracts export`` and ``serve --handlers``.
+
+``@handlers.prompt(name, description=..., arguments=[...])`` binds a prompt
+(:mod:`~toolkeeper.server.prompts`), served by ``prompts/list`` and ``prompts/get``.
+
+A handler asks the caller back with ``await ctx.elicit(...)``, ``await ctx.sample(...)``,
+``await ctx.list_roots()`` or ``await ctx.ask_all([...])``, the same in either era: see
+:mod:`toolkeeper.server.asking` for the seam and the modern era's re-run design.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Mapping
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from toolkeeper.contracts.semver import Version
-from toolkeeper.contracts.spec import ToolSpec
+from toolkeeper.contracts.spec import DataClassification, SideEffect, ToolSpec
 from toolkeeper.errors import CapabilityRequiredError, JsonRpcError
 from toolkeeper.protocol import (
     LOG_LEVELS,
@@ -38,8 +55,23 @@ from toolkeeper.protocol import (
     notification_message,
 )
 from toolkeeper.protocol.faults import invalid_params, missing_capability
+from toolkeeper.server.asking import (
+    InputAsker,
+    ModernAsker,
+    ask_all,
+    elicitation_params,
+    required_capabilities,
+    sampling_params,
+)
+from toolkeeper.server.prompts import PromptArgument, Prompts
 
-__all__ = ["HandlerBinding", "ToolContext", "ToolHandlers", "capability_error"]
+__all__ = [
+    "HandlerBinding",
+    "HandlerContext",
+    "ToolContext",
+    "ToolHandlers",
+    "capability_error",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -65,30 +97,25 @@ class HandlerBinding:
     inline: bool = False
     """A plain (not ``async def``) function without a context: run inside dispatch itself,
     with no Deferred, Pending or coroutine around it (decided at bind time)."""
+    contract: ToolSpec | None = None
+    """The contract derived from a typed function's hints (None: the contract is published
+    separately)."""
 
 
 _NUMBER = (int, float)
 _INF = math.inf
 
 
-class ToolContext:
-    """What a running handler can do besides computing its result."""
+class HandlerContext:
+    """What a running handler (a tool's or a prompt's) can do besides computing its result:
+    progress, logging, and asking the caller back. :class:`ToolContext` adds the tool;
+    :class:`~toolkeeper.server.prompt_methods.PromptContext` the prompt."""
 
-    def __init__(self, call: Call, spec: ToolSpec, principal: Any, emit: Emit,
-                 tools_changed: Callable[[], None] | None = None) -> None:
-        self._call = call
-        self._emit = emit
-        self._tools_changed = tools_changed
-        self.spec = spec
-        self.principal = principal
-
-    @property
-    def tool(self) -> str:
-        return self.spec.name
-
-    @property
-    def version(self) -> Version:
-        return self.spec.version
+    _asker: InputAsker | None = None
+    _call: Call
+    _emit: Emit
+    _tools_changed: Callable[[], None] | None
+    principal: Any
 
     @property
     def era(self) -> Era:
@@ -150,6 +177,77 @@ class ToolContext:
             error = capability_error(required, self._call.era)
             raise CapabilityRequiredError(error.rpc_code, error.message, error.rpc_data)
 
+    async def ask(self, method: str, params: Mapping[str, Any], *,
+                  key: str | None = None) -> Mapping[str, Any]:
+        """Ask the caller ``method`` (``elicitation/create``, ``sampling/createMessage`` or
+        ``roots/list``) with wire ``params``: the client's result. -32021 first when the
+        caller did not declare the capability the method needs. ``key``: the request's
+        name in a modern ``input_required`` (default: its position among the asks)."""
+        self.require_capabilities(required_capabilities(method, params))
+        return await self._input_asker().ask(method, params, key=key)
+
+    async def ask_all(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]]
+                      ) -> dict[str, Mapping[str, Any]]:
+        """Several asks made together (key -> ``(method, params)``), their results by key:
+        one modern round, concurrent legacy requests. Every capability is checked before
+        anything is asked."""
+        for method, params in requests.values():
+            self.require_capabilities(required_capabilities(method, params))
+        return await ask_all(self._input_asker(), requests)
+
+    async def elicit(self, message: str, requested_schema: Mapping[str, Any], *,
+                     key: str | None = None) -> Mapping[str, Any]:
+        """Ask the user for a form (``elicitation/create``, form mode): the ``ElicitResult``
+        (``action`` ``accept``/``decline``/``cancel``, ``content`` when accepted)."""
+        return await self.ask("elicitation/create", elicitation_params(
+            message, requested_schema), key=key)
+
+    async def sample(self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int,
+                     key: str | None = None, **options: Any) -> Mapping[str, Any]:
+        """Ask the client's model (``sampling/createMessage``; ``options`` are its other
+        params in snake case, see :func:`~toolkeeper.server.asking.sampling_params`): the
+        ``CreateMessageResult`` (``role``, ``content``, ``model``, ``stopReason``)."""
+        return await self.ask("sampling/createMessage",
+                              sampling_params(messages, max_tokens=max_tokens, **options),
+                              key=key)
+
+    async def list_roots(self, *, key: str | None = None) -> Mapping[str, Any]:
+        """Ask the client for its roots (``roots/list``): the ``ListRootsResult``
+        (``roots``: ``[{"uri", "name"?}]``)."""
+        return await self.ask("roots/list", {}, key=key)
+
+    def _input_asker(self) -> InputAsker:
+        asker = self._asker
+        if asker is None:
+            if self._call.era is not Era.MODERN:
+                raise RuntimeError("this call has no way to ask its caller")
+            asker = self._asker = ModernAsker()
+        return asker
+
+
+class ToolContext(HandlerContext):
+    """What a running tool handler can do besides computing its result."""
+
+    def __init__(self, call: Call, spec: ToolSpec, principal: Any, emit: Emit,
+                 tools_changed: Callable[[], None] | None = None,
+                 asker: InputAsker | None = None) -> None:
+        # No super().__init__: one is built per call, and every field is set here.
+        self._call = call
+        self._emit = emit
+        self._tools_changed = tools_changed
+        if asker is not None:  # a call that asks nothing pays no store
+            self._asker = asker
+        self.spec = spec
+        self.principal = principal
+
+    @property
+    def tool(self) -> str:
+        return self.spec.name
+
+    @property
+    def version(self) -> Version:
+        return self.spec.version
+
 
 def _takes_context(function: Callable[..., Any]) -> bool:
     try:
@@ -168,22 +266,55 @@ def _is_plain_function(function: Callable[..., Any]) -> bool:
                    for f in (function, call) if f is not None)
 
 
+_UNTYPED_HINTS = (Any, object, ToolContext, inspect.Parameter.empty, type(None))
+_MAPPINGS = (dict, Mapping, MutableMapping)
+
+
+def _untyped_hint(hint: Any) -> bool:
+    """The untyped API's annotations: none, ``Any``, the context, a mapping (``dict[str, Any]``,
+    a TypedDict) or a union of those (``ToolContext | None``)."""
+    if hint in _UNTYPED_HINTS or hint in _MAPPINGS or typing.get_origin(hint) in _MAPPINGS:
+        return True
+    if isinstance(hint, type):
+        return issubclass(hint, Mapping)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return all(_untyped_hint(arg) for arg in typing.get_args(hint))
+    return False
+
+
+def _looks_typed(function: Callable[..., Any]) -> bool:
+    """Whether a function bound without contract metadata has a typed signature (a parameter
+    annotated other than as the untyped API's are), which needs the metadata. An annotation
+    that cannot be resolved counts as untyped: the API as it was."""
+    try:
+        hints = typing.get_type_hints(function)
+        params = inspect.signature(function).parameters
+    except Exception:  # any failure to resolve leaves the untyped API in charge
+        return False
+    return not all(_untyped_hint(hints.get(name, inspect.Parameter.empty)) for name in params)
+
+
 class ToolHandlers:
     """The set of bound handlers a gateway dispatches to."""
 
     def __init__(self) -> None:
         self._by_name: dict[str, HandlerBinding] = {}
         self._by_version: dict[tuple[str, Version], HandlerBinding] = {}
+        self._prompts = Prompts()
 
     def bind(self, name: str, function: Callable[..., Any], *,
              version: str | Version | None = None,
              requires: Mapping[str, Any] | None = None) -> HandlerBinding:
         """Bind ``function`` to ``name`` (every version) or to one ``version`` of it.
         ``requires`` names client capabilities the call needs (checked before dispatch)."""
+        return self._add(name, function, version, requires, None)
+
+    def _add(self, name: str, function: Callable[..., Any], version: str | Version | None,
+             requires: Mapping[str, Any] | None, contract: ToolSpec | None) -> HandlerBinding:
         parsed = Version.parse(version) if isinstance(version, str) else version
         takes_context = _takes_context(function)
         binding = HandlerBinding(name, parsed, function, dict(requires or {}), takes_context,
-                                 not takes_context and _is_plain_function(function))
+                                 not takes_context and _is_plain_function(function), contract)
         if parsed is None:
             if name in self._by_name:
                 raise ValueError(f"a handler is already bound to {name!r}")
@@ -195,12 +326,56 @@ class ToolHandlers:
         return binding
 
     def tool(self, name: str, *, version: str | Version | None = None,
-             requires: Mapping[str, Any] | None = None) -> Callable[[F], F]:
-        """Decorator form of :meth:`bind`."""
+             requires: Mapping[str, Any] | None = None, title: str | None = None,
+             description: str | None = None,
+             data_classification: DataClassification | str | None = None,
+             side_effect: SideEffect | str | None = None,
+             required_scopes: Iterable[str] | None = None, tenants: Iterable[str] | None = None,
+             closed: bool = True) -> Callable[[F], F]:
+        """Decorator form of :meth:`bind`; with contract metadata, or on a function with a
+        typed signature, the typed form: the contract is derived from the hints and every
+        metadata keyword is required (:mod:`~toolkeeper.server.typed`; ``closed=False`` keeps
+        the derived schemas open to unknown properties)."""
+        metadata: dict[str, Any] = {
+            "version": version, "title": title, "description": description,
+            "data_classification": data_classification, "side_effect": side_effect,
+            "required_scopes": required_scopes, "tenants": tenants}
+
         def decorate(function: F) -> F:
-            self.bind(name, function, version=version, requires=requires)
+            given = [key for key, value in metadata.items() if key != "version"
+                     and value is not None]
+            if not given and closed and not _looks_typed(function):
+                self.bind(name, function, version=version, requires=requires)
+                return function
+            from toolkeeper.server.typed import derive_tool  # pydantic: for typed tools only
+
+            derived = derive_tool(function, name, closed=closed, **metadata)
+            self._add(name, derived.handler, derived.spec.version, requires, derived.spec)
             return function
         return decorate
+
+    def prompt(self, name: str, *, description: str,
+               arguments: Iterable[PromptArgument | Mapping[str, Any] | str] = (),
+               title: str | None = None) -> Callable[[F], F]:
+        """Bind a function to the prompt ``name`` (:mod:`~toolkeeper.server.prompts`: served
+        by ``prompts/list`` and ``prompts/get``, not governed by contracts). ``arguments``:
+        :class:`~toolkeeper.server.prompts.PromptArgument` values, their wire mappings, or
+        bare names of required arguments."""
+        def decorate(function: F) -> F:
+            self._prompts.bind(name, function, description=description, arguments=arguments,
+                               title=title, takes_context=_takes_context(function))
+            return function
+        return decorate
+
+    @property
+    def prompts(self) -> Prompts:
+        """The bound prompts."""
+        return self._prompts
+
+    def contracts(self) -> list[ToolSpec]:
+        """The contracts derived from typed handlers, in (name, version) order."""
+        return sorted((b.contract for b in self._by_version.values() if b.contract),
+                      key=lambda spec: spec.key)
 
     @property
     def revision(self) -> int:
@@ -215,5 +390,7 @@ class ToolHandlers:
     def merge(self, other: ToolHandlers) -> None:
         """Add every binding of ``other`` (duplicates are refused)."""
         for binding in [*other._by_name.values(), *other._by_version.values()]:
-            self.bind(binding.name, binding.function, version=binding.version,
-                      requires=binding.requires)
+            self._add(binding.name, binding.function, binding.version, binding.requires,
+                      binding.contract)
+        for prompt in other._prompts:
+            self._prompts.add(prompt)

@@ -4,10 +4,17 @@ A view is the registry's discovery answer for one principal, plus its ``tools`` 
 serialized once (canonical JSON spliced into every response as ``msgspec.Raw``) and a name
 index. Views are keyed on (registry generation, tenant, scopes, clearance): any registry
 change, local or from another replica, bumps the generation and retires every cached view.
+
+A view longer than the page size is cut into :class:`Page` s, each serialized once like a
+one-page view's array (the one-page view's arrays *are* its only page's), and carries a
+``digest`` of its content and page size: what a ``tools/list`` cursor is bound to, so a cursor
+opens on any replica serving the same list and on none after the list changed (a per-process
+generation counter could coincide on two replicas holding different lists).
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -21,9 +28,25 @@ from toolkeeper.contracts.canonical import canonical_json
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.registry import Principal, Registry
 
-__all__ = ["ToolViews", "View"]
+__all__ = ["Page", "ToolViews", "View"]
 
 _Key = tuple[int, str, frozenset[str], str, bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a view: its ``tools`` array serialized for each wire (see :class:`View`)."""
+
+    tools_json: msgspec.Raw
+    legacy_tools_json: msgspec.Raw
+    unstructured_tools_json: msgspec.Raw
+
+    @classmethod
+    def build(cls, specs: tuple[ToolSpec, ...]) -> Page:
+        tools = [s.to_mcp() for s in specs]
+        modern = msgspec.Raw(canonical_json(tools))
+        return cls(modern, _sieved(tools, modern, _object_rooted),
+                   _sieved(tools, modern, _never))
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +56,8 @@ class View:
     specs: tuple[ToolSpec, ...]
     by_name: Mapping[str, ToolSpec]
     tools_json: msgspec.Raw
+    """The first page's ``tools`` array (the whole list unless the view has several pages)."""
+
     legacy_tools_json: msgspec.Raw
     """The ``tools`` array for the 2025 wire, where an ``outputSchema`` is object-rooted
     (mcp-wire 7.1; the SDK refuses the whole list otherwise): one whose root is not
@@ -43,12 +68,34 @@ class View:
     """The ``tools`` array for the handshake versions before structured output (2024-11-05,
     2025-03-26): no ``outputSchema`` at all, as their results carry no structured content."""
 
+    pages: tuple[Page, ...]
+    """Every page, in order (one, holding the three arrays above, unless the view is longer
+    than the page size)."""
+
+    digest: str
+    """Of the pages' modern arrays and the page size (``""`` for a one-page view): identifies
+    this list wherever it is served."""
+
     @classmethod
-    def build(cls, specs: tuple[ToolSpec, ...]) -> View:
-        tools = [s.to_mcp() for s in specs]
-        modern = msgspec.Raw(canonical_json(tools))
-        return cls(specs, MappingProxyType({s.name: s for s in specs}), modern,
-                   _sieved(tools, modern, _object_rooted), _sieved(tools, modern, _never))
+    def build(cls, specs: tuple[ToolSpec, ...], page_size: int | None = None) -> View:
+        size = max(1, len(specs)) if page_size is None else page_size
+        if size < 1:
+            raise ValueError("a page holds at least one tool")
+        pages = tuple(Page.build(specs[start:start + size])
+                      for start in range(0, max(1, len(specs)), size))
+        first = pages[0]
+        return cls(specs, MappingProxyType({s.name: s for s in specs}), first.tools_json,
+                   first.legacy_tools_json, first.unstructured_tools_json, pages,
+                   _digest(pages, size) if len(pages) > 1 else "")
+
+
+def _digest(pages: tuple[Page, ...], size: int) -> str:
+    digest = hashlib.sha256(b"%d" % size)
+    for page in pages:
+        raw = bytes(page.tools_json)
+        digest.update(b"\n%d\n" % len(raw))
+        digest.update(raw)
+    return digest.hexdigest()[:32]
 
 
 def _object_rooted(output: Any) -> bool:
@@ -71,9 +118,12 @@ def _sieved(tools: list[dict[str, Any]], unsieved: msgspec.Raw,
 class ToolViews:
     """A bounded cache of views, cleared whenever the registry generation moves."""
 
-    def __init__(self, registry: Registry, *, max_views: int = 1024) -> None:
+    def __init__(self, registry: Registry, *, max_views: int = 1024,
+                 page_size: int | None = None) -> None:
         self._registry = registry
         self._max = max_views
+        self.page_size = page_size
+        """Tools per ``tools/list`` page (None: every view is one page)."""
         self._lock = threading.Lock()
         self._views: OrderedDict[_Key, View] = OrderedDict()
         self._generation = -1
@@ -97,7 +147,8 @@ class ToolViews:
                 self._views.move_to_end(key)
                 return cached
         view = View.build(self._registry.discover(principal,
-                                                  include_deprecated=include_deprecated))
+                                                  include_deprecated=include_deprecated),
+                          None if include_deprecated else self.page_size)  # (a lookup only)
         with self._lock:
             if generation == self._generation:
                 self._views[key] = view
