@@ -23,11 +23,6 @@ may change) plus optional structured ``data``::
     │                                    ("seal.<reason>"; toolkeeper.protocol.sealing)
     ├── ConfigError                      the gateway's configuration file or flags are refused
     │                                    ("config.*"; ``data.key`` is the dotted key)
-    ├── ConformanceError                 the harness cannot run what it was asked to: no proxy
-    │                                    binary, a proxy that does not start, an unknown proxy
-    │                                    configuration ("conformance.*")
-
-
     ├── ClientError                      the MCP client (``toolkeeper.client``) failed ("client.*")
     │   ├── ClientConnectionError        the peer refused or dropped the connection
     │   ├── ClientTimeoutError           no complete answer within the bound
@@ -43,7 +38,9 @@ may change) plus optional structured ``data``::
     │                                    that is not canonical JSON ("conformance.not_canonical")
     │                                    or breaks the transcript schema ("conformance.
     │                                    transcript_invalid"), or a target it cannot reach
-    │                                    ("conformance.unreachable")
+    │                                    ("conformance.unreachable"), or a proxy it cannot set
+    │                                    up (no binary, one that does not start, an unknown
+    │                                    configuration: "conformance.proxy_*")
     └── JsonRpcError                     a protocol error with a JSON-RPC code (protocol layer)
         └── CapabilityRequiredError      a tool handler needs a client capability the caller
                                          lacks (-32021); the one protocol error a handler may
@@ -181,13 +178,6 @@ class ConfigError(ToolkeeperError):
     default_code = "config.invalid"
 
 
-class ConformanceError(ToolkeeperError):
-    """The conformance harness cannot set up what a run needs (a reverse proxy, its
-    configuration); findings about the target are evidence, never this error."""
-
-    default_code = "conformance.error"
-
-
 class ClientError(ToolkeeperError):
     """Base of the MCP client's failures (``toolkeeper.client``)."""
 
@@ -242,7 +232,9 @@ class EraSelectionError(ClientError):
 
 
 class ConformanceError(ToolkeeperError):
-    """The conformance harness refused a transcript or could not reach its target."""
+    """The conformance harness refused a transcript, could not reach its target, or cannot set
+    up what a run needs (a reverse proxy, its configuration); findings about the target are
+    evidence, never this error."""
 
     default_code = "conformance.error"
 
