@@ -35,7 +35,6 @@ ALLOWED: dict[str, set[str]] = {
     "observability": {"contracts", "registry", "server"},
     "conformance": {"contracts", "protocol", "config", "client"},
     "client": {"contracts", "protocol", "config"},
-    "conformance": {"contracts", "protocol", "config", "client"},
     "cli": {"contracts", "protocol", "registry", "server", "transports", "demo", "config", "auth",
             "observability", "client", "conformance"},
 }
