@@ -275,8 +275,8 @@ def run_sdk_diff(host: Host, sdks: Sequence[str], role: str = "application",
                  require: bool = False) -> SdkDiffReport:
     """Every fixture through every SDK in ``sdks`` (names of :data:`.sdk_clients.SDKS`), each
     against a replay origin from ``host``, judged for ``role``. An SDK that is not installed
-    is skipped with the reason, or, with ``require`` (CI), refused: :class:`~toolkeeper.errors.ConformanceError`
-    ``conformance.sdk_missing``."""
+    is skipped with the reason, or, with ``require`` (CI), refused:
+    :class:`~toolkeeper.errors.ConformanceError` ``conformance.sdk_missing``."""
     if role not in ROLES:
         raise ConformanceError("unknown role", code="conformance.bad_role",
                                data={"role": role, "roles": list(ROLES)})
