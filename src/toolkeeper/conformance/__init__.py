@@ -30,11 +30,9 @@ from toolkeeper.conformance.proxy_detectors import (
     DETECTORS,
     DeploymentAssertions,
     Detector,
+    ProxyFinding,
     detect,
     detect_all,
-)
-from toolkeeper.conformance.proxy_detectors import (
-    Finding as ProxyFinding,
 )
 from toolkeeper.conformance.proxy_run import (
     DEFAULT_EXCHANGES,
