@@ -5,13 +5,14 @@ file that is not canonical or leaves a kind unjudged is refused with its code an
 from __future__ import annotations
 
 import json
+import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from toolkeeper.conformance import canonical_text, load_policy
+from toolkeeper.conformance import SDK_DIFF_FIXTURES, canonical_text, load_policy, sdk_fixtures
 from toolkeeper.conformance.sdk_changes import KINDS, Change
 from toolkeeper.errors import ConformanceError
 
@@ -55,3 +56,21 @@ def test_a_policy_leaving_a_kind_unjudged_is_refused_at_its_path(tmp_path: Path)
         load_policy(path)
     assert caught.value.code == "conformance.bad_policy"
     assert caught.value.data["path"] == "$.roles.intermediary.semantic_loss"
+
+
+def test_the_policy_fixtures_and_drivers_are_declared_package_data() -> None:
+    root = Path(__file__).resolve().parents[2]
+    declared = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["toolkeeper"]
+    package = resources.files("toolkeeper.conformance")
+    shipped = ["sdk_diff_policy.json", "sdk_drivers/sdk_driver.py", "sdk_drivers/sdk_driver.mjs",
+               *(f"sdk_fixtures/{e.name}" for e in package.joinpath("sdk_fixtures").iterdir())]
+    for name in shipped:
+        assert package.joinpath(name).is_file(), name
+        assert any(Path(f"conformance/{name}").match(p) for p in declared), name
+
+
+def test_every_sdk_diff_fixture_is_a_recorded_transcript_with_an_answer() -> None:
+    fixtures = sdk_fixtures()
+    assert [f.name for f in fixtures] == list(SDK_DIFF_FIXTURES)
+    assert all(f.mode == "recorded" and f.response is not None for f in fixtures)
