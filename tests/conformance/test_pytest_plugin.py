@@ -32,8 +32,8 @@ def _pytest(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
     package is installed), as it does in a user's environment, never through ``-p``."""
     env = {**os.environ, "PYTHONPATH": _SRC}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-o", "timeout=120",
-         "--rootdir", str(directory), str(directory), *args],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+         "-o", "timeout=120", "--rootdir", str(directory), str(directory), *args],
         capture_output=True, text=True, env=env, timeout=180, check=False)
 
 

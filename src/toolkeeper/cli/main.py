@@ -8,6 +8,7 @@ from toolkeeper.cli import (
     call_cmd,
     calls_cmd,
     conformance_cmd,
+    conformance_evidence_cmd,
     contracts_cmds,
     diff_cmd,
     export_cmd,
@@ -27,7 +28,7 @@ def cli() -> None:
 
 
 for _module in (contracts_cmds, export_cmd, diff_cmd, registry_cmds, serve_cmd, keys_cmd,
-                calls_cmd, tools_cmd, call_cmd, conformance_cmd):
+                calls_cmd, tools_cmd, call_cmd, conformance_cmd, conformance_evidence_cmd):
     _module.register(cli)
 
 

@@ -7,7 +7,10 @@ judgments in :mod:`toolkeeper.protocol` (:mod:`.judge`), and reported as data (:
 rendering is separate (:mod:`.render`). Proxy evidence (SPEC 5.5, :mod:`.proxy_run`) runs
 exchanges through a real nginx with a recording tap on the origin side (:mod:`.tap`), keeps
 redacted ingress, origin and egress views (:mod:`.evidence`) and runs detectors over them
-(:mod:`.proxy_detectors`).
+(:mod:`.proxy_detectors`). The SDK diff (SPEC 5.4, :mod:`.sdk_diff`) serves high-risk
+fixtures' exact answers to the real SDK clients (:mod:`.sdk_clients`) from a replay origin
+(:mod:`.sdk_origin`) and reports what each SDK changed (:mod:`.sdk_changes`), judged by the
+role's policy (``sdk_diff_policy.json``).
 """
 
 from toolkeeper.conformance.corpus import builtin_corpus, load_directory
@@ -27,11 +30,9 @@ from toolkeeper.conformance.proxy_detectors import (
     DETECTORS,
     DeploymentAssertions,
     Detector,
+    ProxyFinding,
     detect,
     detect_all,
-)
-from toolkeeper.conformance.proxy_detectors import (
-    Finding as ProxyFinding,
 )
 from toolkeeper.conformance.proxy_run import (
     DEFAULT_EXCHANGES,
@@ -43,6 +44,19 @@ from toolkeeper.conformance.proxy_run import (
 )
 from toolkeeper.conformance.report import CaseResult, Report
 from toolkeeper.conformance.runner import run_transcripts
+from toolkeeper.conformance.sdk_changes import Change
+from toolkeeper.conformance.sdk_diff import (
+    ROLES,
+    SDK_DIFF_FIXTURES,
+    Host,
+    Policy,
+    SdkDiffReport,
+    SdkRun,
+    load_policy,
+    run_sdk_diff,
+    sdk_fixtures,
+)
+from toolkeeper.conformance.sdk_origin import ReplayOrigin
 from toolkeeper.conformance.sessions import ERA_CHOICES, RunOptions
 from toolkeeper.conformance.tap import RecordingTap
 from toolkeeper.conformance.transcript import (
@@ -58,26 +72,34 @@ __all__ = [
     "DEFAULT_EXCHANGES",
     "DETECTORS",
     "ERA_CHOICES",
+    "ROLES",
+    "SDK_DIFF_FIXTURES",
     "Body",
     "CaseResult",
+    "Change",
     "DeploymentAssertions",
     "Detector",
     "EgressView",
     "ExchangeEvidence",
     "Expectation",
     "Finding",
+    "Host",
     "IngressView",
     "NginxProxy",
     "Observation",
     "OriginView",
+    "Policy",
     "ProxyFinding",
     "ProxyReport",
     "ProxyRequest",
     "RawRequest",
     "RawResponse",
     "RecordingTap",
+    "ReplayOrigin",
     "Report",
     "RunOptions",
+    "SdkDiffReport",
+    "SdkRun",
     "Transcript",
     "Verdict",
     "build_exchange",
@@ -89,9 +111,12 @@ __all__ = [
     "find_nginx",
     "judge",
     "load_directory",
+    "load_policy",
     "modern_request",
     "parse_transcript",
     "run_proxy_evidence",
+    "run_sdk_diff",
     "run_transcripts",
+    "sdk_fixtures",
     "transcript_schema",
 ]

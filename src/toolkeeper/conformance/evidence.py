@@ -37,6 +37,8 @@ __all__ = [
     "RawResponse",
     "build_exchange",
     "header",
+    "redact_response",
+    "redact_value",
 ]
 
 Headers = tuple[tuple[str, str], ...]
@@ -276,3 +278,17 @@ def build_exchange(name: str, request: RawRequest, response: RawResponse, *,
         header(_lower(response.headers), "content-type"),
         view_body(response, "$.egress.body"), sent_at)
     return ExchangeEvidence(name, ingress, origin, egress, tuple(evidence))
+
+
+def redact_value(value: Any, path: str, evidence: list[Redaction]) -> Any:
+    """A JSON value redacted as a view's body is (denied keys, secret shapes, names inside
+    text), the rules that fired appended to ``evidence`` under ``path``."""
+    return _redact_json(value, path, evidence)
+
+
+def redact_response(response: RawResponse, path: str, evidence: list[Redaction]
+                    ) -> tuple[Headers, Body]:
+    """A raw response's headers and body redacted as an egress view's are."""
+    return (_redact_headers(response.headers, f"{path}.headers", evidence),
+            _redact_body(response.body, header(_lower(response.headers), "content-type"),
+                         f"{path}.body", evidence))

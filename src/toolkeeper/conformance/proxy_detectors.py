@@ -22,7 +22,8 @@ from toolkeeper.conformance.evidence import Body, ExchangeEvidence, header
 from toolkeeper.conformance.mirror import mirror_disagreements
 from toolkeeper.protocol.codes import HEADER_MISMATCH
 
-__all__ = ["DETECTORS", "DeploymentAssertions", "Detector", "Finding", "detect", "detect_all"]
+__all__ = ["DETECTORS", "DeploymentAssertions", "Detector", "ProxyFinding", "detect",
+           "detect_all"]
 
 _PROTOCOL_ERROR_STATUSES: Final = frozenset({400, 404})
 _MAX_PATHS: Final = 8
@@ -40,9 +41,15 @@ class DeploymentAssertions:
 
 
 @dataclass(frozen=True)
-class Finding:
+class ProxyFinding:
     """One detector's verdict on one exchange: a stable ``id``, its fixed ``title``, the hop it
-    was seen at and JSON ``detail`` (statuses, codes, header names, paths; never a value)."""
+    was seen at and JSON ``detail`` (statuses, codes, header names, paths; never a value).
+
+    Not the runner's :class:`~toolkeeper.conformance.judge.Finding` (``code``, ``problem``):
+    that one is a wire rule broken inside one message and is reported as its string in the run
+    report's ``finding`` field; this one names an exchange and a hop across three views and
+    is reported as an object. One type would have to carry optional fields neither uses and
+    change one of the two report formats, so the two stay distinct, named apart."""
 
     id: str
     title: str
@@ -173,14 +180,14 @@ DETECTORS: Final[tuple[Detector, ...]] = (
 
 
 def detect(exchange: ExchangeEvidence, assertions: DeploymentAssertions | None = None,
-           detectors: Iterable[Detector] = DETECTORS) -> tuple[Finding, ...]:
+           detectors: Iterable[Detector] = DETECTORS) -> tuple[ProxyFinding, ...]:
     """The findings of every detector on one exchange, in table order."""
     assertions = assertions or DeploymentAssertions()
-    return tuple(Finding(row.id, row.title, exchange.name, hop, detail)
+    return tuple(ProxyFinding(row.id, row.title, exchange.name, hop, detail)
                  for row in detectors for hop, detail in row.check(exchange, assertions))
 
 
 def detect_all(exchanges: Iterable[ExchangeEvidence],
-               assertions: DeploymentAssertions | None = None) -> tuple[Finding, ...]:
+               assertions: DeploymentAssertions | None = None) -> tuple[ProxyFinding, ...]:
     """The findings on every exchange, exchange by exchange."""
     return tuple(f for exchange in exchanges for f in detect(exchange, assertions))

@@ -26,7 +26,7 @@ from toolkeeper.conformance.evidence import (
     build_exchange,
 )
 from toolkeeper.conformance.nginx import NginxProxy, load_template
-from toolkeeper.conformance.proxy_detectors import DeploymentAssertions, Finding, detect_all
+from toolkeeper.conformance.proxy_detectors import DeploymentAssertions, ProxyFinding, detect_all
 from toolkeeper.conformance.tap import RecordingTap
 from toolkeeper.contracts.canonical import canonical_json
 from toolkeeper.errors import ConformanceError
@@ -108,7 +108,7 @@ class ProxyReport:
 
     config: str
     exchanges: tuple[ExchangeEvidence, ...]
-    findings: tuple[Finding, ...] = field(default=())
+    findings: tuple[ProxyFinding, ...] = field(default=())
 
     @property
     def titles(self) -> frozenset[str]:
