@@ -16,6 +16,8 @@ from toolkeeper.cli.main import cli
 
 SEEDS = {"proxy collapsed a protocol error into HTTP 500",
          "proxy changed the origin JSON-RPC body"}
+ISSUES = ["proxy changed the origin JSON-RPC body", "proxy collapsed a protocol error into HTTP 500"]
+"""Seed 004's ``proxyIssues``: the distinct finding titles, sorted."""
 REPORT_FIELDS = {"role", "policyDigest", "sdks", "ran", "skipped", "refused", "disagreements",
                  "runs", "digest"}
 RUN_FIELDS = {"fixture", "sdk", "era", "outcome", "reason", "label", "negotiatedEra", "raw",
@@ -90,16 +92,52 @@ def test_proxy_faulty_config_reports_exactly_the_two_seed_findings_and_exits_1(
     result = _invoke("proxy", "--app", "--config", "faulty", "--json", "--markdown", str(page))
     assert result.exit_code == 1, result.output
     report = json.loads(result.output)
-    assert set(report) == {"config", "exchanges", "findings", "digest"}
-    assert (report["config"], _titles(report)) == ("faulty", SEEDS)
-    assert "proxy.collapsed_protocol_error" in page.read_text()
+    assert set(report) == {"config", "exchanges", "findings", "issues", "digest"}
+    assert (report["config"], _titles(report), report["issues"]) == ("faulty", SEEDS, ISSUES)
+    markdown = page.read_text()
+    assert "proxy.collapsed_protocol_error" in markdown
+    assert markdown.split("## Issues\n\n", 1)[1].startswith(
+        "".join(f"- {issue}\n" for issue in ISSUES) + "\n")
+
+
+def test_proxy_app_exchanges_catch_the_faulty_rewrite_of_a_success_body(nginx: str) -> None:
+    report = json.loads(_invoke("proxy", "--app", "--config", "faulty", "--json").output)
+    found = {(f["exchange"], f["id"]): f["detail"] for f in report["findings"]}
+    assert [e["name"] for e in report["exchanges"]] == [
+        "golden-tools-list", "negative-header-body-mismatch", "negative-method-not-found",
+        "golden-tools-call"]
+    assert sorted(found) == [
+        ("golden-tools-call", "proxy.changed_body"),
+        ("negative-header-body-mismatch", "proxy.changed_body"),
+        ("negative-header-body-mismatch", "proxy.collapsed_protocol_error"),
+        ("negative-method-not-found", "proxy.changed_body"),
+        ("negative-method-not-found", "proxy.collapsed_protocol_error")]
+    changed = found[("golden-tools-call", "proxy.changed_body")]
+    assert (changed["originKind"], changed["egressKind"], changed["paths"]) == (
+        "json", "json", ["$.result.isError"])
+
+
+def test_proxy_terminal_output_lists_each_issue_once(nginx: str) -> None:
+    result = _invoke("proxy", "--app", "--config", "faulty")
+    assert result.exit_code == 1, result.output
+    issues = [line.split("  ", 1)[1] for line in result.output.splitlines()
+              if line.startswith("ISSUE  ")]
+    assert issues == ISSUES
 
 
 def test_proxy_correct_config_reports_none_and_exits_0(nginx: str, demo_origin: str) -> None:
     result = _invoke("proxy", "--origin", demo_origin, "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
-    assert (report["config"], report["findings"], len(report["exchanges"])) == ("correct", [], 3)
+    assert (report["config"], report["findings"], report["issues"], len(report["exchanges"])) \
+        == ("correct", [], [], 3)
+
+
+def test_proxy_app_correct_config_reports_no_issue_and_exits_0(nginx: str) -> None:
+    result = _invoke("proxy", "--app", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert (report["findings"], report["issues"], len(report["exchanges"])) == ([], [], 4)
 
 
 def test_proxy_exits_2_on_an_unreadable_config_or_no_origin(tmp_path: Path) -> None:

@@ -27,6 +27,8 @@ from toolkeeper.errors import ConformanceError
 
 SEEDS = {"proxy collapsed a protocol error into HTTP 500",
          "proxy changed the origin JSON-RPC body"}
+ISSUES = ["proxy changed the origin JSON-RPC body", "proxy collapsed a protocol error into HTTP 500"]
+"""Seed 004's ``proxyIssues``: the distinct finding titles, sorted."""
 CALL = modern_request("golden-tools-call", "tools/call",
                       {"name": "payments.lookup", "arguments": {"reference": "PMT-771"}},
                       request_id=4)
@@ -46,6 +48,7 @@ def _by_exchange(report: ProxyReport) -> dict[str, list[str]]:
 def test_faulty_nginx_reports_exactly_the_two_seed_findings(nginx: str, demo_origin: str) -> None:
     report = run_proxy_evidence(demo_origin, "faulty", EXCHANGES)
     assert report.titles == SEEDS
+    assert json.loads(report.canonical())["issues"] == ISSUES
     assert _by_exchange(report) == {
         "golden-tools-list": [],
         "negative-header-body-mismatch": ["proxy.collapsed_protocol_error",
@@ -64,6 +67,7 @@ def test_correct_nginx_reports_no_finding_and_passes_every_answer_through(
         nginx: str, demo_origin: str) -> None:
     report = run_proxy_evidence(demo_origin, "correct", (*DEFAULT_EXCHANGES, MISMATCH, CALL))
     assert report.findings == ()
+    assert json.loads(report.canonical())["issues"] == []
     for exchange in report.exchanges:
         assert exchange.origin is not None, exchange.name
         assert exchange.origin.status == exchange.egress.status, exchange.name

@@ -11,8 +11,10 @@ missing under CI, none installed, an unknown fixture, a bad policy file).
 
 ``proxy (--origin URL | --app) [--config correct|faulty|PATH] [--json] [--markdown FILE]``:
 proxy evidence through a real nginx started on 127.0.0.1 in front of the origin (``--app``:
-the demo gateway, served on 127.0.0.1). Exit 0 without findings, 1 with any, 2 on a setup
-failure (nginx missing or not starting, an unreadable configuration, no origin).
+the demo gateway, served on 127.0.0.1, with a call of one of its tools added to the default
+exchanges). The report lists every finding and, once each, the distinct ``issues``. Exit 0
+without findings, 1 with any, 2 on a setup failure (nginx missing or not starting, an
+unreadable configuration, no origin).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import click
 
@@ -29,11 +31,13 @@ from toolkeeper.cli.conformance_cmd import conformance
 from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, echo_json, fail
 from toolkeeper.conformance import (
     CONFIGS,
+    DEFAULT_EXCHANGES,
     ROLES,
     Host,
     ProxyReport,
     SdkDiffReport,
     load_policy,
+    modern_request,
     run_proxy_evidence,
     run_sdk_diff,
     sdk_fixtures,
@@ -47,7 +51,7 @@ from toolkeeper.conformance.render_evidence import (
 from toolkeeper.conformance.sdk_clients import SDKS
 from toolkeeper.errors import ConformanceError, ToolkeeperError
 
-__all__ = ["proxy_cmd", "register", "sdk_diff_cmd"]
+__all__ = ["DEMO_EXCHANGES", "proxy_cmd", "register", "sdk_diff_cmd"]
 
 
 def _demo_app() -> Any:
@@ -71,6 +75,13 @@ def _serve(app: Any) -> Iterator[str]:
 
 DEMO_HOST = Host(_demo_app, _serve)
 """Replay origins on toolkeeper's demo gateway, served on an ephemeral 127.0.0.1 port."""
+
+DEMO_EXCHANGES: Final = (*DEFAULT_EXCHANGES, modern_request(
+    "golden-tools-call", "tools/call",
+    {"name": "payments.lookup", "arguments": {"reference": "PMT-771"}}, request_id=4))
+"""``proxy --app``'s exchanges: the defaults (any origin answers them) and a call of a demo
+tool whose success answer carries ``"isError":false``, so a proxy rewriting a success body
+(the faulty configuration's ``sub_filter``) is seen on a 200, not only on an error page."""
 
 
 def _write(markdown: Path | None, render: Callable[[], str], as_json: bool) -> None:
@@ -133,7 +144,7 @@ def _proxy(origin: str | None, app: bool, config: str) -> ProxyReport:
     if origin is not None:
         return run_proxy_evidence(origin, chosen)
     with _serve(_demo_app()) as url:
-        return run_proxy_evidence(url, chosen)
+        return run_proxy_evidence(url, chosen, DEMO_EXCHANGES)
 
 
 @click.command("proxy")
@@ -157,6 +168,8 @@ def proxy_cmd(origin: str | None, app: bool, config: str, as_json: bool,
     else:
         for finding in report.findings:
             click.echo(f"FINDING  {finding.exchange}  {finding.title} [{finding.id}]")
+        for issue in report.issues:
+            click.echo(f"ISSUE  {issue}")
         click.echo(proxy_summary(report))
     raise SystemExit(EXIT_REFUSED if report.findings else 0)
 

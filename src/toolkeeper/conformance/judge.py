@@ -120,7 +120,9 @@ def _wire(case: _Case) -> Iterator[Finding]:
     """The era's rules on whatever answered (protocol/)."""
     seen = case.seen
     if seen.undecodable:
-        yield Finding("response.undecodable", "$: the answer is not JSON")
+        # The status names what answered instead (a proxy's HTML 500 page, say).
+        answer = "the answer" if seen.status is None else f"the HTTP {seen.status} answer"
+        yield Finding("response.undecodable", f"$: {answer} is not JSON")
     if case.expect.answer == "none":
         for problem in check_notification_answer(seen.status, seen.body, seen.messages):
             yield Finding("notification.answered", problem)

@@ -115,10 +115,17 @@ class ProxyReport:
         """The distinct finding titles (what a reader compares with the seed findings)."""
         return frozenset(f.title for f in self.findings)
 
+    @property
+    def issues(self) -> tuple[str, ...]:
+        """The distinct finding titles, sorted: what went wrong, once each, however many
+        exchanges showed it (seed 004's ``proxyIssues``; :attr:`findings` has the detail)."""
+        return tuple(sorted(self.titles))
+
     def to_json(self) -> dict[str, Any]:
         return {"config": self.config,
                 "exchanges": [e.to_json() for e in self.exchanges],
-                "findings": [f.to_json() for f in self.findings]}
+                "findings": [f.to_json() for f in self.findings],
+                "issues": list(self.issues)}
 
     def canonical(self) -> bytes:
         return canonical_json(self.to_json())

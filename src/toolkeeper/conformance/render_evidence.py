@@ -59,10 +59,13 @@ def proxy_summary(report: ProxyReport) -> str:
 
 
 def proxy_markdown(report: ProxyReport) -> str:
-    """A page: the summary, the digest, one row per exchange and one per finding."""
+    """A page: the summary, the digest, the distinct issues, one row per exchange and one
+    per finding."""
     lines = ["# Proxy evidence", "", f"- {proxy_summary(report)}",
-             f"- digest: `sha256:{report.digest()}`", "",
-             "| exchange | origin status | egress status | body changed |", "|---|---|---|---|"]
+             f"- digest: `sha256:{report.digest()}`", ""]
+    if report.issues:
+        lines += ["## Issues", "", *(f"- {_cell(issue)}" for issue in report.issues), ""]
+    lines += ["| exchange | origin status | egress status | body changed |", "|---|---|---|---|"]
     for exchange in report.exchanges:
         origin = exchange.origin
         changed = origin is not None and origin.body.digest != exchange.egress.body.digest
