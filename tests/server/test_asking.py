@@ -74,3 +74,21 @@ def test_a_handler_that_catches_exception_still_ends_its_round(registry: Registr
                      requestState=first["requestState"],
                      inputResponses={"0": accept(name="Ada")})["result"]
     assert done["content"][0]["text"] == "Ada"
+
+
+@pytest.mark.parametrize("keys", [("1", None), (None, "0"), ("x", "x")])
+def test_a_key_asked_twice_in_one_run_is_a_value_error_not_another_asks_answer(
+        keys: tuple[str | None, str | None]) -> None:
+    # A positional key is the ask's position ("0", "1", ...): an explicit key of digits can
+    # name the same request as a positional ask; the second ask must not be handed the
+    # first's answer (an ElicitResult where a CreateMessageResult was expected).
+    first, second = keys
+    answers = {key: accept(name="Ada") for key in ("0", "1", "x")}
+    asker = ModernAsker(answers)
+
+    async def run() -> None:
+        await asker.ask("elicitation/create", {}, key=first)
+        await asker.ask("sampling/createMessage", {"messages": []}, key=second)
+
+    with pytest.raises(ValueError, match="asked twice"):
+        asyncio.run(run())

@@ -32,7 +32,8 @@ Two askers implement the interface, one per era:
 
 The modern design: **the handler is re-run** with the answers recorded so far. Each ask has a
 key, the ``inputRequests``/``inputResponses`` key on the wire: the ``key=`` the handler gives,
-else its position (``"0"``, ``"1"``, ... in the order the handler makes its asks). An ask whose
+else its position (``"0"``, ``"1"``, ... in the order the handler makes its asks; a key asked
+twice in one run, e.g. an explicit ``"1"`` and the second positional ask, is a ValueError). An ask whose
 key has an answer returns it at once, without asking; the first unanswered ask records its
 request and raises :class:`InputRequired`, which ends the round (the handler unwinds: its
 ``finally`` blocks run). Asks made together (:meth:`ToolContext.ask_all`, or
@@ -172,6 +173,11 @@ class ModernAsker:
         if key is None:
             key = str(self._next)
         self._next += 1
+        if key in self._used or key in self._requests:
+            # Two asks under one key would share one answer (an explicit "1" and the second
+            # positional ask, say): the second would get the first's result.
+            raise ValueError(f"ask key {key!r} asked twice in one run; give each ask its "
+                             "own key (positions are \"0\", \"1\", ...)")
         answer = self._answers.get(key)
         if answer is not None:
             self._used[key] = answer
