@@ -250,3 +250,31 @@ def test_on_stdio_the_request_and_its_response_are_lines_of_the_pipe() -> None:
         await asyncio.wait_for(running, BOUND_S)
 
     asyncio.run(scenario())
+
+
+def test_an_ask_made_after_its_session_was_deleted_is_ask_gone_at_once() -> None:
+    # Nothing can answer it (the session's POSTs are 404 now): it must not wait the whole
+    # ask timeout holding a pending slot, nor be written to the client.
+    async def scenario() -> None:
+        release = asyncio.Event()
+
+        async def late(arguments: dict[str, Any], ctx: ToolContext) -> str:
+            await release.wait()
+            return await elicit(arguments, ctx)
+
+        gateway = demo_gateway({"t.late": late})
+        app = create_asgi_app(gateway.kernel, HttpConfig(ask_timeout_s=BOUND_S * 10),
+                              changes=gateway.changes)
+        session_id = await _session(app, ELICITING)
+        client, task = await _start(app, session_id, "t.late")
+        deleted = await exchange(app, legacy_scope("DELETE", session_id), b"")
+        assert deleted.sent[0]["status"] == 200
+        release.set()
+        await asyncio.wait_for(task, BOUND_S)
+        # Nothing was written before the answer, so it is a plain JSON body, not a stream.
+        final = json.loads(client.body())
+        assert final["id"] == 1
+        assert json.loads(final["result"]["content"][0]["text"])["code"] == "ask.gone"
+        assert len(app._legacy.asks) == 0
+
+    asyncio.run(scenario())
