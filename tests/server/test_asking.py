@@ -28,6 +28,19 @@ def test_each_ask_needs_its_methods_client_capability(method: str, params: dict[
     assert required_capabilities(method, params) == needs
 
 
+@pytest.mark.parametrize(("params", "declared", "needs"), [
+    ({"mode": "form"}, {"elicitation": {"url": {}}}, {"elicitation": {"form": {}}}),
+    ({}, {"elicitation": {"url": {}}}, {"elicitation": {"form": {}}}),
+    ({"mode": "form"}, {"elicitation": {}}, {"elicitation": {}}),
+    ({"mode": "form"}, {}, {"elicitation": {}}),
+    ({"mode": "url", "url": "https://x"}, {"elicitation": {"form": {}}},
+     {"elicitation": {"url": {}}}),
+])
+def test_a_form_needs_form_mode_named_when_the_client_names_its_elicitation_modes(
+        params: dict[str, Any], declared: dict[str, Any], needs: dict[str, Any]) -> None:
+    assert required_capabilities("elicitation/create", params, declared) == needs
+
+
 def test_a_method_a_handler_cannot_ask_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="cannot ask"):
         required_capabilities("tools/call", {})

@@ -278,3 +278,18 @@ def test_an_ask_made_after_its_session_was_deleted_is_ask_gone_at_once() -> None
         assert len(app._legacy.asks) == 0
 
     asyncio.run(scenario())
+
+
+def test_a_session_that_declared_url_elicitation_only_is_never_sent_a_form() -> None:
+    async def scenario() -> dict[str, Any]:
+        app, _ = _app()
+        session_id = await _session(app, {"elicitation": {"url": {}}})
+        answer = await exchange(app, legacy_scope("POST", session_id),
+                                json.dumps(tool_call("t.elicit", 1, era="legacy")).encode())
+        assert dict(answer.sent[0]["headers"])[b"content-type"] == b"application/json"
+        error: dict[str, Any] = json.loads(answer.body())["error"]
+        return error
+
+    error = asyncio.run(scenario())
+    assert (error["code"], error["data"]) == (
+        -32602, {"requiredCapabilities": {"elicitation": {"form": {}}}})

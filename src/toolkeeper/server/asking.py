@@ -19,7 +19,9 @@ JSON object (``ElicitResult``, ``CreateMessageResult``, ``ListRootsResult``: the
 the wire field names it would read in any MCP SDK). Before asking, the context checks the
 capability the method needs (:func:`required_capabilities`) against what the caller declared:
 an ask for one it did not declare stops the call with -32021 in the modern era (-32602 with the
-same ``requiredCapabilities`` data in the legacy era), as ``require_capabilities`` does.
+same ``requiredCapabilities`` data in the legacy era), as ``require_capabilities`` does. A form
+is sent only to a client whose ``elicitation`` names no mode or names ``form`` (one declaring
+``{"url": {}}`` alone supports URL mode only).
 
 Two askers implement the interface, one per era:
 
@@ -82,8 +84,20 @@ _REFINED: Mapping[str, tuple[str, Any, Mapping[str, Any]]] = {
 }
 
 
-def required_capabilities(method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The client capabilities an ask of ``method`` with ``params`` needs."""
+# The default mode of a row whose capability names its modes (ClientCapabilities
+# ``elicitation {form?, url?}``, 2025-11-25 and 2026): an object naming no mode supports the
+# default one only (backwards compatibility); one naming a mode supports just those it names.
+_MODES: Mapping[str, tuple[str, frozenset[str], Mapping[str, Any]]] = {
+    "elicitation/create": ("elicitation", frozenset({"form", "url"}),
+                           {"elicitation": {"form": {}}}),
+}
+
+
+def required_capabilities(method: str, params: Mapping[str, Any],
+                          declared: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+    """The client capabilities an ask of ``method`` with ``params`` needs; given what the
+    client ``declared``, an ask in a default mode (a form) needs that mode named when the
+    client names its modes (``{"elicitation": {"url": {}}}`` cannot be sent a form)."""
     try:
         base = ASK_CAPABILITIES[method]
     except KeyError:
@@ -94,6 +108,12 @@ def required_capabilities(method: str, params: Mapping[str, Any]) -> Mapping[str
         key, value, needs = refined
         present = params.get(key)
         if present is not None and (value is None or present == value):
+            return needs
+    modes = _MODES.get(method)
+    if modes is not None and declared is not None:
+        capability, named, needs = modes
+        have = declared.get(capability)
+        if isinstance(have, dict) and not named.isdisjoint(have):
             return needs
     return base
 
