@@ -21,6 +21,10 @@ from toolkeeper.server.asking import InputRequired, ModernAsker, ask_all, requir
     ("elicitation/create", {"mode": "url", "url": "https://x"}, {"elicitation": {"url": {}}}),
     ("sampling/createMessage", {"messages": []}, {"sampling": {}}),
     ("sampling/createMessage", {"tools": []}, {"sampling": {"tools": {}}}),
+    ("sampling/createMessage", {"includeContext": "none"}, {"sampling": {}}),
+    ("sampling/createMessage", {"includeContext": "thisServer"}, {"sampling": {"context": {}}}),
+    ("sampling/createMessage", {"includeContext": "allServers", "tools": []},
+     {"sampling": {"context": {}, "tools": {}}}),
     ("roots/list", {}, {"roots": {}}),
 ])
 def test_each_ask_needs_its_methods_client_capability(method: str, params: dict[str, Any],

@@ -54,7 +54,7 @@ should do its side effects after its last ask; it must not swallow :class:`Input
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 __all__ = [
@@ -76,11 +76,26 @@ ASK_CAPABILITIES: Mapping[str, Mapping[str, Any]] = {
 """The client capability each method a handler may ask needs (the spec's
 ``ClientCapabilities``); a method not in the table cannot be asked (ValueError)."""
 
-# Refinements of a row: params that need a sub-capability (mcp-wire 4: URL-mode elicitation,
-# sampling with tools).
-_REFINED: Mapping[str, tuple[str, Any, Mapping[str, Any]]] = {
-    "elicitation/create": ("mode", "url", {"elicitation": {"url": {}}}),
-    "sampling/createMessage": ("tools", None, {"sampling": {"tools": {}}}),
+
+def _present(value: Any) -> bool:
+    return value is not None
+
+
+def _url(value: Any) -> bool:
+    return isinstance(value, str) and value == "url"
+
+
+def _some_context(value: Any) -> bool:
+    return value is not None and value != "none"
+
+
+# Refinements of a row: params that need a sub-capability, every one that applies (mcp-wire 4:
+# URL-mode elicitation, sampling with tools; ``includeContext`` other than ``"none"`` only for
+# a client declaring ``sampling.context``, 2025-11-25 ``CreateMessageRequest``).
+_REFINED: Mapping[str, tuple[tuple[str, Callable[[Any], bool], str], ...]] = {
+    "elicitation/create": (("mode", _url, "url"),),
+    "sampling/createMessage": (("tools", _present, "tools"),
+                               ("includeContext", _some_context, "context")),
 }
 
 
@@ -103,12 +118,11 @@ def required_capabilities(method: str, params: Mapping[str, Any],
     except KeyError:
         raise ValueError(f"a handler cannot ask {method!r}; one of "
                          f"{sorted(ASK_CAPABILITIES)}") from None
-    refined = _REFINED.get(method)
-    if refined is not None:
-        key, value, needs = refined
-        present = params.get(key)
-        if present is not None and (value is None or present == value):
-            return needs
+    (capability,) = base
+    subs: dict[str, Any] = {sub: {} for key, applies, sub in _REFINED.get(method, ())
+                            if applies(params.get(key))}
+    if subs:
+        return {capability: subs}
     modes = _MODES.get(method)
     if modes is not None and declared is not None:
         capability, named, needs = modes
