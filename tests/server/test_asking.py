@@ -21,11 +21,28 @@ from toolkeeper.server.asking import InputRequired, ModernAsker, ask_all, requir
     ("elicitation/create", {"mode": "url", "url": "https://x"}, {"elicitation": {"url": {}}}),
     ("sampling/createMessage", {"messages": []}, {"sampling": {}}),
     ("sampling/createMessage", {"tools": []}, {"sampling": {"tools": {}}}),
+    ("sampling/createMessage", {"includeContext": "none"}, {"sampling": {}}),
+    ("sampling/createMessage", {"includeContext": "thisServer"}, {"sampling": {"context": {}}}),
+    ("sampling/createMessage", {"includeContext": "allServers", "tools": []},
+     {"sampling": {"context": {}, "tools": {}}}),
     ("roots/list", {}, {"roots": {}}),
 ])
 def test_each_ask_needs_its_methods_client_capability(method: str, params: dict[str, Any],
                                                       needs: dict[str, Any]) -> None:
     assert required_capabilities(method, params) == needs
+
+
+@pytest.mark.parametrize(("params", "declared", "needs"), [
+    ({"mode": "form"}, {"elicitation": {"url": {}}}, {"elicitation": {"form": {}}}),
+    ({}, {"elicitation": {"url": {}}}, {"elicitation": {"form": {}}}),
+    ({"mode": "form"}, {"elicitation": {}}, {"elicitation": {}}),
+    ({"mode": "form"}, {}, {"elicitation": {}}),
+    ({"mode": "url", "url": "https://x"}, {"elicitation": {"form": {}}},
+     {"elicitation": {"url": {}}}),
+])
+def test_a_form_needs_form_mode_named_when_the_client_names_its_elicitation_modes(
+        params: dict[str, Any], declared: dict[str, Any], needs: dict[str, Any]) -> None:
+    assert required_capabilities("elicitation/create", params, declared) == needs
 
 
 def test_a_method_a_handler_cannot_ask_is_a_value_error() -> None:
@@ -74,3 +91,21 @@ def test_a_handler_that_catches_exception_still_ends_its_round(registry: Registr
                      requestState=first["requestState"],
                      inputResponses={"0": accept(name="Ada")})["result"]
     assert done["content"][0]["text"] == "Ada"
+
+
+@pytest.mark.parametrize("keys", [("1", None), (None, "0"), ("x", "x")])
+def test_a_key_asked_twice_in_one_run_is_a_value_error_not_another_asks_answer(
+        keys: tuple[str | None, str | None]) -> None:
+    # A positional key is the ask's position ("0", "1", ...): an explicit key of digits can
+    # name the same request as a positional ask; the second ask must not be handed the
+    # first's answer (an ElicitResult where a CreateMessageResult was expected).
+    first, second = keys
+    answers = {key: accept(name="Ada") for key in ("0", "1", "x")}
+    asker = ModernAsker(answers)
+
+    async def run() -> None:
+        await asker.ask("elicitation/create", {}, key=first)
+        await asker.ask("sampling/createMessage", {"messages": []}, key=second)
+
+    with pytest.raises(ValueError, match="asked twice"):
+        asyncio.run(run())

@@ -136,6 +136,25 @@ def test_an_ask_for_a_capability_the_caller_did_not_declare_is_32021(
     assert error["data"]["requiredCapabilities"] == {"elicitation": {}}
 
 
+@pytest.mark.parametrize(("declared", "answer"), [
+    ({"url": {}}, {"elicitation": {"form": {}}}),
+    ({"form": {}}, None),
+    ({"form": {}, "url": {}}, None),
+    ({}, None),  # no mode named: form only (backwards compatibility)
+])
+def test_a_form_elicitation_needs_form_mode_when_the_caller_names_its_modes(
+        registry: Registry, tools: AskingTools, declared: dict[str, Any],
+        answer: dict[str, Any] | None) -> None:
+    # ClientCapabilities elicitation {form?, url?}: a client declaring URL mode only cannot
+    # be sent a form (2025-11-25 elicitation "Capabilities"; the 2026 surface alike).
+    response = driver(registry, tools, {"elicitation": declared}).call("greet", {"a": 1})
+    if answer is None:
+        assert response["result"]["resultType"] == "input_required"
+    else:
+        assert response["error"]["code"] == -32021
+        assert response["error"]["data"]["requiredCapabilities"] == answer
+
+
 def test_ask_all_checks_every_capability_before_asking_anything(
         registry: Registry, tools: AskingTools) -> None:
     error = driver(registry, tools, {"elicitation": {}, "sampling": {}}).call(

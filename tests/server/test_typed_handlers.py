@@ -387,3 +387,22 @@ def test_the_examples_typed_tools_answer_through_the_gateway() -> None:
     refused = driver.call("shipping.quote", {"weight_kg": 31, "destination": "DE"})["result"]
     assert refused["isError"] is True
     assert refused["structuredContent"]["errors"][0]["path"] == "$.weight_kg"
+
+
+class Aliased(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    total_amount: int = Field(alias="totalAmount")
+
+
+def test_a_returned_model_with_aliases_is_dumped_by_alias_as_its_output_schema_says() -> None:
+    handlers = ToolHandlers()
+
+    @handlers.tool("t", **META)
+    def tool(a: int) -> Aliased:
+        return Aliased(total_amount=a)
+    (spec,) = handlers.contracts()
+    assert spec.output_schema is not None
+    assert list(spec.output_schema["properties"]) == ["totalAmount"]
+    result = _drive(handlers).call("t", {"a": 7})["result"]
+    assert result["isError"] is False
+    assert result["structuredContent"] == {"totalAmount": 7}

@@ -250,3 +250,46 @@ def test_on_stdio_the_request_and_its_response_are_lines_of_the_pipe() -> None:
         await asyncio.wait_for(running, BOUND_S)
 
     asyncio.run(scenario())
+
+
+def test_an_ask_made_after_its_session_was_deleted_is_ask_gone_at_once() -> None:
+    # Nothing can answer it (the session's POSTs are 404 now): it must not wait the whole
+    # ask timeout holding a pending slot, nor be written to the client.
+    async def scenario() -> None:
+        release = asyncio.Event()
+
+        async def late(arguments: dict[str, Any], ctx: ToolContext) -> str:
+            await release.wait()
+            return await elicit(arguments, ctx)
+
+        gateway = demo_gateway({"t.late": late})
+        app = create_asgi_app(gateway.kernel, HttpConfig(ask_timeout_s=BOUND_S * 10),
+                              changes=gateway.changes)
+        session_id = await _session(app, ELICITING)
+        client, task = await _start(app, session_id, "t.late")
+        deleted = await exchange(app, legacy_scope("DELETE", session_id), b"")
+        assert deleted.sent[0]["status"] == 200
+        release.set()
+        await asyncio.wait_for(task, BOUND_S)
+        # Nothing was written before the answer, so it is a plain JSON body, not a stream.
+        final = json.loads(client.body())
+        assert final["id"] == 1
+        assert json.loads(final["result"]["content"][0]["text"])["code"] == "ask.gone"
+        assert len(app._legacy.asks) == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_session_that_declared_url_elicitation_only_is_never_sent_a_form() -> None:
+    async def scenario() -> dict[str, Any]:
+        app, _ = _app()
+        session_id = await _session(app, {"elicitation": {"url": {}}})
+        answer = await exchange(app, legacy_scope("POST", session_id),
+                                json.dumps(tool_call("t.elicit", 1, era="legacy")).encode())
+        assert dict(answer.sent[0]["headers"])[b"content-type"] == b"application/json"
+        error: dict[str, Any] = json.loads(answer.body())["error"]
+        return error
+
+    error = asyncio.run(scenario())
+    assert (error["code"], error["data"]) == (
+        -32602, {"requiredCapabilities": {"elicitation": {"form": {}}}})

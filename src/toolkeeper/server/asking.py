@@ -19,7 +19,9 @@ JSON object (``ElicitResult``, ``CreateMessageResult``, ``ListRootsResult``: the
 the wire field names it would read in any MCP SDK). Before asking, the context checks the
 capability the method needs (:func:`required_capabilities`) against what the caller declared:
 an ask for one it did not declare stops the call with -32021 in the modern era (-32602 with the
-same ``requiredCapabilities`` data in the legacy era), as ``require_capabilities`` does.
+same ``requiredCapabilities`` data in the legacy era), as ``require_capabilities`` does. A form
+is sent only to a client whose ``elicitation`` names no mode or names ``form`` (one declaring
+``{"url": {}}`` alone supports URL mode only).
 
 Two askers implement the interface, one per era:
 
@@ -32,7 +34,8 @@ Two askers implement the interface, one per era:
 
 The modern design: **the handler is re-run** with the answers recorded so far. Each ask has a
 key, the ``inputRequests``/``inputResponses`` key on the wire: the ``key=`` the handler gives,
-else its position (``"0"``, ``"1"``, ... in the order the handler makes its asks). An ask whose
+else its position (``"0"``, ``"1"``, ... in the order the handler makes its asks; a key asked
+twice in one run, e.g. an explicit ``"1"`` and the second positional ask, is a ValueError). An ask whose
 key has an answer returns it at once, without asking; the first unanswered ask records its
 request and raises :class:`InputRequired`, which ends the round (the handler unwinds: its
 ``finally`` blocks run). Asks made together (:meth:`ToolContext.ask_all`, or
@@ -51,7 +54,7 @@ should do its side effects after its last ask; it must not swallow :class:`Input
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 __all__ = [
@@ -73,26 +76,58 @@ ASK_CAPABILITIES: Mapping[str, Mapping[str, Any]] = {
 """The client capability each method a handler may ask needs (the spec's
 ``ClientCapabilities``); a method not in the table cannot be asked (ValueError)."""
 
-# Refinements of a row: params that need a sub-capability (mcp-wire 4: URL-mode elicitation,
-# sampling with tools).
-_REFINED: Mapping[str, tuple[str, Any, Mapping[str, Any]]] = {
-    "elicitation/create": ("mode", "url", {"elicitation": {"url": {}}}),
-    "sampling/createMessage": ("tools", None, {"sampling": {"tools": {}}}),
+
+def _present(value: Any) -> bool:
+    return value is not None
+
+
+def _url(value: Any) -> bool:
+    return isinstance(value, str) and value == "url"
+
+
+def _some_context(value: Any) -> bool:
+    return value is not None and value != "none"
+
+
+# Refinements of a row: params that need a sub-capability, every one that applies (mcp-wire 4:
+# URL-mode elicitation, sampling with tools; ``includeContext`` other than ``"none"`` only for
+# a client declaring ``sampling.context``, 2025-11-25 ``CreateMessageRequest``).
+_REFINED: Mapping[str, tuple[tuple[str, Callable[[Any], bool], str], ...]] = {
+    "elicitation/create": (("mode", _url, "url"),),
+    "sampling/createMessage": (("tools", _present, "tools"),
+                               ("includeContext", _some_context, "context")),
 }
 
 
-def required_capabilities(method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The client capabilities an ask of ``method`` with ``params`` needs."""
+# The default mode of a row whose capability names its modes (ClientCapabilities
+# ``elicitation {form?, url?}``, 2025-11-25 and 2026): an object naming no mode supports the
+# default one only (backwards compatibility); one naming a mode supports just those it names.
+_MODES: Mapping[str, tuple[str, frozenset[str], Mapping[str, Any]]] = {
+    "elicitation/create": ("elicitation", frozenset({"form", "url"}),
+                           {"elicitation": {"form": {}}}),
+}
+
+
+def required_capabilities(method: str, params: Mapping[str, Any],
+                          declared: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+    """The client capabilities an ask of ``method`` with ``params`` needs; given what the
+    client ``declared``, an ask in a default mode (a form) needs that mode named when the
+    client names its modes (``{"elicitation": {"url": {}}}`` cannot be sent a form)."""
     try:
         base = ASK_CAPABILITIES[method]
     except KeyError:
         raise ValueError(f"a handler cannot ask {method!r}; one of "
                          f"{sorted(ASK_CAPABILITIES)}") from None
-    refined = _REFINED.get(method)
-    if refined is not None:
-        key, value, needs = refined
-        present = params.get(key)
-        if present is not None and (value is None or present == value):
+    (capability,) = base
+    subs: dict[str, Any] = {sub: {} for key, applies, sub in _REFINED.get(method, ())
+                            if applies(params.get(key))}
+    if subs:
+        return {capability: subs}
+    modes = _MODES.get(method)
+    if modes is not None and declared is not None:
+        capability, named, needs = modes
+        have = declared.get(capability)
+        if isinstance(have, dict) and not named.isdisjoint(have):
             return needs
     return base
 
@@ -172,6 +207,11 @@ class ModernAsker:
         if key is None:
             key = str(self._next)
         self._next += 1
+        if key in self._used or key in self._requests:
+            # Two asks under one key would share one answer (an explicit "1" and the second
+            # positional ask, say): the second would get the first's result.
+            raise ValueError(f"ask key {key!r} asked twice in one run; give each ask its "
+                             "own key (positions are \"0\", \"1\", ...)")
         answer = self._answers.get(key)
         if answer is not None:
             self._used[key] = answer

@@ -195,7 +195,8 @@ class HandlerContext:
         ``roots/list``) with wire ``params``: the client's result. -32021 first when the
         caller did not declare the capability the method needs. ``key``: the request's
         name in a modern ``input_required`` (default: its position among the asks)."""
-        self.require_capabilities(required_capabilities(method, params))
+        self.require_capabilities(required_capabilities(
+            method, params, self._call.client_capabilities))
         return await self._input_asker().ask(method, params, key=key)
 
     async def ask_all(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]]
@@ -204,7 +205,8 @@ class HandlerContext:
         one modern round, concurrent legacy requests. Every capability is checked before
         anything is asked."""
         for method, params in requests.values():
-            self.require_capabilities(required_capabilities(method, params))
+            self.require_capabilities(required_capabilities(
+                method, params, self._call.client_capabilities))
         return await ask_all(self._input_asker(), requests)
 
     async def elicit(self, message: str, requested_schema: Mapping[str, Any], *,

@@ -34,7 +34,9 @@ is explicit: every tenant) are required, and a missing one is a ContractError
 Arguments reach the function after the gateway validated them against the contract; pydantic
 then parses them (a string into a ``datetime``, say). A value the schema accepts but pydantic
 cannot parse is the same isError result as invalid arguments, the pydantic error type as the
-``keyword``. A return value that is not of its annotated type is the handler's failure.
+``keyword``. A return value is dumped by alias, the names its output schema gives (pydantic's
+schemas name properties by alias); one that is not of its annotated type is the handler's
+failure.
 """
 
 from __future__ import annotations
@@ -194,7 +196,8 @@ def _caller(function: Callable[..., Any], inputs: _Inputs, output: _Output | Non
         if output is None or isinstance(value, ToolResult):
             return value
         try:
-            dumped = output.adapter.dump_python(value, mode="json", warnings="error")
+            dumped = output.adapter.dump_python(value, mode="json", by_alias=True,
+                                                warnings="error")
         except PydanticSerializationError:
             raise TypeError(f"a typed tool returned a {type(value).__name__}, not its "
                             "annotated type") from None

@@ -15,8 +15,10 @@ JSON-RPC error response is ``ask.client_error`` with the error in ``data.error``
 within ``timeout_s`` is ``ask.timeout`` (the client is then sent ``notifications/cancelled``
 for the request, so it can drop its prompt); more than ``max_pending`` requests awaiting answers
 in the process is ``ask.busy``; a session that ends (HTTP DELETE) fails its waiting requests
-with ``ask.gone``. A call cancelled while it waits (the client's ``notifications/cancelled``
-for the call, its stream abandoned, the server stopping) ends the wait with it: the entry is
+with ``ask.gone``, and so does a request its handler makes once the session has ended
+(deleted, expired or evicted: nothing could answer it), before anything is sent. A call
+cancelled while it waits (the client's ``notifications/cancelled`` for the call, its stream
+abandoned, the server stopping) ends the wait with it: the entry is
 removed whatever ends it, so the pending map never holds more than the requests awaited now.
 
 Where this works: a stateful legacy HTTP session (its POSTs answered in SSE: not in JSON mode,
@@ -47,13 +49,16 @@ class PendingAsks:
     """Requests sent to clients and awaiting their responses, by (session, request id)."""
 
     def __init__(self, timeout_s: float = DEFAULT_ASK_TIMEOUT_S,
-                 max_pending: int = DEFAULT_MAX_PENDING) -> None:
+                 max_pending: int = DEFAULT_MAX_PENDING, *,
+                 live: Callable[[str], bool] | None = None) -> None:
         if not timeout_s > 0:
             raise ValueError(f"timeout_s must be positive, not {timeout_s}")
         if max_pending < 1:
             raise ValueError(f"max_pending must be at least 1, not {max_pending}")
         self._timeout_s = timeout_s
         self._max = max_pending
+        self._live = live
+        """Whether a session can still answer (None: always, as a stdio connection's)."""
         self._ids = itertools.count(1)
         self._waiting: dict[tuple[str, Any], asyncio.Future[InboundResponse]] = {}
 
@@ -63,6 +68,9 @@ class PendingAsks:
     async def ask(self, session: str, write: Emit, method: str, params: Mapping[str, Any]
                   ) -> dict[str, Any]:
         """Send ``method`` with ``params`` through ``write`` and await the response."""
+        if self._live is not None and not self._live(session):
+            raise AskError("the session ended before the request was sent", code="ask.gone",
+                           data={"method": method})
         if len(self._waiting) >= self._max:
             raise AskError(f"{self._max} requests to clients await answers already",
                            code="ask.busy", data={"method": method})

@@ -180,8 +180,13 @@ class StreamableHTTPApp:
             kernel, changes, keepalive_s=self._config.keepalive_s))
         config = self._config
         self._legacy = LegacyCalls(
-            config.replay, PendingAsks(config.ask_timeout_s, config.max_pending_asks),
+            config.replay, PendingAsks(config.ask_timeout_s, config.max_pending_asks,
+                                       live=self._session_live),
             keepalive_s=config.keepalive_s, json_response=config.json_response)
+
+    def _session_live(self, session_id: str) -> bool:
+        """Whether a legacy session can still answer a request its handler sends."""
+        return self.kernel.sessions.get(session_id) is not None
 
     @property
     def config(self) -> HttpConfig:
