@@ -143,6 +143,12 @@ class Sealer:
     def open(self, token: str, purpose: str, binding: Mapping[str, str], *,
              now: float) -> Any:
         """The payload of ``token``, or :class:`SealError` with the first failing reason."""
+        return self.open_expiring(token, purpose, binding, now=now)[0]
+
+    def open_expiring(self, token: str, purpose: str, binding: Mapping[str, str], *,
+                      now: float) -> tuple[Any, float]:
+        """:meth:`open`, and the token's expiry: what a caller remembering an opened token
+        needs (the same text is good until then, for the same purpose and binding)."""
         plain = self._decrypt(token)
         if plain.get("p") != purpose:
             raise SealError("purpose_mismatch")
@@ -153,7 +159,7 @@ class Sealer:
                     raise SealError(mismatch_reason(key))
         if now >= plain["e"]:
             raise SealError("expired")
-        return plain["v"]
+        return plain["v"], plain["e"]
 
     def _decrypt(self, token: str) -> dict[str, Any]:
         raw = _decode(token)
