@@ -105,38 +105,53 @@ class ListCursors:
         self._sealed: dict[tuple[str, str, int], _Sealed] = {}
         self._opened: dict[str, _Opened] = {}
 
+    def follow(self, cursor: object, view: View, principal: Principal
+               ) -> tuple[int, str | None]:
+        """The index of the page ``cursor`` names (``None``: the first page) and the cursor
+        of the page after it (``None`` after the last): :meth:`open` then :meth:`seal`, the
+        clock read and the principal digested once."""
+        now = self._clock()
+        digest = _principal_digest(principal)
+        index = 0 if cursor is None else self._open(cursor, view, digest, now)
+        if index + 1 >= len(view.pages):
+            return index, None
+        return index, self._seal(view, digest, index + 1, now)
+
     def seal(self, view: View, principal: Principal, page: int) -> str:
         """The cursor of ``view``'s page ``page`` for ``principal``."""
-        now = self._clock()
-        key = (view.digest, _principal_digest(principal), page)
-        hit = self._sealed.get(key)
-        if hit is not None and hit.sealed_at <= now < hit.sealed_at + self._reuse_s:
-            return hit.cursor
-        binding = {"principal": key[1], "generation": key[0]}
-        cursor = self.sealer.seal(CURSOR_PURPOSE, binding, page, ttl_s=self._ttl_s, now=now)
-        self._remember(self._sealed, key, _Sealed(cursor, now))
-        return cursor
+        return self._seal(view, _principal_digest(principal), page, self._clock())
 
     def open(self, cursor: object, view: View, principal: Principal) -> int:
         """The page index ``cursor`` names in ``view``; :func:`cursor_refused` otherwise (a
         one-page view's digest is ``""``, which no cursor is sealed with: any real cursor is
         then a ``generation_mismatch``)."""
+        return self._open(cursor, view, _principal_digest(principal), self._clock())
+
+    def _seal(self, view: View, principal: str, page: int, now: float) -> str:
+        key = (view.digest, principal, page)
+        hit = self._sealed.get(key)
+        if hit is not None and hit.sealed_at <= now < hit.sealed_at + self._reuse_s:
+            return hit.cursor
+        binding = {"principal": principal, "generation": view.digest}
+        cursor = self.sealer.seal(CURSOR_PURPOSE, binding, page, ttl_s=self._ttl_s, now=now)
+        self._remember(self._sealed, key, _Sealed(cursor, now))
+        return cursor
+
+    def _open(self, cursor: object, view: View, principal: str, now: float) -> int:
         if type(cursor) is not str:
             raise cursor_refused("malformed")
-        now = self._clock()
-        digest = _principal_digest(principal)
         known = self._opened.get(cursor)
         if (known is not None and now < known.expiry and known.generation == view.digest
-                and known.principal == digest and known.page < len(view.pages)):
+                and known.principal == principal and known.page < len(view.pages)):
             return known.page
-        binding = {"principal": digest, "generation": view.digest}
+        binding = {"principal": principal, "generation": view.digest}
         try:
             page, expiry = self.sealer.open_expiring(cursor, CURSOR_PURPOSE, binding, now=now)
         except SealError as exc:
             raise cursor_refused(exc.reason) from None
         if type(page) is not int or not 0 < page < len(view.pages):
             raise cursor_refused("malformed")  # authentic: only from an incompatible release
-        self._remember(self._opened, cursor, _Opened(page, expiry, view.digest, digest))
+        self._remember(self._opened, cursor, _Opened(page, expiry, view.digest, principal))
         return page
 
     def cache_sizes(self) -> tuple[int, int]:
