@@ -123,9 +123,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "list is paged with sealed `nextCursor`s (re-listed from the start after a "
             "change).", minimum=1, maximum=100_000),
     Setting("server.list_cursor_ttl_s", FLOAT, 3600.0, "How long a `tools/list` cursor "
-            "stays usable. A next-page cursor is handed out again for a tenth of this (at "
-            "most 60 s), so each keeps at least nine tenths.", minimum=0, maximum=_DAY,
-            min_open=True),
+            "stays usable.", minimum=0, maximum=_DAY, min_open=True),
     # estate
     Setting("estate.demo", BOOLEAN, False, "Publish the demo estate if absent and serve its "
             "handlers.", flag="--demo"),
