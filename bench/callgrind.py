@@ -41,12 +41,22 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 LOOPS = ("dispatch", "floor", "observed", "observed-path", "jwt", "key", "observed-jwt",
          "observed-key")
+PAGE_LOOPS = {"page-one": "one page", "page-first": "first page", "page-cached": "cached page",
+              "page-write": "write bytes"}
+"""The ``bench/pages.py`` rows counted by ``--pages``."""
 _COLLECTED = re.compile(rb"Collected\s*:\s*(\d+)")
 
 
 def _child(loop: str, calls: int) -> None:
     """Run ``calls`` iterations of one loop after one warm-up call (inside valgrind)."""
     sys.path.insert(0, str(HERE))
+    if loop in PAGE_LOOPS:
+        import pages
+
+        request = pages.requests(10_000, 100)[0][PAGE_LOOPS[loop]]
+        for _ in range(calls + 1):  # one warm-up, as the other loops
+            request()
+        return
     import gateway  # the bench modules sit beside this script
     from gateway_floor import CountingCallLog, Floor, bench_floor
 
@@ -218,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", nargs=2, metavar=("LOOP", "CALLS"), help=argparse.SUPPRESS)
     parser.add_argument("--small", type=int, default=1000)
     parser.add_argument("--large", type=int, default=3000)
-    parser.add_argument("--loop", choices=LOOPS, action="append")
+    parser.add_argument("--loop", choices=(*LOOPS, *PAGE_LOOPS), action="append")
+    parser.add_argument("--pages", action="store_true", help="the paged tools/list loops")
     parser.add_argument("--src", type=Path, help="import toolkeeper from this src directory")
     args = parser.parse_args(argv)
     if args.child:
@@ -230,11 +241,14 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, float] = {}
     shared = tempfile.TemporaryDirectory()
     _share_rsa_key(shared.name)
-    for loop in args.loop or LOOPS:
+    for loop in args.loop or (tuple(PAGE_LOOPS) if args.pages else LOOPS):
         small = _count(loop, args.small, args.src)
         large = _count(loop, args.large, args.src)
         results[loop] = (large - small) / (args.large - args.small)
         print(f"{loop:<9} {results[loop]:>10,.0f} instructions per call", flush=True)
+    for loop in ("page-one", "page-first", "page-cached"):
+        if loop in results and "page-write" in results:
+            print(f"{loop} / page-write {results[loop] / results['page-write']:.2f}x")
     if "dispatch" in results and "floor" in results:
         print(f"dispatch / floor {results['dispatch'] / results['floor']:.2f}x")
     for loop in ("jwt", "key", "observed", "observed-jwt", "observed-key"):

@@ -26,3 +26,18 @@ def test_the_quick_paging_benchmark_prints_each_row_and_the_ratio(
     for row in ("one page", "first page", "cached page", "write bytes", "serialize"):
         assert re.search(rf"^  {row} +[\d.]+ us$", out, re.MULTILINE), out
     assert re.search(r"^cached page / write bytes: [\d.]+x", out, re.MULTILINE), out
+
+
+def test_each_callgrind_page_loop_names_a_request_of_the_paging_benchmark(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))
+    spec = importlib.util.spec_from_file_location("bench_callgrind", SCRIPT.parent / "callgrind.py")
+    assert spec is not None and spec.loader is not None
+    callgrind = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(callgrind)
+    import pages
+
+    requests, _ = pages.requests(300, 100)
+    assert set(callgrind.PAGE_LOOPS.values()) <= set(requests)
+    for label in callgrind.PAGE_LOOPS.values():
+        requests[label]()  # each checks its reply, or raises

@@ -95,10 +95,10 @@ def _list_tools(views: ToolViews, cursors: ListCursors) -> Callable[[Call], Meth
             raise TypeError("tools/list needs a Principal from the principal resolver")
         view = views.view(principal, since_ns=call.facts.received_ns)
         if cursor is not None or len(view.pages) > 1:
-            index = 0 if cursor is None else cursors.open(cursor, view, principal)
+            index, after = cursors.follow(cursor, view, principal)
             result: dict[str, Any] = {"tools": _wire_tools(view.pages[index], call)}
-            if index + 1 < len(view.pages):
-                result["nextCursor"] = cursors.seal(view, principal, index + 1)
+            if after is not None:
+                result["nextCursor"] = after
             return result
         # The one-page list (every estate under the page size), kept free of the paging
         # above: it is the measured path (_wire_tools inlined).
