@@ -218,12 +218,17 @@ def loop_tasks() -> int:
 
 
 def sse(body: bytes) -> list[dict[str, Any]]:
-    """The JSON-RPC messages of a complete SSE body (comments skipped)."""
+    """The JSON-RPC messages of a complete SSE body (comments and the priming event of a
+    resumable legacy stream, an id with empty data, skipped)."""
     out = []
     for frame in body.split(b"\r\n\r\n"):
         if not frame or frame.startswith(b":"):
             continue
-        data = [line[5:].strip() for line in frame.split(b"\r\n") if line.startswith(b"data:")]
+        lines = frame.split(b"\r\n")
+        data = [line[5:].strip() for line in lines if line.startswith(b"data:")]
         assert data, frame
+        if data == [b""]:
+            assert lines[0].startswith(b"id: "), frame  # only the priming event is empty
+            continue
         out.append(json.loads(b"".join(data)))
     return out
