@@ -71,3 +71,20 @@ def test_server_requests_are_answered_ping_with_a_result_and_the_rest_with_32601
     assert ping == {"jsonrpc": "2.0", "id": "s1", "result": {}}
     assert roots["id"] == "s2" and roots["error"]["code"] == -32601
     assert not _alive(pid)
+
+
+def test_responses_whose_ids_are_arrays_or_objects_are_ignored_and_the_real_answer_arrives(
+) -> None:
+    async def run() -> list[Any]:
+        transport = await _start("stray-ids")
+        try:
+            answers = []
+            for rid in (1, 2):
+                exchange = await transport.exchange({**REQUEST, "id": rid}, {}, timeout=5.0,
+                                                    max_bytes=1 << 20)
+                answers.append(exchange.messages[-1]["result"])
+            return answers
+        finally:
+            await transport.aclose()
+
+    assert asyncio.run(run()) == [{"echo": 1}, {"echo": 2}]

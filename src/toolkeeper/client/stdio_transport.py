@@ -91,7 +91,10 @@ class StdioTransport:
             tap.append(message)
         self._tapped.set()
         if isinstance(message, dict) and "method" not in message and "id" in message:
-            waiting = self._waiting.get(_key(message["id"]))
+            rid = message["id"]
+            # An array or object id answers no request of ours (and is unhashable): ignored,
+            # so one stray line cannot stop the reader and leave every request to time out.
+            waiting = None if isinstance(rid, (list, dict)) else self._waiting.get(_key(rid))
             if waiting is not None and not waiting[0].done():
                 waiting[0].set_result(message)
             return
