@@ -55,3 +55,13 @@ def test_tools_refuses_a_target_that_is_not_a_url() -> None:
     result = CliRunner().invoke(cli, ["tools", "--json", "ftp://example.org/x"])
     assert result.exit_code == 2
     assert json.loads(result.stdout)["error"]["code"] == "client.bad_target"
+
+
+def test_a_refused_target_holds_no_credential_the_url_carried() -> None:
+    for args in (["tools", "--json", "ftp://ops:hunter2-pass@example.org/x?token=tk-8812"],
+                 ["call", "--json", "ftp://ops:hunter2-pass@example.org/x?token=tk-8812",
+                  "echo", "{}"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 2
+        assert json.loads(result.stdout)["error"]["code"] == "client.bad_target"
+        assert "hunter2-pass" not in result.output and "tk-8812" not in result.output

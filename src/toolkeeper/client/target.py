@@ -17,6 +17,7 @@ from toolkeeper.client.http_transport import HttpTransport
 from toolkeeper.client.stdio_transport import StdioTransport
 from toolkeeper.client.timeouts import ClientTimeouts
 from toolkeeper.client.transport import Transport
+from toolkeeper.contracts.redaction import redact_text
 from toolkeeper.errors import ClientError
 
 __all__ = ["Target", "TargetKind"]
@@ -45,8 +46,9 @@ class Target:
         """A Streamable HTTP endpoint (``http://`` or ``https://``)."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ClientError(f"not an http(s) URL: {url!r}", code="client.bad_target",
-                              data={"target": url})
+            shown = redact_text(url)  # the URL may carry a password or a token
+            raise ClientError(f"not an http(s) URL: {shown!r}", code="client.bad_target",
+                              data={"target": shown})
         return cls(TargetKind.HTTP, url=url)
 
     @classmethod
