@@ -25,6 +25,18 @@ __all__ = ["Target", "TargetKind"]
 _TWIN_URL = "http://127.0.0.1/mcp"
 
 
+def _well_formed(url: str) -> bool:
+    """An http(s) URL both urllib and httpx parse, whose port (``.port`` checks the range)
+    a socket can use."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+        httpx.URL(url)
+    except (ValueError, httpx.InvalidURL):
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
 class TargetKind(enum.Enum):
     HTTP = "http"
     STDIO = "stdio"
@@ -43,9 +55,9 @@ class Target:
 
     @classmethod
     def from_url(cls, url: str) -> Target:
-        """A Streamable HTTP endpoint (``http://`` or ``https://``)."""
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
+        """A Streamable HTTP endpoint (``http://`` or ``https://``, with a valid host and
+        a port in 0-65535)."""
+        if not _well_formed(url):
             shown = redact_text(url)  # the URL may carry a password or a token
             raise ClientError(f"not an http(s) URL: {shown!r}", code="client.bad_target",
                               data={"target": shown})
