@@ -48,7 +48,11 @@ from toolkeeper.protocol.era_selection import (
     SelectionMode,
     select_era,
 )
-from toolkeeper.protocol.responses import is_recognised_modern_error, validate_response
+from toolkeeper.protocol.responses import (
+    check_session_id,
+    is_recognised_modern_error,
+    validate_response,
+)
 from toolkeeper.protocol.versions import MODERN_VERSIONS, Era
 
 __all__ = ["ERA_MODES", "EraChoice", "connect", "probe_legacy", "probe_modern"]
@@ -130,12 +134,14 @@ async def probe_legacy(transport: Transport, auth: Mapping[str, str], timeouts: 
     problems = validate_response(response, _INITIALIZE_ID, Era.LEGACY, "initialize")
     if not problems and "error" in response:
         problems = [f"$.error: initialize refused with code {response['error']['code']}"]
+    session_id = exchange.headers.get("mcp-session-id")
+    problems += check_session_id(session_id)
     result = response.get("result")
     result = result if isinstance(result, dict) else {}
     version = result.get("protocolVersion")
     evidence = LegacyEvidence(version if isinstance(version, str) else None, tuple(problems),
                               exchange.status)
-    return evidence, result, exchange.headers.get("mcp-session-id")
+    return evidence, result, session_id
 
 
 async def _select(transport: Transport, mode: SelectionMode, allowed: bool,
