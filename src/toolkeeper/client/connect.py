@@ -163,6 +163,17 @@ async def _select(transport: Transport, mode: SelectionMode, allowed: bool,
     return decision, server, session_id
 
 
+def _bearer(token: str | None) -> dict[str, str]:
+    """The Authorization header of ``token``: visible ASCII only (RFC 6750's b64token is a
+    subset), else ``client.bad_token`` before anything is sent, the token never quoted."""
+    if not token:
+        return {}
+    if not all("\x21" <= c <= "\x7e" for c in token):
+        raise ClientError("the token cannot go in an Authorization header (visible ASCII only, "
+                          "no spaces or control characters)", code="client.bad_token")
+    return {"Authorization": f"Bearer {token}"}
+
+
 async def connect(target: Target, *, era: EraChoice = "auto", token: str | None = None,
                   legacy_allowed: bool = False, timeouts: ClientTimeouts | None = None
                   ) -> ClientSession:
@@ -174,7 +185,7 @@ async def connect(target: Target, *, era: EraChoice = "auto", token: str | None 
                           data={"choices": sorted(ERA_MODES)})
     bounds = timeouts or ClientTimeouts()
     allowed = legacy_allowed or mode is SelectionMode.LEGACY
-    auth = {"Authorization": f"Bearer {token}"} if token else {}
+    auth = _bearer(token)
     transport = await target.open(bounds)
     try:
         decision, server, session_id = await _select(transport, mode, allowed, auth, bounds)

@@ -1,7 +1,8 @@
-"""The legacy probe judges the ``Mcp-Session-Id`` that ``initialize`` mints by the
-2025-11-25 transport: visible ASCII only (0x21 to 0x7E). A server that mints anything else
-fails the probe (a recorded decision, exit-2 material), never a traceback on the next request.
-Driven in process: a tiny ASGI legacy server, no socket."""
+"""``connect`` judges its inputs before it sends anything: a bearer token that cannot be an HTTP
+header value is refused (``client.bad_token``, the token never quoted). The legacy probe judges
+the ``Mcp-Session-Id`` that ``initialize`` mints by the 2025-11-25 transport: visible ASCII only
+(0x21 to 0x7E); a server that mints anything else fails the probe (a recorded decision), never
+a traceback on the next request. Driven in process: tiny ASGI apps, no socket."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from toolkeeper.client import EraSelectionError, Target, connect
+from toolkeeper.client import ClientError, EraSelectionError, Target, connect
 
 INITIALIZED = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                "serverInfo": {"name": "legacy", "version": "1"}}
@@ -58,3 +59,24 @@ def test_a_visible_ascii_session_id_is_kept_for_the_session() -> None:
             return s.session_id
 
     assert asyncio.run(run()) == "s-1~!"
+
+
+@pytest.mark.parametrize("token", ["t\u00f6k-s3cret", "two words-s3cret", "line\nbreak-s3cret",
+                                   "nul\x00-s3cret"])
+def test_a_token_that_is_not_a_header_value_is_refused_before_anything_is_sent(token: str
+                                                                                ) -> None:
+    sent: list[bytes] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        sent.append(scope["path"].encode())
+        await send({"type": "http.response.start", "status": 500, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def run() -> None:
+        await connect(Target.from_asgi(app), era="auto", token=token)
+
+    with pytest.raises(ClientError) as caught:
+        asyncio.run(run())
+    assert caught.value.code == "client.bad_token"
+    assert "s3cret" not in str(caught.value.to_dict())
+    assert sent == []
