@@ -203,7 +203,10 @@ async def _read_answer(response: httpx.Response, request_id: object, max_bytes: 
             exchange = Exchange(status, headers, tuple(messages), streamed=True)
             if find_response(exchange, request_id) is not None:
                 return exchange
-        return Exchange(status, headers, tuple(messages), streamed=True)
+        # The stream closed before the response: the connection was lost (the request may
+        # or may not have run), a transient failure the retry policy judges, not a bad answer.
+        raise ClientConnectionError("the event stream ended before the response",
+                                    data={"httpStatus": status, "messages": len(messages)})
     body = await _read_bounded(response, max_bytes)
     if not body.strip() or not headers.get("content-type", "").startswith("application/json"):
         return Exchange(status, headers, (), len(body))
