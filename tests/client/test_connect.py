@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from toolkeeper.client import ClientError, EraSelectionError, Target, connect
+from toolkeeper.client import ClientError, ClientTimeouts, EraSelectionError, Target, connect
 
 INITIALIZED = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                "serverInfo": {"name": "legacy", "version": "1"}}
@@ -80,3 +80,39 @@ def test_a_token_that_is_not_a_header_value_is_refused_before_anything_is_sent(t
     assert caught.value.code == "client.bad_token"
     assert "s3cret" not in str(caught.value.to_dict())
     assert sent == []
+
+
+def test_an_endless_answer_to_the_initialized_notification_is_not_read(
+) -> None:
+    sent = {"bytes": 0}
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        body = b""
+        while True:
+            event = await receive()
+            body += event.get("body", b"")
+            if not event.get("more_body"):
+                break
+        message = json.loads(body)
+        if message.get("method") == "initialize":
+            await _legacy_app(b"s-1")(scope, _replay(body), send)
+            return
+        await send({"type": "http.response.start", "status": 202, "headers": []})
+        while True:  # a body that never ends
+            sent["bytes"] += 65536
+            await send({"type": "http.response.body", "body": b" " * 65536, "more_body": True})
+
+    async def run() -> str:
+        bounds = ClientTimeouts(probe_s=3.0, close_s=1.0)
+        async with await connect(Target.from_asgi(app), era="legacy", timeouts=bounds) as s:
+            return s.version
+
+    assert asyncio.run(run()) == "2025-11-25"
+    assert sent["bytes"] <= 128 * 65536
+
+
+def _replay(body: bytes) -> Any:
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive

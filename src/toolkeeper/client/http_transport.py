@@ -75,14 +75,16 @@ class HttpTransport:
                      timeout: float) -> int | None:
         try:
             async with asyncio.timeout(timeout):
-                response = await self._client.post(
-                    self._url, content=encode_message(message),
-                    headers={**_BASE_HEADERS, **headers})
+                # Only the status is wanted: the body (empty when accepted) is never read, so
+                # an answer that does not end cannot hold the client or fill its memory.
+                async with self._client.stream("POST", self._url,
+                                               content=encode_message(message),
+                                               headers={**_BASE_HEADERS, **headers}) as response:
+                    return response.status_code
         except TimeoutError:
             raise ClientTimeoutError(f"no acknowledgement within {timeout}s") from None
         except httpx.HTTPError as exc:
             raise _connection_error(exc) from None
-        return response.status_code
 
     async def stream(self, message: Mapping[str, Any] | None, headers: Mapping[str, str], *,
                      max_bytes: int) -> AsyncIterator[Any]:
