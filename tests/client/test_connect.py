@@ -116,3 +116,24 @@ def _replay(body: bytes) -> Any:
         return {"type": "http.request", "body": body, "more_body": False}
 
     return receive
+
+
+def test_an_endless_answer_to_the_closing_delete_is_not_read() -> None:
+    sent = {"chunks": 0}
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["method"] != "DELETE":
+            await _legacy_app(b"s-1")(scope, receive, send)
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        while True:  # a body that never ends
+            sent["chunks"] += 1
+            await send({"type": "http.response.body", "body": b" " * 1024, "more_body": True})
+
+    async def run() -> None:
+        bounds = ClientTimeouts(close_s=1.0)
+        async with await connect(Target.from_asgi(app), era="legacy", timeouts=bounds):
+            pass
+
+    asyncio.run(run())
+    assert sent["chunks"] <= 128
