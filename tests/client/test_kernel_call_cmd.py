@@ -18,6 +18,7 @@ from kernel_session_kit import FakeSession, demo_descriptor
 
 from toolkeeper.cli import call_cmd
 from toolkeeper.cli.main import cli
+from toolkeeper.errors import ClientTimeoutError
 
 KEYS = {"ok", "era", "tool", "schemaVersion", "repairs", "errors", "relisted", "incompatible",
         "result", "error"}
@@ -152,3 +153,15 @@ def test_a_call_over_stdio_to_the_demo_gateway_runs_with_its_repairs(tmp_path: P
     assert [(r["path"], r["rule"]) for r in out["repairs"]] == [
         ("$.include_legs", "coerce.string_to_boolean")]
     assert len(out["result"]["structuredContent"]["legs"]) == 2
+
+
+def test_a_connection_failure_after_the_era_was_selected_names_that_era(session: FakeSession
+                                                                        ) -> None:
+    write = {k: v for k, v in PAYMENTS.items() if k != "annotations"} | {"name": "t.write"}
+    session.publish(write)  # no annotations: destructive, one attempt only
+    session.fail_attempts = {1: (ClientTimeoutError("slow"), True)}
+    code, out = _call("t.write", '{"reference": "PMT-771"}')
+    assert code == 2 and set(out) == KEYS
+    assert (out["era"], out["error"]["code"], out["ok"]) == ("2026-07-28", "client.timeout",
+                                                             False)
+    assert len(session.executed) == 1

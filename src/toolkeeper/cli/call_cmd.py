@@ -11,7 +11,7 @@ and nothing is sent.
 ``--json`` prints one object: ``ok``, ``era``, ``tool``, ``schemaVersion``, ``repairs``,
 ``errors``, ``relisted``, ``incompatible``, ``result`` (the MCP result) and ``error`` (the
 JSON-RPC error; on a connection or protocol failure the client error's ``code``, ``message``
-and ``data`` instead, with ``era`` null when none was selected).
+and ``data`` instead, with ``era`` the era selected before the failure, null when none was).
 
 Exit codes: 0 the call ran and its result is not ``isError``; 1 it ran and is ``isError``, or
 the arguments stay invalid (nothing sent); 2 a protocol or connection failure (a JSON-RPC
@@ -49,16 +49,20 @@ def exit_code(outcome: CallOutcome) -> int:
 
 
 async def _call(target: Target, era: Any, token: str | None, allow_legacy: bool, tool: str,
-                arguments: Any, repair: bool) -> CallOutcome:
+                arguments: Any, repair: bool, selected: list[str]) -> CallOutcome:
+    """The call's outcome; ``selected`` gets the era version once one is selected, so a
+    failure after that still names it."""
     async with await connect(target, era=era, token=token,
                              legacy_allowed=allow_legacy) as session:
-        return await Kernel(session, repair=repair).call(tool, arguments)
+        kernel = Kernel(session, repair=repair)
+        selected.append(kernel.era_version)
+        return await kernel.call(tool, arguments)
 
 
-def _failure(exc: ClientError, tool: str) -> dict[str, Any]:
+def _failure(exc: ClientError, tool: str, era: str | None) -> dict[str, Any]:
     error = exc.to_dict()
     error["message"] = redact_text(exc.message)
-    return {"ok": False, "era": None, "tool": tool, "schemaVersion": None, "repairs": [],
+    return {"ok": False, "era": era, "tool": tool, "schemaVersion": None, "repairs": [],
             "errors": [], "relisted": False, "incompatible": None, "result": None,
             "error": error}
 
@@ -105,12 +109,13 @@ def call_cmd(target: tuple[str, ...], no_repair: bool, stdio: bool, era: str,
     except ContractError as exc:
         fail(ToolkeeperError(f"ARGS_JSON: {exc.message}", code="cli.bad_arguments"),
              as_json=as_json)
+    selected: list[str] = []
     try:
         outcome = asyncio.run(_call(target_of(words, stdio), era, token, allow_legacy, tool,
-                                    arguments, not no_repair))
+                                    arguments, not no_repair, selected))
     except ClientError as exc:
         if as_json:
-            echo_json(_failure(exc, tool))
+            echo_json(_failure(exc, tool, selected[0] if selected else None))
             raise SystemExit(EXIT_FAILED) from None
         fail(exc)
     if as_json:
