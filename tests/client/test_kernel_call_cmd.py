@@ -136,10 +136,15 @@ def test_a_refused_connection_exits_2_with_the_client_error_code() -> None:
 @pytest.mark.parametrize(("words", "code"), [
     (["http://127.0.0.1:9/mcp", "t", "{"], "cli.bad_arguments"),
     (["t", "{}"], "cli.bad_input"),
+    (["http://127.0.0.1:9/mcp", "\udcff", "{}"], "cli.bad_input"),
+    (["http://127.0.0.1:9/mcp", "\udcff", "{"], "cli.bad_input"),
+    (["http://127.0.0.1:9/mcp", "t", '{"a": "\udcff"}'], "cli.bad_arguments"),
 ])
-def test_bad_command_lines_exit_2_with_a_stable_code(words: list[str], code: str) -> None:
+def test_bad_command_lines_exit_2_with_a_stable_code_in_the_issue_object(words: list[str], code: str) -> None:
     done = CliRunner().invoke(cli, ["call", *words, "--json"])
-    assert done.exit_code == 2 and json.loads(done.output)["error"]["code"] == code
+    out = json.loads(done.output)
+    assert done.exit_code == 2 and out["error"]["code"] == code
+    assert set(out) == KEYS and (out["ok"], out["era"], out["result"]) == (False, None, None)
 
 
 def test_a_call_over_stdio_to_the_demo_gateway_runs_with_its_repairs(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ error answer included), or bad input on the command line; 3 the contract moved i
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -59,7 +59,7 @@ async def _call(target: Target, era: Any, token: str | None, allow_legacy: bool,
         return await kernel.call(tool, arguments)
 
 
-def _failure(exc: ClientError, tool: str, era: str | None) -> dict[str, Any]:
+def _failure(exc: ToolkeeperError, tool: str | None, era: str | None) -> dict[str, Any]:
     error = exc.to_dict()
     error["message"] = redact_text(exc.message)
     return {"ok": False, "era": era, "tool": tool, "schemaVersion": None, "repairs": [],
@@ -94,6 +94,23 @@ def _render(outcome: CallOutcome) -> None:
                 click.echo(f"{label}: {block.get('text')}")
 
 
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _refuse(error: ToolkeeperError, tool: str | None, as_json: bool) -> NoReturn:
+    """Bad input on the command line: exit 2; with --json the issue's one object, nothing
+    sent (``tool`` null when the command line names none)."""
+    if not as_json:
+        fail(error)
+    echo_json(_failure(error, tool, None))
+    raise SystemExit(EXIT_FAILED)
+
+
 @click.command("call", context_settings={"ignore_unknown_options": True})
 @click.option("--no-repair", is_flag=True, help="Skip the repair pass (SPEC 1.3).")
 @client_options
@@ -101,14 +118,17 @@ def call_cmd(target: tuple[str, ...], no_repair: bool, stdio: bool, era: str,
              allow_legacy: bool, token: str | None, as_json: bool) -> None:
     """One governed call: TARGET... TOOL ARGS_JSON (a URL, or --stdio and a command)."""
     if len(target) < 3:
-        fail(ToolkeeperError("give the endpoint, the tool and its arguments as JSON",
-                             code="cli.bad_input"), as_json=as_json)
+        _refuse(ToolkeeperError("give the endpoint, the tool and its arguments as JSON",
+                                code="cli.bad_input"), None, as_json)
     *words, tool, raw = target
+    if not _utf8(tool):  # bytes argv could not decode: no JSON text can carry them
+        _refuse(ToolkeeperError("TOOL is not valid UTF-8", code="cli.bad_input"), None,
+                as_json)
     try:
         arguments = loads_json(raw)
     except ContractError as exc:
-        fail(ToolkeeperError(f"ARGS_JSON: {exc.message}", code="cli.bad_arguments"),
-             as_json=as_json)
+        _refuse(ToolkeeperError(f"ARGS_JSON: {exc.message}", code="cli.bad_arguments"), tool,
+                as_json)
     selected: list[str] = []
     try:
         outcome = asyncio.run(_call(target_of(words, stdio), era, token, allow_legacy, tool,
