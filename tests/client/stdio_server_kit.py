@@ -5,6 +5,7 @@
 * ``asks-first``: before answering each request, sends ``ping`` and ``roots/list`` requests
   and answers only once both were answered (a ping result and a -32601 error), then echoes
   ``{"answers": [...]}`` as the result;
+* ``deaf``: never reads its input (a pipe to it fills up) and never exits by itself;
 * ``stray-ids``: before answering each request, writes a response whose id is an array and
   one whose id is an object (ids no request of the client has), then answers
   ``{"echo": <the request's id>}``.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 
 def _send(message: dict[str, object]) -> None:
@@ -49,6 +51,9 @@ def main(kind: str) -> None:
         for _ in sys.stdin:
             pass
         return
+    if kind == "deaf":
+        while True:
+            time.sleep(60)
     if kind == "stray-ids":
         _stray_ids()
         return

@@ -88,3 +88,28 @@ def test_responses_whose_ids_are_arrays_or_objects_are_ignored_and_the_real_answ
             await transport.aclose()
 
     assert asyncio.run(run()) == [{"echo": 1}, {"echo": 2}]
+
+
+def test_a_request_to_a_server_that_stops_reading_its_input_times_out() -> None:
+    big = {**REQUEST, "params": {"pad": "x" * (4 << 20)}}  # more than any pipe buffer
+
+    async def run() -> None:
+        transport = await _start("deaf")
+        try:
+            async with asyncio.timeout(30):  # the test's own guard, far above the bound
+                await transport.exchange(big, {}, timeout=1.0, max_bytes=1 << 20)
+        finally:
+            await transport.aclose()
+
+    async def notify() -> None:
+        transport = await _start("deaf")
+        try:
+            async with asyncio.timeout(30):
+                await transport.notify({"jsonrpc": "2.0", "method": "n", "params": big},
+                                       {}, timeout=1.0)
+        finally:
+            await transport.aclose()
+
+    for attempt in (run, notify):
+        with pytest.raises(ClientTimeoutError):
+            asyncio.run(attempt())
