@@ -9,6 +9,7 @@ import socket
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 import toolkeeper
@@ -55,3 +56,22 @@ def test_tools_refuses_a_target_that_is_not_a_url() -> None:
     result = CliRunner().invoke(cli, ["tools", "--json", "ftp://example.org/x"])
     assert result.exit_code == 2
     assert json.loads(result.stdout)["error"]["code"] == "client.bad_target"
+
+
+def test_a_refused_target_holds_no_credential_the_url_carried() -> None:
+    for args in (["tools", "--json", "ftp://ops:hunter2-pass@example.org/x?token=tk-8812"],
+                 ["call", "--json", "ftp://ops:hunter2-pass@example.org/x?token=tk-8812",
+                  "echo", "{}"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 2
+        assert json.loads(result.stdout)["error"]["code"] == "client.bad_target"
+        assert "hunter2-pass" not in result.output and "tk-8812" not in result.output
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://127.0.0.1:99999/mcp",
+                                 "http://127.0.0.1:abc/mcp", "https://[zz]:1/mcp"])
+def test_a_malformed_url_is_a_bad_target_with_exit_2_not_a_traceback(url: str) -> None:
+    for args in (["tools", "--json", url], ["call", "--json", url, "echo", "{}"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 2, result.output
+        assert json.loads(result.stdout)["error"]["code"] == "client.bad_target"

@@ -4,13 +4,18 @@
 * ``exits``: exits at once;
 * ``asks-first``: before answering each request, sends ``ping`` and ``roots/list`` requests
   and answers only once both were answered (a ping result and a -32601 error), then echoes
-  ``{"answers": [...]}`` as the result.
+  ``{"answers": [...]}`` as the result;
+* ``deaf``: never reads its input (a pipe to it fills up) and never exits by itself;
+* ``stray-ids``: before answering each request, writes a response whose id is an array and
+  one whose id is an object (ids no request of the client has), then answers
+  ``{"echo": <the request's id>}``.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 
 
 def _send(message: dict[str, object]) -> None:
@@ -29,12 +34,28 @@ def _asks_first() -> None:
         _send({"jsonrpc": "2.0", "id": request["id"], "result": {"answers": answers}})
 
 
+def _stray_ids() -> None:
+    for line in sys.stdin:
+        request = json.loads(line)
+        if "id" not in request or "method" not in request:
+            continue
+        _send({"jsonrpc": "2.0", "id": [request["id"]], "result": {}})
+        _send({"jsonrpc": "2.0", "id": {"of": request["id"]}, "result": {}})
+        _send({"jsonrpc": "2.0", "id": request["id"], "result": {"echo": request["id"]}})
+
+
 def main(kind: str) -> None:
     if kind == "exits":
         return
     if kind == "silent":
         for _ in sys.stdin:
             pass
+        return
+    if kind == "deaf":
+        while True:
+            time.sleep(60)
+    if kind == "stray-ids":
+        _stray_ids()
         return
     _asks_first()
 

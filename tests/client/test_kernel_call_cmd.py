@@ -18,6 +18,7 @@ from kernel_session_kit import FakeSession, demo_descriptor
 
 from toolkeeper.cli import call_cmd
 from toolkeeper.cli.main import cli
+from toolkeeper.errors import ClientTimeoutError
 
 KEYS = {"ok", "era", "tool", "schemaVersion", "repairs", "errors", "relisted", "incompatible",
         "result", "error"}
@@ -135,10 +136,15 @@ def test_a_refused_connection_exits_2_with_the_client_error_code() -> None:
 @pytest.mark.parametrize(("words", "code"), [
     (["http://127.0.0.1:9/mcp", "t", "{"], "cli.bad_arguments"),
     (["t", "{}"], "cli.bad_input"),
+    (["http://127.0.0.1:9/mcp", "\udcff", "{}"], "cli.bad_input"),
+    (["http://127.0.0.1:9/mcp", "\udcff", "{"], "cli.bad_input"),
+    (["http://127.0.0.1:9/mcp", "t", '{"a": "\udcff"}'], "cli.bad_arguments"),
 ])
-def test_bad_command_lines_exit_2_with_a_stable_code(words: list[str], code: str) -> None:
+def test_bad_command_lines_exit_2_with_a_stable_code_in_the_issue_object(words: list[str], code: str) -> None:
     done = CliRunner().invoke(cli, ["call", *words, "--json"])
-    assert done.exit_code == 2 and json.loads(done.output)["error"]["code"] == code
+    out = json.loads(done.output)
+    assert done.exit_code == 2 and out["error"]["code"] == code
+    assert set(out) == KEYS and (out["ok"], out["era"], out["result"]) == (False, None, None)
 
 
 def test_a_call_over_stdio_to_the_demo_gateway_runs_with_its_repairs(tmp_path: Path) -> None:
@@ -152,3 +158,15 @@ def test_a_call_over_stdio_to_the_demo_gateway_runs_with_its_repairs(tmp_path: P
     assert [(r["path"], r["rule"]) for r in out["repairs"]] == [
         ("$.include_legs", "coerce.string_to_boolean")]
     assert len(out["result"]["structuredContent"]["legs"]) == 2
+
+
+def test_a_connection_failure_after_the_era_was_selected_names_that_era(session: FakeSession
+                                                                        ) -> None:
+    write = {k: v for k, v in PAYMENTS.items() if k != "annotations"} | {"name": "t.write"}
+    session.publish(write)  # no annotations: destructive, one attempt only
+    session.fail_attempts = {1: (ClientTimeoutError("slow"), True)}
+    code, out = _call("t.write", '{"reference": "PMT-771"}')
+    assert code == 2 and set(out) == KEYS
+    assert (out["era"], out["error"]["code"], out["ok"]) == ("2026-07-28", "client.timeout",
+                                                             False)
+    assert len(session.executed) == 1

@@ -14,11 +14,14 @@ import pytest
 
 from toolkeeper.client import (
     ClientAuthenticationError,
+    ClientConnectionError,
     ClientSession,
     ClientTimeoutError,
     ClientTimeouts,
+    Kernel,
     ProtocolViolationError,
     RequestRefusedError,
+    RetryPolicy,
     ServerUnavailableError,
 )
 from toolkeeper.client.http_transport import HttpTransport
@@ -214,3 +217,39 @@ def test_a_refused_change_stream_raises_with_its_status_or_error(answer: httpx.R
         asyncio.run(run())
     assert caught.value.code == "client.refused"
     assert caught.value.data.get("httpStatus") == status
+
+
+def test_an_event_stream_that_ends_before_its_response_is_a_lost_connection() -> None:
+    with pytest.raises(ClientConnectionError) as caught:
+        _session_call(lambda _: _sse(PROGRESS))
+    assert caught.value.code == "client.connection"
+
+
+def test_a_read_whose_event_stream_ends_before_its_response_is_retried_with_the_same_id(
+) -> None:
+    ids: list[Any] = []
+    tool = {"name": "echo", "inputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": True}}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        message = json.loads(request.content)
+        if message["method"] == "tools/list":
+            return httpx.Response(200, json={"jsonrpc": "2.0", "id": message["id"], "result": {
+                "tools": [tool], "resultType": "complete", "ttlMs": 0,
+                "cacheScope": "private"}})
+        ids.append(message["id"])
+        if len(ids) == 1:
+            return _sse(PROGRESS)
+        return _sse({"jsonrpc": "2.0", "id": message["id"], "result": CALL_RESULT})
+
+    decision = select_era(ModernObservation(ProbeOutcome.DISCOVERED), SelectionMode.STRICT)
+
+    async def run() -> Any:
+        async with ClientSession(_transport(handler), decision, token=None,
+                                 timeouts=ClientTimeouts()) as session:
+            policy = RetryPolicy(attempts=2, delays=(), sleep=asyncio.sleep)
+            return await Kernel(session, retry=policy).call("echo", {})
+
+    outcome = asyncio.run(run())
+    assert (outcome.ok, outcome.attempts) == (True, 2)
+    assert len(ids) == 2 and ids[0] == ids[1]

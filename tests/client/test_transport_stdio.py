@@ -71,3 +71,45 @@ def test_server_requests_are_answered_ping_with_a_result_and_the_rest_with_32601
     assert ping == {"jsonrpc": "2.0", "id": "s1", "result": {}}
     assert roots["id"] == "s2" and roots["error"]["code"] == -32601
     assert not _alive(pid)
+
+
+def test_responses_whose_ids_are_arrays_or_objects_are_ignored_and_the_real_answer_arrives(
+) -> None:
+    async def run() -> list[Any]:
+        transport = await _start("stray-ids")
+        try:
+            answers = []
+            for rid in (1, 2):
+                exchange = await transport.exchange({**REQUEST, "id": rid}, {}, timeout=5.0,
+                                                    max_bytes=1 << 20)
+                answers.append(exchange.messages[-1]["result"])
+            return answers
+        finally:
+            await transport.aclose()
+
+    assert asyncio.run(run()) == [{"echo": 1}, {"echo": 2}]
+
+
+def test_a_request_to_a_server_that_stops_reading_its_input_times_out() -> None:
+    big = {**REQUEST, "params": {"pad": "x" * (4 << 20)}}  # more than any pipe buffer
+
+    async def run() -> None:
+        transport = await _start("deaf")
+        try:
+            async with asyncio.timeout(30):  # the test's own guard, far above the bound
+                await transport.exchange(big, {}, timeout=1.0, max_bytes=1 << 20)
+        finally:
+            await transport.aclose()
+
+    async def notify() -> None:
+        transport = await _start("deaf")
+        try:
+            async with asyncio.timeout(30):
+                await transport.notify({"jsonrpc": "2.0", "method": "n", "params": big},
+                                       {}, timeout=1.0)
+        finally:
+            await transport.aclose()
+
+    for attempt in (run, notify):
+        with pytest.raises(ClientTimeoutError):
+            asyncio.run(attempt())

@@ -11,7 +11,7 @@ and nothing is sent.
 ``--json`` prints one object: ``ok``, ``era``, ``tool``, ``schemaVersion``, ``repairs``,
 ``errors``, ``relisted``, ``incompatible``, ``result`` (the MCP result) and ``error`` (the
 JSON-RPC error; on a connection or protocol failure the client error's ``code``, ``message``
-and ``data`` instead, with ``era`` null when none was selected).
+and ``data`` instead, with ``era`` the era selected before the failure, null when none was).
 
 Exit codes: 0 the call ran and its result is not ``isError``; 1 it ran and is ``isError``, or
 the arguments stay invalid (nothing sent); 2 a protocol or connection failure (a JSON-RPC
@@ -21,7 +21,7 @@ error answer included), or bad input on the command line; 3 the contract moved i
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -49,16 +49,20 @@ def exit_code(outcome: CallOutcome) -> int:
 
 
 async def _call(target: Target, era: Any, token: str | None, allow_legacy: bool, tool: str,
-                arguments: Any, repair: bool) -> CallOutcome:
+                arguments: Any, repair: bool, selected: list[str]) -> CallOutcome:
+    """The call's outcome; ``selected`` gets the era version once one is selected, so a
+    failure after that still names it."""
     async with await connect(target, era=era, token=token,
                              legacy_allowed=allow_legacy) as session:
-        return await Kernel(session, repair=repair).call(tool, arguments)
+        kernel = Kernel(session, repair=repair)
+        selected.append(kernel.era_version)
+        return await kernel.call(tool, arguments)
 
 
-def _failure(exc: ClientError, tool: str) -> dict[str, Any]:
+def _failure(exc: ToolkeeperError, tool: str | None, era: str | None) -> dict[str, Any]:
     error = exc.to_dict()
     error["message"] = redact_text(exc.message)
-    return {"ok": False, "era": None, "tool": tool, "schemaVersion": None, "repairs": [],
+    return {"ok": False, "era": era, "tool": tool, "schemaVersion": None, "repairs": [],
             "errors": [], "relisted": False, "incompatible": None, "result": None,
             "error": error}
 
@@ -90,6 +94,23 @@ def _render(outcome: CallOutcome) -> None:
                 click.echo(f"{label}: {block.get('text')}")
 
 
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _refuse(error: ToolkeeperError, tool: str | None, as_json: bool) -> NoReturn:
+    """Bad input on the command line: exit 2; with --json the issue's one object, nothing
+    sent (``tool`` null when the command line names none)."""
+    if not as_json:
+        fail(error)
+    echo_json(_failure(error, tool, None))
+    raise SystemExit(EXIT_FAILED)
+
+
 @click.command("call", context_settings={"ignore_unknown_options": True})
 @click.option("--no-repair", is_flag=True, help="Skip the repair pass (SPEC 1.3).")
 @client_options
@@ -97,20 +118,24 @@ def call_cmd(target: tuple[str, ...], no_repair: bool, stdio: bool, era: str,
              allow_legacy: bool, token: str | None, as_json: bool) -> None:
     """One governed call: TARGET... TOOL ARGS_JSON (a URL, or --stdio and a command)."""
     if len(target) < 3:
-        fail(ToolkeeperError("give the endpoint, the tool and its arguments as JSON",
-                             code="cli.bad_input"), as_json=as_json)
+        _refuse(ToolkeeperError("give the endpoint, the tool and its arguments as JSON",
+                                code="cli.bad_input"), None, as_json)
     *words, tool, raw = target
+    if not _utf8(tool):  # bytes argv could not decode: no JSON text can carry them
+        _refuse(ToolkeeperError("TOOL is not valid UTF-8", code="cli.bad_input"), None,
+                as_json)
     try:
         arguments = loads_json(raw)
     except ContractError as exc:
-        fail(ToolkeeperError(f"ARGS_JSON: {exc.message}", code="cli.bad_arguments"),
-             as_json=as_json)
+        _refuse(ToolkeeperError(f"ARGS_JSON: {exc.message}", code="cli.bad_arguments"), tool,
+                as_json)
+    selected: list[str] = []
     try:
         outcome = asyncio.run(_call(target_of(words, stdio), era, token, allow_legacy, tool,
-                                    arguments, not no_repair))
+                                    arguments, not no_repair, selected))
     except ClientError as exc:
         if as_json:
-            echo_json(_failure(exc, tool))
+            echo_json(_failure(exc, tool, selected[0] if selected else None))
             raise SystemExit(EXIT_FAILED) from None
         fail(exc)
     if as_json:

@@ -48,7 +48,11 @@ from toolkeeper.protocol.era_selection import (
     SelectionMode,
     select_era,
 )
-from toolkeeper.protocol.responses import is_recognised_modern_error, validate_response
+from toolkeeper.protocol.responses import (
+    check_session_id,
+    is_recognised_modern_error,
+    validate_response,
+)
 from toolkeeper.protocol.versions import MODERN_VERSIONS, Era
 
 __all__ = ["ERA_MODES", "EraChoice", "connect", "probe_legacy", "probe_modern"]
@@ -130,12 +134,14 @@ async def probe_legacy(transport: Transport, auth: Mapping[str, str], timeouts: 
     problems = validate_response(response, _INITIALIZE_ID, Era.LEGACY, "initialize")
     if not problems and "error" in response:
         problems = [f"$.error: initialize refused with code {response['error']['code']}"]
+    session_id = exchange.headers.get("mcp-session-id")
+    problems += check_session_id(session_id)
     result = response.get("result")
     result = result if isinstance(result, dict) else {}
     version = result.get("protocolVersion")
     evidence = LegacyEvidence(version if isinstance(version, str) else None, tuple(problems),
                               exchange.status)
-    return evidence, result, exchange.headers.get("mcp-session-id")
+    return evidence, result, session_id
 
 
 async def _select(transport: Transport, mode: SelectionMode, allowed: bool,
@@ -157,6 +163,17 @@ async def _select(transport: Transport, mode: SelectionMode, allowed: bool,
     return decision, server, session_id
 
 
+def _bearer(token: str | None) -> dict[str, str]:
+    """The Authorization header of ``token``: visible ASCII only (RFC 6750's b64token is a
+    subset), else ``client.bad_token`` before anything is sent, the token never quoted."""
+    if not token:
+        return {}
+    if not all("\x21" <= c <= "\x7e" for c in token):
+        raise ClientError("the token cannot go in an Authorization header (visible ASCII only, "
+                          "no spaces or control characters)", code="client.bad_token")
+    return {"Authorization": f"Bearer {token}"}
+
+
 async def connect(target: Target, *, era: EraChoice = "auto", token: str | None = None,
                   legacy_allowed: bool = False, timeouts: ClientTimeouts | None = None
                   ) -> ClientSession:
@@ -168,7 +185,7 @@ async def connect(target: Target, *, era: EraChoice = "auto", token: str | None 
                           data={"choices": sorted(ERA_MODES)})
     bounds = timeouts or ClientTimeouts()
     allowed = legacy_allowed or mode is SelectionMode.LEGACY
-    auth = {"Authorization": f"Bearer {token}"} if token else {}
+    auth = _bearer(token)
     transport = await target.open(bounds)
     try:
         decision, server, session_id = await _select(transport, mode, allowed, auth, bounds)

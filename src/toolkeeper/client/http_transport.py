@@ -75,14 +75,16 @@ class HttpTransport:
                      timeout: float) -> int | None:
         try:
             async with asyncio.timeout(timeout):
-                response = await self._client.post(
-                    self._url, content=encode_message(message),
-                    headers={**_BASE_HEADERS, **headers})
+                # Only the status is wanted: the body (empty when accepted) is never read, so
+                # an answer that does not end cannot hold the client or fill its memory.
+                async with self._client.stream("POST", self._url,
+                                               content=encode_message(message),
+                                               headers={**_BASE_HEADERS, **headers}) as response:
+                    return response.status_code
         except TimeoutError:
             raise ClientTimeoutError(f"no acknowledgement within {timeout}s") from None
         except httpx.HTTPError as exc:
             raise _connection_error(exc) from None
-        return response.status_code
 
     async def stream(self, message: Mapping[str, Any] | None, headers: Mapping[str, str], *,
                      max_bytes: int) -> AsyncIterator[Any]:
@@ -143,8 +145,9 @@ class HttpTransport:
 
     async def end_session(self, headers: Mapping[str, str], *, timeout: float) -> None:
         try:
-            async with asyncio.timeout(timeout):
-                await self._client.delete(self._url, headers=dict(headers))
+            async with asyncio.timeout(timeout):  # the status is all there is to know
+                async with self._client.stream("DELETE", self._url, headers=dict(headers)):
+                    pass
         except (TimeoutError, httpx.HTTPError):
             pass  # best effort: the server reaps idle sessions anyway
 
@@ -203,7 +206,10 @@ async def _read_answer(response: httpx.Response, request_id: object, max_bytes: 
             exchange = Exchange(status, headers, tuple(messages), streamed=True)
             if find_response(exchange, request_id) is not None:
                 return exchange
-        return Exchange(status, headers, tuple(messages), streamed=True)
+        # The stream closed before the response: the connection was lost (the request may
+        # or may not have run), a transient failure the retry policy judges, not a bad answer.
+        raise ClientConnectionError("the event stream ended before the response",
+                                    data={"httpStatus": status, "messages": len(messages)})
     body = await _read_bounded(response, max_bytes)
     if not body.strip() or not headers.get("content-type", "").startswith("application/json"):
         return Exchange(status, headers, (), len(body))

@@ -20,14 +20,16 @@ from toolkeeper.contracts.headers import find_invalid_x_mcp_header
 from toolkeeper.errors import ProtocolViolationError, RequestRefusedError
 from toolkeeper.protocol.client_requests import (
     Request,
+    initialize_params,
     legacy_headers,
+    legacy_notification,
     legacy_request,
     modern_request,
 )
 from toolkeeper.protocol.envelope import RequestId
 from toolkeeper.protocol.era_selection import EraDecision
 from toolkeeper.protocol.meta import SUBSCRIPTION_ID_KEY
-from toolkeeper.protocol.responses import validate_response
+from toolkeeper.protocol.responses import check_session_id, validate_response
 from toolkeeper.protocol.versions import Era
 
 __all__ = ["CallReply", "ClientSession", "ToolListing"]
@@ -35,6 +37,10 @@ __all__ = ["CallReply", "ClientSession", "ToolListing"]
 MAX_PAGES: Final = 100
 """``tools/list`` pages followed at most (the official SDK's bound): a server that hands out
 cursors forever cannot keep a client listing."""
+
+_SESSION_GONE: Final = 404
+"""The 2025-11-25 transport's answer to a request whose ``Mcp-Session-Id`` the server no longer
+knows; only a legacy session has an id, so only it is ever renewed."""
 
 _STREAM_SIGNALS: Final = frozenset({"notifications/tools/list_changed",
                                     "notifications/subscriptions/acknowledged"})
@@ -122,6 +128,13 @@ class ClientSession:
         exchange = await self._transport.exchange(message, headers,
                                                   timeout=self._timeouts.request_s,
                                                   max_bytes=self._timeouts.max_response_bytes)
+        if exchange.status == _SESSION_GONE and self._session_id is not None:
+            # 2025-11-25 transport: a 404 to a request with Mcp-Session-Id means the server
+            # forgot the session (and never dispatched the request): start a new one, once.
+            await self._renew()
+            exchange = await self._exchange(rid, method, params, meta, schema)
+            if exchange.status == _SESSION_GONE:
+                raise _session_lost(exchange.status)
         response = find_response(exchange, rid)
         if response is None:
             raise ProtocolViolationError(
@@ -133,6 +146,36 @@ class ClientSession:
             raise ProtocolViolationError(f"the {method} answer is invalid: {problems[0]}",
                                          data={"problems": problems, "method": method})
         return response, exchange
+
+    async def _exchange(self, rid: RequestId, method: str, params: Mapping[str, Any],
+                        meta: Mapping[str, Any] | None, schema: dict[str, Any] | None
+                        ) -> Exchange:
+        message, headers = self._request(rid, method, params, meta, schema)
+        return await self._transport.exchange(message, headers,
+                                              timeout=self._timeouts.request_s,
+                                              max_bytes=self._timeouts.max_response_bytes)
+
+    async def _renew(self) -> None:
+        """A new legacy session in place of a forgotten one: ``initialize`` without a session
+        id, which must validate and negotiate this session's revision, then
+        ``notifications/initialized`` (``client.session_lost`` otherwise)."""
+        rid = next(self._ids)
+        message, headers = legacy_request(rid, "initialize", initialize_params())
+        exchange = await self._transport.exchange(message, {**headers, **self._auth},
+                                                  timeout=self._timeouts.request_s,
+                                                  max_bytes=self._timeouts.max_response_bytes)
+        response = find_response(exchange, rid)
+        result = response.get("result") if isinstance(response, dict) else None
+        session_id = exchange.headers.get("mcp-session-id")
+        if response is None or validate_response(response, rid, Era.LEGACY, "initialize") \
+                or not isinstance(result, dict) or result.get("protocolVersion") != self.version \
+                or session_id is None or check_session_id(session_id):
+            raise _session_lost(exchange.status)
+        self._session_id = session_id
+        note, note_headers = legacy_notification("notifications/initialized",
+                                                 version=self.version, session_id=session_id)
+        await self._transport.notify(note, {**note_headers, **self._auth},
+                                     timeout=self._timeouts.request_s)
 
     async def list_tools(self) -> ToolListing:
         """Every page of ``tools/list`` (``nextCursor`` followed, at most :data:`MAX_PAGES`)."""
@@ -230,6 +273,12 @@ def _without_invalid_header_annotations(tools: list[dict[str, Any]]
         else:
             dropped.append({"name": tool["name"], "path": invalid[0], "reason": invalid[1]})
     return kept, dropped
+
+
+def _session_lost(status: int | None) -> ProtocolViolationError:
+    return ProtocolViolationError("the server forgot the legacy session and no new one could "
+                                  "be started", code="client.session_lost",
+                                  data={"httpStatus": status})
 
 
 def _subscription_of(notification: dict[str, Any]) -> object:

@@ -91,7 +91,10 @@ class StdioTransport:
             tap.append(message)
         self._tapped.set()
         if isinstance(message, dict) and "method" not in message and "id" in message:
-            waiting = self._waiting.get(_key(message["id"]))
+            rid = message["id"]
+            # An array or object id answers no request of ours (and is unhashable): ignored,
+            # so one stray line cannot stop the reader and leave every request to time out.
+            waiting = None if isinstance(rid, (list, dict)) else self._waiting.get(_key(rid))
             if waiting is not None and not waiting[0].done():
                 waiting[0].set_result(message)
             return
@@ -134,8 +137,8 @@ class StdioTransport:
         collected: list[Any] = []
         self._waiting[key] = (future, collected)
         try:
-            await self._write(message)
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(timeout):  # the write too: a server may stop reading
+                await self._write(message)
                 response = await future
         except TimeoutError:
             raise ClientTimeoutError(f"no answer within {timeout}s",
@@ -154,10 +157,10 @@ class StdioTransport:
         tap: list[Any] = []
         self._taps.append(tap)
         try:
-            await self._write_line(request.body)
-            if request.barrier is not None:
-                await self._write(request.barrier)
             async with asyncio.timeout(timeout):
+                await self._write_line(request.body)
+                if request.barrier is not None:
+                    await self._write(request.barrier)
                 while True:
                     self._tapped.clear()
                     if settled(tap, request):
@@ -185,7 +188,12 @@ class StdioTransport:
 
     async def notify(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
                      timeout: float) -> int | None:
-        await self._write(message)
+        try:
+            async with asyncio.timeout(timeout):
+                await self._write(message)
+        except TimeoutError:
+            raise ClientTimeoutError(f"the notification was not taken within {timeout}s",
+                                     data={"timeoutS": timeout}) from None
         return None
 
     async def stream(self, message: Mapping[str, Any] | None, headers: Mapping[str, str], *,

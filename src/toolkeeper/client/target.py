@@ -17,11 +17,24 @@ from toolkeeper.client.http_transport import HttpTransport
 from toolkeeper.client.stdio_transport import StdioTransport
 from toolkeeper.client.timeouts import ClientTimeouts
 from toolkeeper.client.transport import Transport
+from toolkeeper.contracts.redaction import redact_text
 from toolkeeper.errors import ClientError
 
 __all__ = ["Target", "TargetKind"]
 
 _TWIN_URL = "http://127.0.0.1/mcp"
+
+
+def _well_formed(url: str) -> bool:
+    """An http(s) URL both urllib and httpx parse, whose port (``.port`` checks the range)
+    a socket can use."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+        httpx.URL(url)
+    except (ValueError, httpx.InvalidURL):
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
 
 
 class TargetKind(enum.Enum):
@@ -42,11 +55,12 @@ class Target:
 
     @classmethod
     def from_url(cls, url: str) -> Target:
-        """A Streamable HTTP endpoint (``http://`` or ``https://``)."""
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ClientError(f"not an http(s) URL: {url!r}", code="client.bad_target",
-                              data={"target": url})
+        """A Streamable HTTP endpoint (``http://`` or ``https://``, with a valid host and
+        a port in 0-65535)."""
+        if not _well_formed(url):
+            shown = redact_text(url)  # the URL may carry a password or a token
+            raise ClientError(f"not an http(s) URL: {shown!r}", code="client.bad_target",
+                              data={"target": shown})
         return cls(TargetKind.HTTP, url=url)
 
     @classmethod

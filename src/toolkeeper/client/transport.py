@@ -57,7 +57,9 @@ class Transport(Protocol):
 
     async def exchange(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
                        timeout: float, max_bytes: int) -> Exchange:
-        """Send a request; return once its response (or the end of the answer) arrived."""
+        """Send a request; return once its response (or the end of a plain answer) arrived.
+        An event stream that ends before the response is a lost connection
+        (:class:`~toolkeeper.errors.ClientConnectionError`)."""
         ...
 
     async def notify(self, message: Mapping[str, Any], headers: Mapping[str, str], *,

@@ -27,6 +27,8 @@ def loads_json(data: bytes | str) -> Any:
         raise ContractError(f"invalid JSON: {exc}", code="json.invalid") from None
     except RecursionError:
         raise ContractError("invalid JSON: nested too deeply", code="json.too_deep") from None
+    except UnicodeEncodeError:  # text with lone surrogates (undecodable bytes in argv)
+        raise ContractError("invalid JSON: not valid UTF-8", code="json.invalid") from None
 
 
 _JSON_TYPES: dict[type, str] = {

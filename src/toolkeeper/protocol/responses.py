@@ -35,6 +35,7 @@ __all__ = [
     "check_error_status",
     "check_notification_answer",
     "check_result_type",
+    "check_session_id",
     "check_stream",
     "is_recognised_modern_error",
     "validate_response",
@@ -109,6 +110,15 @@ def check_error_status(value: Any, http_status: int, era: Era, *, streamed: bool
     if http_status != expected:
         return [f"$: HTTP {http_status} where the modern era sends {expected}"]
     return []
+
+
+def check_session_id(value: str | None) -> Problems:
+    """Problems with the ``Mcp-Session-Id`` a legacy ``initialize`` answer minted (None: no
+    header, a session-less server). The 2025-11-25 transport: visible ASCII only, 0x21 to
+    0x7E, so the client can repeat it on every later request."""
+    if value is None or (value and all("\x21" <= c <= "\x7e" for c in value)):
+        return []
+    return ["$.headers.mcp-session-id: must be visible ASCII (0x21 to 0x7E)"]
 
 
 def check_notification_answer(http_status: int | None, body: bytes, messages: Sequence[Any]
