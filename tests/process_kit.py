@@ -6,10 +6,22 @@ import os
 import re
 import selectors
 import subprocess
+import sys
+import threading
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["read_until", "stop_process"]
+import toolkeeper
+
+__all__ = ["read_until", "serving_gateway", "stop_process"]
+
+SRC = str(Path(toolkeeper.__file__).resolve().parent.parent)
+"""This checkout's sources, put first on a child's PYTHONPATH."""
+_URL = re.compile(rb"toolkeeper gateway on (http://127\.0\.0\.1:\d+/mcp)\r?\n")
+START_TIMEOUT_S = 30.0
 
 
 def read_until(stream: IO[bytes] | Any, pattern: re.Pattern[bytes], timeout: float
@@ -43,4 +55,33 @@ def stop_process(proc: subprocess.Popen[Any], grace: float = 20) -> None:
             proc.kill()
             proc.wait(timeout=10)
     if proc.stderr is not None:
+        proc.stderr.close()
+
+
+@contextmanager
+def serving_gateway(serve_args: Sequence[str]) -> Iterator[str]:
+    """Run ``python -m toolkeeper serve <serve_args>`` (an ephemeral 127.0.0.1 port) on this
+    checkout's sources; yield the URL it announces. Its log is drained so a chatty server never
+    blocks on a full pipe; on exit it is stopped by its pid."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [SRC, os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([sys.executable, "-m", "toolkeeper", "serve", *serve_args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=env)
+    assert proc.stderr is not None
+    drain: threading.Thread | None = None
+    try:
+        url = read_until(proc.stderr, _URL, START_TIMEOUT_S).group(1).decode()
+        drain = threading.Thread(target=proc.stderr.read, daemon=True)
+        drain.start()
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        if drain is not None:
+            drain.join(timeout=10)  # the pipe ends with the process: join, then close
         proc.stderr.close()
