@@ -9,19 +9,20 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 import toolkeeper
 
-__all__ = ["read_until", "serving_gateway", "stop_process"]
+__all__ = ["read_until", "serving_announced_port", "serving_gateway", "stop_process"]
 
 SRC = str(Path(toolkeeper.__file__).resolve().parent.parent)
 """This checkout's sources, put first on a child's PYTHONPATH."""
 _URL = re.compile(rb"toolkeeper gateway on (http://127\.0\.0\.1:\d+/mcp)\r?\n")
 START_TIMEOUT_S = 30.0
+_PORT = re.compile(rb"PORT (\d+)\n")
 
 
 def read_until(stream: IO[bytes] | Any, pattern: re.Pattern[bytes], timeout: float
@@ -85,3 +86,20 @@ def serving_gateway(serve_args: Sequence[str]) -> Iterator[str]:
         if drain is not None:
             drain.join(timeout=10)  # the pipe ends with the process: join, then close
         proc.stderr.close()
+
+
+@contextmanager
+def serving_announced_port(argv: Sequence[str], env: Mapping[str, str] | None = None
+                           ) -> Iterator[str]:
+    """Run ``argv``, a test server that prints ``PORT <n>`` on stdout once it listens on
+    127.0.0.1; yield its ``/mcp`` URL; on exit stop it by its pid."""
+    proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env)
+    try:
+        assert proc.stdout is not None
+        port = read_until(proc.stdout, _PORT, START_TIMEOUT_S).group(1).decode()
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop_process(proc)
+        if proc.stdout is not None:
+            proc.stdout.close()
