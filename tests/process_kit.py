@@ -6,10 +6,23 @@ import os
 import re
 import selectors
 import subprocess
+import sys
+import threading
 import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["read_until", "stop_process"]
+import toolkeeper
+
+__all__ = ["read_until", "serving_announced_port", "serving_gateway", "stop_process"]
+
+SRC = str(Path(toolkeeper.__file__).resolve().parent.parent)
+"""This checkout's sources, put first on a child's PYTHONPATH."""
+_URL = re.compile(rb"toolkeeper gateway on (http://127\.0\.0\.1:\d+/mcp)\r?\n")
+START_TIMEOUT_S = 30.0
+_PORT = re.compile(rb"PORT (\d+)\n")
 
 
 def read_until(stream: IO[bytes] | Any, pattern: re.Pattern[bytes], timeout: float
@@ -44,3 +57,49 @@ def stop_process(proc: subprocess.Popen[Any], grace: float = 20) -> None:
             proc.wait(timeout=10)
     if proc.stderr is not None:
         proc.stderr.close()
+
+
+@contextmanager
+def serving_gateway(serve_args: Sequence[str]) -> Iterator[str]:
+    """Run ``python -m toolkeeper serve <serve_args>`` (an ephemeral 127.0.0.1 port) on this
+    checkout's sources; yield the URL it announces. Its log is drained so a chatty server never
+    blocks on a full pipe; on exit it is stopped by its pid."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [SRC, os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([sys.executable, "-m", "toolkeeper", "serve", *serve_args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=env)
+    assert proc.stderr is not None
+    drain: threading.Thread | None = None
+    try:
+        url = read_until(proc.stderr, _URL, START_TIMEOUT_S).group(1).decode()
+        drain = threading.Thread(target=proc.stderr.read, daemon=True)
+        drain.start()
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        if drain is not None:
+            drain.join(timeout=10)  # the pipe ends with the process: join, then close
+        proc.stderr.close()
+
+
+@contextmanager
+def serving_announced_port(argv: Sequence[str], env: Mapping[str, str] | None = None
+                           ) -> Iterator[str]:
+    """Run ``argv``, a test server that prints ``PORT <n>`` on stdout once it listens on
+    127.0.0.1; yield its ``/mcp`` URL; on exit stop it by its pid."""
+    proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env)
+    try:
+        assert proc.stdout is not None
+        port = read_until(proc.stdout, _PORT, START_TIMEOUT_S).group(1).decode()
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop_process(proc)
+        if proc.stdout is not None:
+            proc.stdout.close()

@@ -15,13 +15,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from process_kit import read_until, stop_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "interop"))
 
 from interop_kit import InstallError, cache_root, cached_dir, run_install
 
-__all__ = ["VERSION", "InstallError", "everything_argv", "everything_http", "install"]
+__all__ = ["VERSION", "InstallError", "everything_argv", "everything_http", "install",
+           "install_or_skip"]
 
 VERSION = "2026.8.31"
 NODE = "22.23.3"
@@ -39,6 +42,14 @@ def _build(target: Path) -> None:
 def install() -> Path:
     """The install directory (InstallError when npm cannot install it)."""
     return cached_dir(cache_root(), f"server-everything-{VERSION}-node{NODE}", _build)
+
+
+def install_or_skip() -> Path:
+    """:func:`install`, or the calling test (fixture) skipped where npm cannot install it."""
+    try:
+        return install()
+    except InstallError as exc:
+        pytest.skip(f"server-everything cannot be installed here: {str(exc)[:300]}")
 
 
 _LOOPBACK = Path(__file__).resolve().parent / "kernel_loopback.cjs"

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernel_everything_kit import InstallError, everything_argv, everything_http, install
+from kernel_everything_kit import everything_argv, everything_http, install_or_skip
 from kernel_live_kit import BOUNDS, toolkeeper_cli
 
 from toolkeeper.client import EraSelectionError, Target, connect
@@ -26,10 +26,7 @@ from toolkeeper.protocol.versions import Era
 
 @pytest.fixture(scope="module")
 def everything() -> Path:
-    try:
-        return install()
-    except InstallError as exc:
-        pytest.skip(f"server-everything cannot be installed here: {str(exc)[:300]}")
+    return install_or_skip()
 
 
 @pytest.fixture(scope="module")

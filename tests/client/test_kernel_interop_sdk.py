@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +15,7 @@ from typing import Any
 import pytest
 from kernel_live_kit import BOUNDS, ENV, toolkeeper_cli
 
-from process_kit import read_until, stop_process
+from process_kit import serving_announced_port
 from toolkeeper.client import Target, connect
 from toolkeeper.client.kernel import Kernel
 from toolkeeper.client.kernel_outcome import CallOutcome
@@ -26,22 +24,13 @@ from toolkeeper.contracts.spec import SideEffect
 from toolkeeper.protocol.versions import Era
 
 SERVER = str(Path(__file__).resolve().parent / "kernel_sdk_server.py")
-_PORT = re.compile(rb"PORT (\d+)\n")
 ERAS = [("modern", Era.MODERN), ("legacy", Era.LEGACY)]
 
 
 @pytest.fixture(scope="module")
 def sdk_url() -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, SERVER, "http"], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV)
-    try:
-        assert proc.stdout is not None
-        port = read_until(proc.stdout, _PORT, 30).group(1).decode()
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        stop_process(proc)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    with serving_announced_port([sys.executable, SERVER, "http"], ENV) as url:
+        yield url
 
 
 class _Recording:

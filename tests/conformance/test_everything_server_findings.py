@@ -18,10 +18,9 @@ from toolkeeper.conformance import Report, builtin_corpus
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "client"))
 
 from kernel_everything_kit import (
-    InstallError,
     everything_argv,
     everything_http,
-    install,
+    install_or_skip,
 )
 
 MODERN_SKIP = "the target does not serve the modern era (refused.strict_unproven)"
@@ -30,10 +29,7 @@ UNKNOWN_TOOL = "expect.outcome: $.result: a result (isError) where the case expe
 
 @pytest.fixture(scope="module")
 def everything() -> Path:
-    try:
-        return install()
-    except InstallError as exc:
-        pytest.skip(f"server-everything cannot be installed here: {str(exc)[:300]}")
+    return install_or_skip()
 
 
 def _check(report: Report) -> None:

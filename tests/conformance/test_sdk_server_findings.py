@@ -8,8 +8,6 @@ a request (a parse error, a batch, a bad ``jsonrpc``, a null or fractional id)."
 
 from __future__ import annotations
 
-import re
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,13 +15,12 @@ from pathlib import Path
 import pytest
 from conformance_kit import run
 
-from process_kit import read_until, stop_process
+from process_kit import serving_announced_port
 from toolkeeper.client import Target
 
 pytest.importorskip("mcp")
 
 SERVER = str(Path(__file__).resolve().parents[1] / "client" / "kernel_sdk_server.py")
-_PORT = re.compile(rb"PORT (\d+)\n")
 UNKNOWN_TOOL = "expect.outcome: $.result: a result (isError) where the case expects error -32602"
 BOTH = {"negative-unknown-tool": UNKNOWN_TOOL, "negative-legacy-unknown-tool": UNKNOWN_TOOL}
 UNANSWERED = "response.missing: $: no JSON-RPC response to the request"
@@ -34,16 +31,8 @@ STDIO_ONLY = {name: UNANSWERED for name in (
 
 @pytest.fixture(scope="module")
 def sdk_url() -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, SERVER, "http"], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    try:
-        assert proc.stdout is not None
-        port = read_until(proc.stdout, _PORT, 30).group(1).decode()
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        stop_process(proc)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    with serving_announced_port([sys.executable, SERVER, "http"]) as url:
+        yield url
 
 
 def _failures(target: Target) -> dict[str, str | None]:

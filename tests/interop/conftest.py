@@ -4,12 +4,8 @@ into the cache once per session, in parallel, before the first cell runs."""
 
 from __future__ import annotations
 
-import os
-import re
 import shutil
-import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,57 +13,33 @@ from pathlib import Path
 import pytest
 from interop_kit import ClientSpec, cache_root
 
-import toolkeeper
-from process_kit import read_until
+from process_kit import SRC, serving_gateway
 
 __all__ = ["driver_prefix", "http_gateway", "stdio_argv"]
 
-# The gateway under test is this checkout's, also in servers the clients spawn over stdio
+# The gateway under test is this checkout's (SRC), also in servers the clients spawn over stdio
 # (the MCP SDKs start them with a scrubbed environment, so the path goes on the command line).
-_SRC = str(Path(toolkeeper.__file__).resolve().parent.parent)
-_URL = re.compile(rb"toolkeeper gateway on (http://127\.0\.0\.1:\d+/mcp)\r?\n")
-START_TIMEOUT_S = 30.0
 
 
-def _demo_argv(registry: Path, *transport: str) -> list[str]:
-    return [sys.executable, "-m", "toolkeeper", "serve", "--demo", *transport,
-            "--registry", f"sqlite:///{registry}"]
+def _demo_args(registry: Path, *transport: str) -> list[str]:
+    return ["--demo", *transport, "--registry", f"sqlite:///{registry}"]
 
 
 @pytest.fixture(scope="session")
 def http_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of `toolkeeper serve --demo` on an ephemeral 127.0.0.1 port."""
     registry = tmp_path_factory.mktemp("interop-http") / "registry.db"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        filter(None, [_SRC, os.environ.get("PYTHONPATH")]))}
-    argv = [*_demo_argv(registry, "--port", "0"), "--log-level", "warning"]
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=env)
-    assert proc.stderr is not None
-    drain: threading.Thread | None = None
-    try:
-        url = read_until(proc.stderr, _URL, START_TIMEOUT_S).group(1).decode()
-        # Keep reading its log so a chatty server never blocks on a full pipe.
-        drain = threading.Thread(target=proc.stderr.read, daemon=True)
-        drain.start()
+    with serving_gateway([*_demo_args(registry, "--port", "0"), "--log-level",
+                          "warning"]) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        if drain is not None:
-            drain.join(timeout=10)
-        proc.stderr.close()
 
 
 @pytest.fixture
 def stdio_argv(tmp_path: Path) -> list[str]:
     """The argv that starts `toolkeeper serve --demo --stdio` on a fresh registry."""
     env = shutil.which("env") or "/usr/bin/env"
-    return [env, f"PYTHONPATH={_SRC}", *_demo_argv(tmp_path / "registry.db", "--stdio")]
+    return [env, f"PYTHONPATH={SRC}", sys.executable, "-m", "toolkeeper", "serve",
+            *_demo_args(tmp_path / "registry.db", "--stdio")]
 
 
 def _selected_specs(session: pytest.Session) -> set[ClientSpec]:

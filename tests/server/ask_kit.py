@@ -1,15 +1,20 @@
-"""Test kit for handlers that ask back: an estate of asking tools and a modern driver that
-answers ``input_required`` rounds."""
+"""Test kit for handlers that ask back: an estate of asking tools, the gateway serving them over
+real HTTP on 127.0.0.1 (:func:`serving`) and a modern driver that answers
+``input_required`` rounds."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from gateway_kit import OPEN, Driver, contract
 
 from toolkeeper.registry import Registry
-from toolkeeper.server import ToolContext, ToolHandlers
+from toolkeeper.server import InMemoryCallLog, ToolContext, ToolHandlers, build_app
+from toolkeeper.transports import ServerThread, StreamableHTTPApp
 
 ALL_CAPABILITIES: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -85,6 +90,33 @@ class AskingTools:
     async def plain(self, arguments: dict[str, Any], ctx: ToolContext) -> str:
         self.runs["plain"] += 1
         return "no questions"
+
+
+@dataclass
+class Served:
+    url: str
+    tools: AskingTools
+    log: InMemoryCallLog
+    app: StreamableHTTPApp
+
+
+@contextmanager
+def serving(registry: Registry) -> Iterator[Served]:
+    """:func:`asking_estate` behind the gateway on a server thread, stopped after the test."""
+    asking_estate(registry)
+    tools, log = AskingTools(), InMemoryCallLog()
+    app, _ = build_app(registry, tools.handlers(), call_log=log)
+    thread = ServerThread(app)
+    running = thread.start()
+    try:
+        yield Served(running.url, tools, log, app)
+    finally:
+        thread.stop()
+
+
+def outcomes(served: Served) -> list[str | None]:
+    """The call log's outcomes, in order."""
+    return [record.outcome for record in served.log.records]
 
 
 def retry(driver: Driver, name: str, arguments: dict[str, Any], round_result: dict[str, Any],

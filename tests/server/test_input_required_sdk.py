@@ -11,36 +11,20 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from ask_kit import AskingTools, asking_estate
+from ask_kit import Served, outcomes, serving
 from mcp import Client
 from mcp.client import ClientRequestContext
 
 from toolkeeper.registry import Registry
-from toolkeeper.server import InMemoryCallLog, build_app
-from toolkeeper.transports import ServerThread
 
 BOUND_S = 10.0
 """Every session of a test runs under this bound (anyio.fail_after)."""
 
 
-@dataclass
-class Served:
-    url: str
-    tools: AskingTools
-    log: InMemoryCallLog
-
-
 @pytest.fixture
 def served(registry: Registry) -> Iterator[Served]:
-    asking_estate(registry)
-    tools, log = AskingTools(), InMemoryCallLog()
-    app, _ = build_app(registry, tools.handlers(), call_log=log)
-    thread = ServerThread(app)
-    running = thread.start()
-    try:
-        yield Served(running.url, tools, log)
-    finally:
-        thread.stop()
+    with serving(registry) as server:
+        yield server
 
 
 @dataclass
@@ -78,10 +62,6 @@ async def _call(url: str, tool: str, callbacks: Callbacks) -> tuple[bool, str]:
     block = result.content[0]
     assert isinstance(block, types.TextContent)
     return result.is_error, block.text
-
-
-def outcomes(served: Served) -> list[str | None]:
-    return [record.outcome for record in served.log.records]
 
 
 def test_the_sdk_client_completes_an_elicitation_round(served: Served) -> None:

@@ -16,22 +16,19 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
-from ask_kit import AskingTools, asking_estate
+from ask_kit import Served, outcomes, serving
 from mcp import Client
 from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from test_input_required_sdk import Callbacks
 
 from toolkeeper.registry import Registry
-from toolkeeper.server import InMemoryCallLog, build_app
-from toolkeeper.transports import ServerThread, StreamableHTTPApp
 
 BOUND_S = 10.0
 INTEROP = Path(__file__).resolve().parents[1] / "interop"
@@ -42,25 +39,10 @@ from python_clients import PYTHON_PINS, client_python  # noqa: E402
 NEWEST_1X = "mcp 1.30.0"
 
 
-@dataclass
-class Served:
-    url: str
-    tools: AskingTools
-    log: InMemoryCallLog
-    app: StreamableHTTPApp
-
-
 @pytest.fixture
 def served(registry: Registry) -> Iterator[Served]:
-    asking_estate(registry)
-    tools, log = AskingTools(), InMemoryCallLog()
-    app, _ = build_app(registry, tools.handlers(), call_log=log)
-    thread = ServerThread(app)
-    running = thread.start()
-    try:
-        yield Served(running.url, tools, log, app)
-    finally:
-        thread.stop()
+    with serving(registry) as server:
+        yield server
 
 
 async def _call(url: str, tool: str, callbacks: Callbacks) -> tuple[bool, str, str]:
@@ -73,10 +55,6 @@ async def _call(url: str, tool: str, callbacks: Callbacks) -> tuple[bool, str, s
     block = result.content[0]
     assert isinstance(block, types.TextContent)
     return result.is_error, block.text, version
-
-
-def outcomes(served: Served) -> list[str | None]:
-    return [record.outcome for record in served.log.records]
 
 
 @pytest.mark.parametrize(("tool", "text", "seen"), [

@@ -63,13 +63,8 @@ class HttpTransport:
                 async with self._client.stream("POST", self._url, content=body,
                                                headers=sent) as response:
                     return await _read_answer(response, message.get("id"), max_bytes)
-        except TimeoutError:
-            raise ClientTimeoutError(f"no complete answer within {timeout}s",
-                                     data={"timeoutS": timeout}) from None
-        except httpx.TimeoutException:
-            raise ClientTimeoutError("the HTTP connection timed out") from None
-        except httpx.HTTPError as exc:
-            raise _connection_error(exc) from None
+        except (TimeoutError, httpx.HTTPError) as exc:
+            raise _exchange_error(exc, timeout) from None
 
     async def notify(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
                      timeout: float) -> int | None:
@@ -133,15 +128,11 @@ class HttpTransport:
                     await read_events(_bounded_chunks(response, max_bytes),
                                       request.stop_after, log)
                     return log.answer(response.status_code, headers)
-        except TimeoutError:
-            if head and any(is_answer(m) for m in log.messages):
+        except (TimeoutError, httpx.HTTPError) as exc:
+            if (isinstance(exc, TimeoutError) and head
+                    and any(is_answer(m) for m in log.messages)):
                 return log.answer(*head[0])
-            raise ClientTimeoutError(f"no complete answer within {timeout}s",
-                                     data={"timeoutS": timeout}) from None
-        except httpx.TimeoutException:
-            raise ClientTimeoutError("the HTTP connection timed out") from None
-        except httpx.HTTPError as exc:
-            raise _connection_error(exc) from None
+            raise _exchange_error(exc, timeout) from None
 
     async def end_session(self, headers: Mapping[str, str], *, timeout: float) -> None:
         try:
@@ -165,6 +156,18 @@ def _raise_for_refusal(response: httpx.Response) -> None:
         raise ServerUnavailableError("the server answered 503 (unavailable)",
                                      data={"httpStatus": 503,
                                            "retryAfter": response.headers.get("retry-after")})
+
+
+def _exchange_error(exc: TimeoutError | httpx.HTTPError, timeout: float
+                    ) -> ClientTimeoutError | ClientConnectionError:
+    """What a request that awaits its answer raises when ``exc`` ended it: the caller's
+    deadline passing, httpx's own timeout, or a connection failure."""
+    if isinstance(exc, TimeoutError):
+        return ClientTimeoutError(f"no complete answer within {timeout}s",
+                                  data={"timeoutS": timeout})
+    if isinstance(exc, httpx.TimeoutException):
+        return ClientTimeoutError("the HTTP connection timed out")
+    return _connection_error(exc)
 
 
 def _connection_error(exc: httpx.HTTPError) -> ClientConnectionError:

@@ -10,10 +10,11 @@ names is found (the faulty answer it holds is caught by that check).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
+from toolkeeper.client.raw import RawAnswer
 from toolkeeper.conformance.normalize import matches, normalized
 from toolkeeper.conformance.transcript import ABSENT, Expectation, Transcript
 from toolkeeper.protocol.responses import (
@@ -37,18 +38,9 @@ class Finding:
         return f"{self.code}: {self.problem}"
 
 
-@dataclass(frozen=True)
-class Observation:
-    """What came back (from the wire, or as recorded). ``status`` None on stdio."""
-
-    status: int | None
-    headers: Mapping[str, str]
-    messages: tuple[Any, ...]
-    body: bytes = b""
-    streamed: bool = False
-    ended: bool = True
-    undecodable: bool = False
-    reads: tuple[int, ...] = ()
+Observation: TypeAlias = RawAnswer
+"""What came back (from the wire, or as recorded): the raw exchange's own answer record, so a
+live answer is judged as it arrived and a recorded one is built in the same shape."""
 
 
 @dataclass(frozen=True)

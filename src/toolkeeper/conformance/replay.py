@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from toolkeeper.client.raw import RawAnswer, RawRequest, as_raw
+from toolkeeper.client.raw import RawRequest, as_raw
 from toolkeeper.conformance.judge import Finding, Observation, Verdict, judge
 from toolkeeper.conformance.report import CaseResult
 from toolkeeper.conformance.transcript import ABSENT, Recorded, Transcript
@@ -135,11 +135,6 @@ def failed(transcript: Transcript, finding: Finding) -> CaseResult:
                       expect.boundary, expect.code, finding=str(finding))
 
 
-def _observation(answer: RawAnswer) -> Observation:
-    return Observation(answer.status, answer.headers, answer.messages, answer.body,
-                       answer.streamed, answer.ended, answer.undecodable, answer.reads)
-
-
 def _recorded_observation(recorded: Recorded) -> Observation:
     if recorded.events is not None:
         return Observation(recorded.status, recorded.headers, recorded.events, b"", True,
@@ -191,4 +186,4 @@ async def replay(transcript: Transcript, estate: Estate,
         return failed(transcript, Finding("target." + exc.code.split(".")[-1],
                                           f"$: {exc.message}"))
     expect = transcript.expectation_for(estate.stdio)
-    return _result(transcript, judge(transcript, expect, _observation(answer), body))
+    return _result(transcript, judge(transcript, expect, answer, body))

@@ -8,6 +8,7 @@ the protocol kernel.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator, MutableMapping
 from typing import Any, Final, TypeVar
@@ -23,6 +24,7 @@ __all__ = [
     "Receive",
     "Scope",
     "Send",
+    "cancel_and_wait",
     "encode_headers",
     "read_body",
     "respond",
@@ -131,6 +133,16 @@ async def until_disconnect(receive: Receive) -> None:
     """Return when the client disconnects (every other message is dropped)."""
     while (await receive())["type"] != "http.disconnect":
         pass
+
+
+async def cancel_and_wait(*tasks: asyncio.Future[Any]) -> None:
+    """Cancel each of ``tasks`` still running, in order, and wait for it to end (what it
+    raised while ending is dropped: the stream it served is over)."""
+    for task in tasks:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
 
 def encode_headers(headers: tuple[tuple[str, str], ...]) -> list[tuple[bytes, bytes]]:

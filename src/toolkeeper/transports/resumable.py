@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from toolkeeper.protocol import Reply, encode_message
-from toolkeeper.transports.asgi_io import Receive, Send, until_disconnect
+from toolkeeper.transports.asgi_io import Receive, Send, cancel_and_wait, until_disconnect
 from toolkeeper.transports.replay import ReplayConfig, ReplayLog, ReplayLogs
 from toolkeeper.transports.sse import KEEPALIVE, SSE_HEADERS
 
@@ -204,11 +204,7 @@ class ResumableStreams:
                     return
                 await self.ping(log, sink)
         finally:
-            for task in (leaving, ended):
-                if not task.done():
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await task
+            await cancel_and_wait(leaving, ended)
 
 
 class ResumableExchange:
@@ -321,8 +317,4 @@ class ResumableExchange:
                     if self._sink.closed:
                         return
         finally:
-            for task in (receiving, ending):
-                if not task.done():
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await task
+            await cancel_and_wait(receiving, ending)

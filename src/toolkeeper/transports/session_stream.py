@@ -28,7 +28,6 @@ comes back lists again; a POST's response stream is the resumable one,
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any, Protocol
 
 import msgspec
@@ -38,7 +37,13 @@ from toolkeeper.protocol.dispatch import error_reply
 from toolkeeper.protocol.envelope import notification_message
 from toolkeeper.protocol.faults import invalid_request
 from toolkeeper.protocol.headers import MCP_SESSION_ID
-from toolkeeper.transports.asgi_io import Receive, Send, send_reply, until_disconnect
+from toolkeeper.transports.asgi_io import (
+    Receive,
+    Send,
+    cancel_and_wait,
+    send_reply,
+    until_disconnect,
+)
 from toolkeeper.transports.sse import KEEPALIVE, SSE_HEADERS, sse_frame
 
 __all__ = ["ChangeFeed", "ChangeSubscription", "SessionStreams", "change_notifications"]
@@ -148,8 +153,4 @@ class SessionStreams:
                 await send({"type": "http.response.body", "body": body, "more_body": True})
                 upcoming = asyncio.ensure_future(stream.next())
         finally:
-            for task in (upcoming, watcher):
-                if not task.done():
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await task
+            await cancel_and_wait(upcoming, watcher)
