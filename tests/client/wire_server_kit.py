@@ -12,6 +12,8 @@ KIND says:
   than ``initialize`` without a session is 400 -32600 with ``id: null``; ``initialize``
   negotiates 2025-11-25 and mints ``Mcp-Session-Id``; one ``echo`` tool without a version;
 * ``huge-discover``: ``server/discover`` is answered with 2 MiB of JSON;
+* ``modern-bad-annotation``: a modern server listing :data:`GOOD` and :data:`BAD_ANNOTATION`,
+  whose ``x-mcp-header`` on a number property is invalid (mcp-wire 4.3);
 * ``legacy-asks``: as ``legacy-only``, but ``tools/call`` is answered in SSE that first sends
   the client a ``ping`` and an ``elicitation/create`` request, then waits (at most
   :data:`ANSWER_WAIT_S`) for the client's POSTed responses to both; the call's result is one
@@ -35,7 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ANSWER_WAIT_S", "methods_seen", "start"]
+__all__ = ["ANSWER_WAIT_S", "BAD_ANNOTATION", "GOOD", "methods_seen", "start"]
 
 ANSWER_WAIT_S = 10.0
 
@@ -84,6 +86,27 @@ def _huge_discover(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dic
         "ttlMs": 0, "cacheScope": "private", "padding": "x" * (2 << 20)}}, {}
 
 
+GOOD = {"name": "good", "inputSchema": {"type": "object", "properties": {
+    "region": {"type": "string", "x-mcp-header": "Region"}}}}
+BAD_ANNOTATION = {"name": "bad", "inputSchema": {"type": "object", "properties": {
+    "n": {"type": "number", "x-mcp-header": "N"}}}}
+_CACHE = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
+
+
+def _modern_bad_annotation(handler: Any, message: dict[str, Any]
+                           ) -> tuple[int, Any, dict[str, str]]:
+    rid, method = message.get("id"), message.get("method")
+    if method == "server/discover":
+        return 200, {"jsonrpc": "2.0", "id": rid, "result": {
+            "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+            "serverInfo": {"name": "bad-annotation", "version": "0.0.1"}, **_CACHE}}, {}
+    if method == "tools/list":
+        return 200, {"jsonrpc": "2.0", "id": rid, "result": {
+            "tools": [GOOD, BAD_ANNOTATION], **_CACHE}}, {}
+    return 404, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601,
+                                                        "message": "Method not found"}}, {}
+
+
 _ASKS = [{"jsonrpc": "2.0", "id": "ping-1", "method": "ping"},
          {"jsonrpc": "2.0", "id": "ask-2", "method": "elicitation/create", "params": {
              "mode": "form", "message": "Your name?", "requestedSchema": {
@@ -119,7 +142,7 @@ def _legacy_asks(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dict[
 
 KINDS = {"modern-error": _modern_error, "slow-discover": _slow_discover,
          "legacy-only": _legacy, "huge-discover": _huge_discover,
-         "legacy-asks": _legacy_asks}
+         "legacy-asks": _legacy_asks, "modern-bad-annotation": _modern_bad_annotation}
 
 
 def _serve(kind: str, log: Path) -> None:
