@@ -15,6 +15,10 @@ from click.testing import CliRunner
 import toolkeeper
 from toolkeeper.cli.main import cli
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "client"))  # wire_server_kit
+
+from wire_server_kit import start
+
 _SRC = str(Path(toolkeeper.__file__).resolve().parent.parent)
 
 
@@ -75,3 +79,22 @@ def test_a_malformed_url_is_a_bad_target_with_exit_2_not_a_traceback(url: str) -
         result = CliRunner().invoke(cli, args)
         assert result.exit_code == 2, result.output
         assert json.loads(result.stdout)["error"]["code"] == "client.bad_target"
+
+
+def test_tools_json_lists_a_dropped_tool_with_its_schema_path_and_reason(tmp_path: Path) -> None:
+    with start("modern-bad-annotation", tmp_path) as (url, _):
+        result = CliRunner().invoke(cli, ["tools", "--json", "--era", "modern", url])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert [t["name"] for t in out["tools"]] == ["good"]
+    assert [(d["name"], d["path"]) for d in out["dropped"]] == [("bad", ".properties.n")]
+    assert isinstance(out["dropped"][0]["reason"], str) and out["dropped"][0]["reason"]
+
+
+def test_tools_text_shows_a_dropped_tool_on_a_line_of_its_own(tmp_path: Path) -> None:
+    with start("modern-bad-annotation", tmp_path) as (url, _):
+        result = CliRunner().invoke(cli, ["tools", "--era", "modern", url])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert [line.split("\t")[0] for line in lines[1:]] == ["good", "# dropped bad"]
+    assert lines[2].split("\t")[1] == ".properties.n"

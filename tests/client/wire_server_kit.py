@@ -11,7 +11,14 @@ KIND says:
 * ``legacy-only``: a 2025-11-25 server as the SDK's stateful transport is: a request other
   than ``initialize`` without a session is 400 -32600 with ``id: null``; ``initialize``
   negotiates 2025-11-25 and mints ``Mcp-Session-Id``; one ``echo`` tool without a version;
-* ``huge-discover``: ``server/discover`` is answered with 2 MiB of JSON.
+* ``huge-discover``: ``server/discover`` is answered with 2 MiB of JSON;
+* ``modern-bad-annotation``: a modern server listing :data:`GOOD` and :data:`BAD_ANNOTATION`,
+  whose ``x-mcp-header`` on a number property is invalid (mcp-wire 4.3);
+* ``legacy-asks``: as ``legacy-only``, but ``tools/call`` is answered in SSE that first sends
+  the client a ``ping`` and an ``elicitation/create`` request, then waits (at most
+  :data:`ANSWER_WAIT_S`) for the client's POSTed responses to both; the call's result is one
+  text block, the JSON of ``{request id: the response's result or error}`` (an id unanswered
+  is absent).
 
 :func:`start` runs one and yields its URL and log; it is stopped by its pid.
 """
@@ -22,6 +29,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,7 +37,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-__all__ = ["methods_seen", "start"]
+__all__ = ["ANSWER_WAIT_S", "BAD_ANNOTATION", "GOOD", "methods_seen", "start"]
+
+ANSWER_WAIT_S = 10.0
 
 SESSION = "0123456789abcdef"
 ECHO = {"name": "echo", "description": "Echo the text.",
@@ -76,8 +86,63 @@ def _huge_discover(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dic
         "ttlMs": 0, "cacheScope": "private", "padding": "x" * (2 << 20)}}, {}
 
 
+GOOD = {"name": "good", "inputSchema": {"type": "object", "properties": {
+    "region": {"type": "string", "x-mcp-header": "Region"}}}}
+BAD_ANNOTATION = {"name": "bad", "inputSchema": {"type": "object", "properties": {
+    "n": {"type": "number", "x-mcp-header": "N"}}}}
+_CACHE = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
+
+
+def _modern_bad_annotation(handler: Any, message: dict[str, Any]
+                           ) -> tuple[int, Any, dict[str, str]]:
+    rid, method = message.get("id"), message.get("method")
+    if method == "server/discover":
+        return 200, {"jsonrpc": "2.0", "id": rid, "result": {
+            "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+            "serverInfo": {"name": "bad-annotation", "version": "0.0.1"}, **_CACHE}}, {}
+    if method == "tools/list":
+        return 200, {"jsonrpc": "2.0", "id": rid, "result": {
+            "tools": [GOOD, BAD_ANNOTATION], **_CACHE}}, {}
+    return 404, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601,
+                                                        "message": "Method not found"}}, {}
+
+
+_ASKS = [{"jsonrpc": "2.0", "id": "ping-1", "method": "ping"},
+         {"jsonrpc": "2.0", "id": "ask-2", "method": "elicitation/create", "params": {
+             "mode": "form", "message": "Your name?", "requestedSchema": {
+                 "type": "object", "properties": {"name": {"type": "string"}}}}}]
+_answers: dict[object, Any] = {}
+_answered = threading.Condition()
+
+
+def _legacy_asks(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dict[str, str]] | None:
+    """None when the answer was written here (a streamed ``tools/call``)."""
+    if "method" not in message and handler.headers.get("mcp-session-id") == SESSION:
+        with _answered:
+            _answers[message.get("id")] = message.get("result", message.get("error"))
+            _answered.notify_all()
+        return 202, None, {}
+    if message.get("method") != "tools/call" or handler.headers.get("mcp-session-id") != SESSION:
+        return _legacy(handler, message)
+    handler.send_response(200)
+    handler.send_header("content-type", "text/event-stream")
+    handler.end_headers()
+    for ask in _ASKS:
+        handler.wfile.write(f"event: message\ndata: {json.dumps(ask)}\n\n".encode())
+    handler.wfile.flush()
+    with _answered:
+        _answered.wait_for(lambda: all(a["id"] in _answers for a in _ASKS), ANSWER_WAIT_S)
+        seen = dict(_answers)
+    result = {"jsonrpc": "2.0", "id": message["id"], "result": {
+        "content": [{"type": "text", "text": json.dumps(seen, sort_keys=True)}],
+        "isError": False}}
+    handler.wfile.write(f"event: message\ndata: {json.dumps(result)}\n\n".encode())
+    return None
+
+
 KINDS = {"modern-error": _modern_error, "slow-discover": _slow_discover,
-         "legacy-only": _legacy, "huge-discover": _huge_discover}
+         "legacy-only": _legacy, "huge-discover": _huge_discover,
+         "legacy-asks": _legacy_asks, "modern-bad-annotation": _modern_bad_annotation}
 
 
 def _serve(kind: str, log: Path) -> None:
@@ -88,7 +153,10 @@ def _serve(kind: str, log: Path) -> None:
             message = json.loads(self.rfile.read(int(self.headers["content-length"])))
             with log.open("a") as out:
                 out.write(f"{message.get('method')}\n")
-            status, body, headers = behaviour(self, message)
+            answer = behaviour(self, message)
+            if answer is None:
+                return
+            status, body, headers = answer
             data = b"" if body is None else json.dumps(body).encode()
             self.send_response(status)
             if body is not None:

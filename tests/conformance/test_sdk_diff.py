@@ -98,7 +98,7 @@ def test_an_unknown_result_type_refused_by_the_typescript_sdk_is_no_change(
 def test_input_required_reaches_the_application_unchanged_through_the_manual_path(
         diff: SdkDiffReport) -> None:
     for sdk in ("python", "typescript"):
-        run = _run(diff, "golden-sdk-input-required", sdk)
+        run = _run(diff, "golden-input-required-result", sdk)
         assert run["normalized"]["value"]["resultType"] == "input_required", sdk
         assert run["changes"] == [], sdk
 

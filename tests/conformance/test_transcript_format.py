@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
+import mcp_types._v2026_07_28 as modern_types
+import pydantic
 import pytest
 
-from toolkeeper.conformance import builtin_corpus, canonical_text, load_directory
+from toolkeeper.conformance import builtin_corpus, canonical_text, load_directory, sdk_fixtures
 from toolkeeper.conformance.transcript import parse_transcript
 from toolkeeper.errors import ConformanceError
 
@@ -45,6 +48,30 @@ SPEC_5_3 = {
     "SSE buffered by a proxy": "negative-sse-buffered-by-proxy",
     "SSE event whose id differs from the request's": "negative-sse-event-id-differs",
 }
+
+
+def _input_required_answers() -> dict[str, Any]:
+    """The ``input_required`` result of every golden fixture, corpus and SDK diff, by name."""
+    found: dict[str, Any] = {}
+    for transcript in (*builtin_corpus(), *sdk_fixtures()):
+        body = transcript.response.body if transcript.response is not None else None
+        result = body.get("result") if isinstance(body, dict) else None
+        if transcript.case_class == "golden" and isinstance(result, dict) \
+                and result.get("resultType") == "input_required":
+            found[transcript.name] = result
+    return found
+
+
+def test_every_golden_input_required_answer_is_one_the_official_sdk_accepts() -> None:
+    answers = _input_required_answers()
+    assert "golden-input-required-result" in answers
+    refused: dict[str, list[Any]] = {}
+    for name, result in answers.items():
+        try:
+            modern_types.InputRequiredResult.model_validate(result)
+        except pydantic.ValidationError as exc:
+            refused[name] = [error["loc"] for error in exc.errors()]
+    assert refused == {}
 
 
 def _copy(name: str) -> bytes:

@@ -3,7 +3,10 @@
 ``toolkeeper tools URL`` or ``toolkeeper tools --stdio -- CMD ARG...``; ``--era`` picks the
 selection policy (``auto``: one modern probe, legacy only for ``--allow-legacy``; ``modern``:
 strict; ``legacy``: legacy only). Each tool's version is its descriptor's
-``_meta.schemaVersion``, or null when the server publishes none (never invented). Exit 0 when
+``_meta.schemaVersion``, or null when the server publishes none (never invented). A tool the
+client dropped (modern era: an invalid ``x-mcp-header`` annotation, mcp-wire 4.3) is shown
+too: in ``--json`` under ``dropped`` (name, schema path, reason), in text as a ``# dropped``
+line each. Exit 0 when
 listed, 2 on a protocol or connection failure (the error's code, and with ``--json`` its data,
 such as the era decision).
 """
@@ -85,11 +88,13 @@ def tools_cmd(target: tuple[str, ...], stdio: bool, era: str, allow_legacy: bool
              "schemaVersion": tool_version(tool)} for tool in listing.tools]
     if as_json:
         echo_json({"era": session.version, "decision": session.decision.to_json(),
-                   "tools": rows})
+                   "tools": rows, "dropped": [dict(d) for d in listing.dropped]})
         return
     click.echo(f"# era {session.version} ({session.decision.verdict})")
     for row in rows:
         click.echo(f"{row['name']}\t{row['schemaVersion'] or '-'}\t{row['title'] or ''}")
+    for dropped in listing.dropped:
+        click.echo(f"# dropped {dropped['name']}\t{dropped['path']}\t{dropped['reason']}")
 
 
 def register(group: click.Group) -> None:

@@ -1,13 +1,15 @@
 """Streamable HTTP client transport over httpx: real sockets, or an ASGI app in process.
 
 A POST's answer is read as JSON or as server-sent events (notifications may come before the
-response; reading stops at the response), within the exchange's time and byte bounds. Error
+response; reading stops at the response; a legacy server's request on the stream is answered
+with a POST), within the exchange's time and byte bounds. Error
 texts name the failure's kind, never the library's text (which may quote a URL with a secret).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Final
 
@@ -25,19 +27,24 @@ from toolkeeper.client.transport import (
 from toolkeeper.errors import (
     ClientAuthenticationError,
     ClientConnectionError,
+    ClientError,
     ClientTimeoutError,
     JsonRpcError,
     RequestRefusedError,
     ServerUnavailableError,
 )
+from toolkeeper.protocol.client_requests import server_request_answer
 from toolkeeper.protocol.envelope import decode_message, encode_message
 from toolkeeper.protocol.sse_events import SseDecoder
+from toolkeeper.protocol.versions import Era, era_of
 
 __all__ = ["HttpTransport"]
 
 _BASE_HEADERS: Final = {"accept": "application/json, text/event-stream",
                         "content-type": "application/json"}
 _SSE_ACCEPT: Final = {"accept": "text/event-stream"}
+_ANSWER_S: Final = 10.0
+"""The bound on POSTing the answer to a server's request (also within the exchange's own)."""
 
 
 def _decode(data: bytes | str, where: str) -> Any:
@@ -62,9 +69,23 @@ class HttpTransport:
             async with asyncio.timeout(timeout):
                 async with self._client.stream("POST", self._url, content=body,
                                                headers=sent) as response:
-                    return await _read_answer(response, message.get("id"), max_bytes)
+                    return await _read_answer(response, message.get("id"), max_bytes,
+                                              self, headers)
         except (TimeoutError, httpx.HTTPError) as exc:
             raise _exchange_error(exc, timeout) from None
+
+    async def _answer(self, request: dict[str, Any], headers: Mapping[str, str]) -> None:
+        """Answer a request the server sent on a response stream. Legacy: a POST of the
+        response on the same session (with the same headers), within the exchange's bound;
+        the call's own stream reports a failed connection. Modern: none, as the era has no
+        server-to-client requests (they travel in ``input_required`` results) and no session
+        an answer could be routed to (mcp-wire 0)."""
+        version = next((v for k, v in headers.items() if k.lower() == "mcp-protocol-version"),
+                       None)
+        if era_of(version) is Era.MODERN:
+            return
+        with contextlib.suppress(ClientError):
+            await self.notify(server_request_answer(request), headers, timeout=_ANSWER_S)
 
     async def notify(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
                      timeout: float) -> int | None:
@@ -197,8 +218,10 @@ async def _events(response: httpx.Response, decoder: SseDecoder, max_bytes: int,
             yield _decode(event.data, "SSE event")
 
 
-async def _read_answer(response: httpx.Response, request_id: object, max_bytes: int
-                       ) -> Exchange:
+async def _read_answer(response: httpx.Response, request_id: object, max_bytes: int,
+                       transport: HttpTransport, sent: Mapping[str, str]) -> Exchange:
+    """The answer to the request sent with headers ``sent``; a server's request on its event
+    stream is answered through ``transport``."""
     _raise_for_refusal(response)
     headers = {k.lower(): v for k, v in response.headers.items()}
     status = response.status_code
@@ -206,6 +229,9 @@ async def _read_answer(response: httpx.Response, request_id: object, max_bytes: 
         messages: list[Any] = []
         async for message in _events(response, SseDecoder(), max_bytes, per_event=False):
             messages.append(message)
+            if isinstance(message, dict) and "method" in message and "id" in message:
+                # the server may wait for the answer before it responds
+                await transport._answer(message, sent)
             exchange = Exchange(status, headers, tuple(messages), streamed=True)
             if find_response(exchange, request_id) is not None:
                 return exchange

@@ -26,6 +26,7 @@ from toolkeeper.protocol.client_requests import (
     legacy_request,
     modern_request,
 )
+from toolkeeper.protocol.codes import INVALID_PARAMS
 from toolkeeper.protocol.envelope import RequestId
 from toolkeeper.protocol.era_selection import EraDecision
 from toolkeeper.protocol.meta import SUBSCRIPTION_ID_KEY
@@ -178,14 +179,23 @@ class ClientSession:
                                      timeout=self._timeouts.request_s)
 
     async def list_tools(self) -> ToolListing:
-        """Every page of ``tools/list`` (``nextCursor`` followed, at most :data:`MAX_PAGES`)."""
+        """Every page of ``tools/list`` (``nextCursor`` followed, at most :data:`MAX_PAGES`).
+        A cursor the server refuses with ``data.relist: true`` (the list changed between
+        pages, e.g. a publish) restarts the listing from the first page, once: the pages
+        already read may belong to the old list. A second refusal raises."""
         tools: list[dict[str, Any]] = []
         first: dict[str, Any] | None = None
         cursor: str | None = None
-        for _ in range(MAX_PAGES):
+        restarted = False
+        pages = 0
+        while pages < MAX_PAGES:
+            pages += 1
             response, exchange = await self._send("tools/list",
                                                   {} if cursor is None else {"cursor": cursor})
             if "error" in response:
+                if cursor is not None and not restarted and _relist_asked(response["error"]):
+                    restarted, tools, first, cursor, pages = True, [], None, None, 0
+                    continue
                 raise RequestRefusedError("the server refused tools/list",
                                           data={"error": response["error"],
                                                 "httpStatus": exchange.status})
@@ -273,6 +283,15 @@ def _without_invalid_header_annotations(tools: list[dict[str, Any]]
         else:
             dropped.append({"name": tool["name"], "path": invalid[0], "reason": invalid[1]})
     return kept, dropped
+
+
+def _relist_asked(error: Any) -> bool:
+    """Whether a ``tools/list`` error refuses the cursor and asks for a listing from the
+    start (-32602 with ``data.relist: true``)."""
+    if not isinstance(error, dict) or error.get("code") != INVALID_PARAMS:
+        return False
+    data = error.get("data")
+    return isinstance(data, dict) and data.get("relist") is True
 
 
 def _session_lost(status: int | None) -> ProtocolViolationError:

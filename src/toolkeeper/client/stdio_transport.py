@@ -1,9 +1,10 @@
 """stdio client transport: a subprocess speaking newline-delimited JSON-RPC (mcp-wire 2).
 
 One reader task routes each line: a response to the request waiting for its id; a request
-from the server is answered at once (``ping``; -32601 for the rest, as the client declares no
-capability that invites one); anything else (notifications) to the waiting requests' collected
-messages and to the unasked-message queue that :meth:`StdioTransport.stream` reads.
+from the server is answered at once (:func:`~toolkeeper.protocol.client_requests.
+server_request_answer`: ``ping``; -32601 for the rest); anything else (notifications) to the
+waiting requests' collected messages and to the unasked-message queue that
+:meth:`StdioTransport.stream` reads.
 
 The server is stopped by its pid: stdin closed, a bounded wait, then SIGTERM, then SIGKILL.
 Its stderr goes to the null device (a chatty server never blocks on a full pipe).
@@ -24,13 +25,8 @@ from toolkeeper.errors import (
     JsonRpcError,
     ProtocolViolationError,
 )
-from toolkeeper.protocol.codes import METHOD_NOT_FOUND
-from toolkeeper.protocol.envelope import (
-    decode_message,
-    encode_message,
-    error_message,
-    result_message,
-)
+from toolkeeper.protocol.client_requests import server_request_answer
+from toolkeeper.protocol.envelope import decode_message, encode_message
 
 __all__ = ["StdioTransport"]
 
@@ -108,14 +104,7 @@ class StdioTransport:
         self._unasked.put_nowait(message)
 
     async def _answer(self, request: dict[str, Any]) -> None:
-        """A server request: ``ping`` is answered; the client declares no capability that
-        invites any other (roots, sampling, elicitation), so the rest are -32601."""
-        if request["method"] == "ping":
-            await self._write(result_message(request["id"], {}))
-        else:
-            await self._write(error_message(request["id"], {
-                "code": METHOD_NOT_FOUND, "message": "Method not found",
-                "data": request["method"]}))
+        await self._write(server_request_answer(request))
 
     def _fail(self, error: Exception) -> None:
         self._failure = error

@@ -48,7 +48,7 @@ SDK_DIFF_FIXTURES: Final = (
     "golden-sdk-legacy-additive-field",
     "negative-unknown-result-type",
     "negative-sdk-tool-error-on-400",
-    "golden-sdk-input-required",
+    "golden-input-required-result",
 )
 """The high-risk fixtures, by transcript name: bookkeeping an SDK may strip (``resultType``,
 ``_meta``, ``ttlMs``, ``cacheScope``), an additive field it must not lose (``futureHint``) in

@@ -7,6 +7,10 @@ Modern: ``params._meta`` carries exactly the protocol version and the client cap
 method, ``Mcp-Name`` the routing name (base64-sentinel-encoded when it is not a plain value),
 ``Mcp-Param-*`` the arguments the tool's schema marks with ``x-mcp-header``. Legacy: the
 negotiated version and the session id in headers (none before ``initialize``), no envelope.
+
+A request the server sends the client (legacy only: ``ping``, ``roots/list``,
+``sampling/createMessage``, ``elicitation/create``; mcp-wire 0) gets one answer whatever the
+transport: :func:`server_request_answer`.
 """
 
 from __future__ import annotations
@@ -14,7 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from toolkeeper.protocol.envelope import RequestId, notification_message, request_message
+from toolkeeper.protocol.codes import METHOD_NOT_FOUND
+from toolkeeper.protocol.envelope import (
+    RequestId,
+    error_message,
+    notification_message,
+    request_message,
+    result_message,
+)
 from toolkeeper.protocol.headers import NAME_PARAMS, encode_header_value, param_headers
 from toolkeeper.protocol.meta import (
     CLIENT_CAPABILITIES_KEY,
@@ -31,12 +42,17 @@ __all__ = [
     "legacy_notification",
     "legacy_request",
     "modern_request",
+    "server_request_answer",
 ]
 
 CLIENT_INFO: Final = {"name": "toolkeeper", "version": "0.1.0"}
 
 Request = tuple[dict[str, Any], dict[str, str]]
 """A message and the HTTP headers that go with it (ignored by stdio)."""
+
+_SERVER_REQUEST_RESULTS: Final[Mapping[str, Mapping[str, Any]]] = {"ping": {}}
+"""The server requests the client serves, and their results. The client declares no capability
+that invites any other (roots, sampling, elicitation), so the rest are -32601."""
 
 
 def modern_request(request_id: RequestId, method: str, params: Mapping[str, Any] | None = None,
@@ -91,3 +107,14 @@ def initialize_params(client_info: Mapping[str, Any] = CLIENT_INFO) -> dict[str,
     """The ``initialize`` offer: the latest handshake revision, no optional capabilities."""
     return {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
             "clientInfo": dict(client_info)}
+
+
+def server_request_answer(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The client's response to ``request``, a request the server sent: ``ping`` gets ``{}``,
+    anything else -32601 with the method as data."""
+    method = request.get("method")
+    result = _SERVER_REQUEST_RESULTS.get(method) if isinstance(method, str) else None
+    if result is not None:
+        return result_message(request["id"], dict(result))
+    return error_message(request["id"], {"code": METHOD_NOT_FOUND,
+                                         "message": "Method not found", "data": method})
