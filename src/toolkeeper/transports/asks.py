@@ -14,9 +14,10 @@ What a handler sees (:class:`~toolkeeper.errors.AskError` codes): the result obj
 JSON-RPC error response is ``ask.client_error`` with the error in ``data.error``; no answer
 within ``timeout_s`` is ``ask.timeout`` (the client is then sent ``notifications/cancelled``
 for the request, so it can drop its prompt); more than ``max_pending`` requests awaiting answers
-in the process is ``ask.busy``; a session that ends (HTTP DELETE) fails its waiting requests
-with ``ask.gone``, and so does a request its handler makes once the session has ended
-(deleted, expired or evicted: nothing could answer it), before anything is sent. A call
+in the process is ``ask.busy``; a session that ends (deleted, expired or evicted: its POSTs
+are 404 from then on, nothing could answer) fails its waiting requests at once with
+``ask.gone``, and so does a request its handler makes once the session has ended, before
+anything is sent. A call
 cancelled while it waits (the client's ``notifications/cancelled`` for the call, its stream
 abandoned, the server stopping) ends the wait with it: the entry is
 removed whatever ends it, so the pending map never holds more than the requests awaited now.
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
@@ -50,15 +52,16 @@ class PendingAsks:
 
     def __init__(self, timeout_s: float = DEFAULT_ASK_TIMEOUT_S,
                  max_pending: int = DEFAULT_MAX_PENDING, *,
-                 live: Callable[[str], bool] | None = None) -> None:
+                 remaining: Callable[[str], float | None] | None = None) -> None:
         if not timeout_s > 0:
             raise ValueError(f"timeout_s must be positive, not {timeout_s}")
         if max_pending < 1:
             raise ValueError(f"max_pending must be at least 1, not {max_pending}")
         self._timeout_s = timeout_s
         self._max = max_pending
-        self._live = live
-        """Whether a session can still answer (None: always, as a stdio connection's)."""
+        self._remaining = remaining
+        """The seconds a session has before it expires unused, None once it ended (None: a
+        session that lasts as long as its connection, as on stdio)."""
         self._ids = itertools.count(1)
         self._waiting: dict[tuple[str, Any], asyncio.Future[InboundResponse]] = {}
 
@@ -68,7 +71,7 @@ class PendingAsks:
     async def ask(self, session: str, write: Emit, method: str, params: Mapping[str, Any]
                   ) -> dict[str, Any]:
         """Send ``method`` with ``params`` through ``write`` and await the response."""
-        if self._live is not None and not self._live(session):
+        if self._left(session) is None:
             raise AskError("the session ended before the request was sent", code="ask.gone",
                            data={"method": method})
         if len(self._waiting) >= self._max:
@@ -81,8 +84,7 @@ class PendingAsks:
         try:
             await write(request_message(request_id, method, params))
             try:
-                async with asyncio.timeout(self._timeout_s):
-                    response = await waiting
+                response = await self._response(session, waiting, method)
             except TimeoutError:
                 await write(notification_message("notifications/cancelled", {
                     "requestId": request_id, "reason": "no answer in time"}))
@@ -92,6 +94,32 @@ class PendingAsks:
         finally:
             del self._waiting[key]
         return _result_of(method, response)
+
+    def _left(self, session: str) -> float | None:
+        return math.inf if self._remaining is None else self._remaining(session)
+
+    async def _response(self, session: str, waiting: asyncio.Future[InboundResponse],
+                        method: str) -> InboundResponse:
+        """The response ``waiting`` gets within the timeout (else TimeoutError), while the
+        session lasts: a session that ends fails it (:meth:`end_session`), and so does one
+        that expires unused while nothing else looks at the table (each wait lasts until the
+        session would expire at the latest; a session used meanwhile is waited on again)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeout_s
+        while not waiting.done():
+            left = self._left(session)  # an expired session is let go here: waiting fails
+            if waiting.done():
+                break
+            if left is None:
+                raise AskError("the session ended before the client answered",
+                               code="ask.gone", data={"method": method})
+            now = loop.time()
+            if now >= deadline:
+                raise TimeoutError
+            # asyncio.wait, not wait_for: cancelling the caller leaves ``waiting`` as it is,
+            # so whether the client answered stays known.
+            await asyncio.wait((waiting,), timeout=min(deadline - now, left))
+        return waiting.result()
 
     def answer(self, session: str, response: InboundResponse) -> bool:
         """Hand a client's response to the request awaiting it (False: nobody awaits it).
@@ -108,7 +136,8 @@ class PendingAsks:
         return True
 
     def end_session(self, session: str) -> None:
-        """The session ended: its waiting requests fail with ``ask.gone``."""
+        """The session ended (deleted, expired, evicted): its waiting requests fail with
+        ``ask.gone`` at once."""
         for (owner, _), waiting in list(self._waiting.items()):
             if owner == session and not waiting.done():
                 waiting.set_exception(AskError("the session ended before the client answered",

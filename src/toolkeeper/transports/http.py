@@ -181,12 +181,10 @@ class StreamableHTTPApp:
         config = self._config
         self._legacy = LegacyCalls(
             config.replay, PendingAsks(config.ask_timeout_s, config.max_pending_asks,
-                                       live=self._session_live),
+                                       remaining=kernel.sessions.remaining),
             keepalive_s=config.keepalive_s, json_response=config.json_response)
-
-    def _session_live(self, session_id: str) -> bool:
-        """Whether a legacy session can still answer a request its handler sends."""
-        return self.kernel.sessions.get(session_id) is not None
+        # However a session ends (DELETE, expiry, eviction), what its calls keep goes with it.
+        kernel.sessions.ended.append(self._legacy.end_session)
 
     @property
     def config(self) -> HttpConfig:
@@ -372,8 +370,6 @@ class StreamableHTTPApp:
             status = self.kernel.end_session(facts)
             if status == 200 and self._session_streams is not None:
                 self._session_streams.end(session_id)
-            if status == 200:
-                self._legacy.end_session(session_id)
             await respond(send, status, [], b"")
             return
         last_event_id = headers.get(LAST_EVENT_ID)
