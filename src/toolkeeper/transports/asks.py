@@ -12,15 +12,17 @@ awaits (answered already, timed out, never sent), is dropped.
 
 What a handler sees (:class:`~toolkeeper.errors.AskError` codes): the result object; a
 JSON-RPC error response is ``ask.client_error`` with the error in ``data.error``; no answer
-within ``timeout_s`` is ``ask.timeout`` (the client is then sent ``notifications/cancelled``
-for the request, so it can drop its prompt); more than ``max_pending`` requests awaiting answers
+within ``timeout_s`` is ``ask.timeout``; more than ``max_pending`` requests awaiting answers
 in the process is ``ask.busy``; a session that ends (deleted, expired or evicted: its POSTs
 are 404 from then on, nothing could answer) fails its waiting requests at once with
 ``ask.gone``, and so does a request its handler makes once the session has ended, before
 anything is sent. A call
-cancelled while it waits (the client's ``notifications/cancelled`` for the call, its stream
-abandoned, the server stopping) ends the wait with it: the entry is
+cancelled while it waits (its timeout, the client's ``notifications/cancelled`` for the call,
+its stream abandoned, the server stopping) ends the wait with it: the entry is
 removed whatever ends it, so the pending map never holds more than the requests awaited now.
+Whatever ends a wait but the answer (the ask's timeout, the session's end, the call's end),
+the client is sent ``notifications/cancelled`` for the request on the call's stream while one
+exists, so it can drop its prompt; a request it answered is never cancelled.
 
 Where this works: a stateful legacy HTTP session (its POSTs answered in SSE: not in JSON mode,
 where the answer is a single JSON body with no room for a request), and a legacy stdio
@@ -33,6 +35,7 @@ the capability at ``initialize``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import math
 from collections.abc import Awaitable, Callable, Mapping
@@ -86,11 +89,17 @@ class PendingAsks:
             try:
                 response = await self._response(session, waiting, method)
             except TimeoutError:
-                await write(notification_message("notifications/cancelled", {
-                    "requestId": request_id, "reason": "no answer in time"}))
+                await _cancel(write, request_id, "no answer in time")
                 raise AskError(f"the client did not answer {method} within "
                                f"{self._timeout_s:g} s", code="ask.timeout",
                                data={"method": method, "timeoutS": self._timeout_s}) from None
+            except AskError:  # the session ended
+                await _cancel(write, request_id, "the session ended")
+                raise
+            except asyncio.CancelledError:  # the call ended (its timeout, its cancel, ...)
+                if not _answered(waiting):
+                    await _cancel(write, request_id, "the call ended")
+                raise
         finally:
             del self._waiting[key]
         return _result_of(method, response)
@@ -142,6 +151,21 @@ class PendingAsks:
             if owner == session and not waiting.done():
                 waiting.set_exception(AskError("the session ended before the client answered",
                                                code="ask.gone"))
+
+
+def _answered(waiting: asyncio.Future[InboundResponse]) -> bool:
+    if not waiting.done() or waiting.cancelled():
+        return False
+    return waiting.exception() is None  # (retrieved: a session's end is not logged unseen)
+
+
+async def _cancel(write: Emit, request_id: int, reason: str) -> None:
+    """Tell the client a request of ours it has not answered is cancelled (2025-11-25
+    "Cancellation"), so it can drop its prompt: on the call's stream, while one exists (a
+    stream whose client left takes nothing, a closed connection refuses it)."""
+    with contextlib.suppress(OSError):
+        await write(notification_message("notifications/cancelled", {
+            "requestId": request_id, "reason": reason}))
 
 
 def _result_of(method: str, response: InboundResponse) -> dict[str, Any]:
