@@ -28,8 +28,10 @@ from ask_kit import (
 from bounds_kit import exchange, legacy_scope
 from stream_kit import BOUND_S, INITIALIZED, Lines, demo_gateway, tool_call
 
+from toolkeeper.errors import AskError
 from toolkeeper.server import ToolContext
 from toolkeeper.transports import HttpConfig, create_asgi_app
+from toolkeeper.transports.asks import PendingAsks
 
 
 def test_the_request_goes_on_the_calls_stream_and_its_response_comes_back_by_id() -> None:
@@ -115,6 +117,51 @@ def test_asks_beyond_the_pending_bound_are_ask_busy() -> None:
         assert await answer_of(client, task) == ["answered", "ask.busy"]
 
     asyncio.run(scenario())
+
+
+def test_one_session_cannot_take_every_pending_slot_from_the_others() -> None:
+    async def scenario() -> None:
+        app, _ = make_app(max_pending_asks=2, max_pending_asks_per_session=1)
+        greedy, other = await session(app, ELICITING), await session(app, ELICITING)
+        greedy_client, greedy_task = await start(app, greedy, "t.twice")
+        (greedy_request,) = await requests(greedy_client, 1)
+        other_client, other_task = await start(app, other)
+        (other_request,) = await requests(other_client, 1)  # a slot was left for it
+        for session_id, request in ((greedy, greedy_request), (other, other_request)):
+            await respond(app, session_id, {"jsonrpc": "2.0", "id": request["id"],
+                                            "result": {"action": "decline"}})
+        assert await answer_of(greedy_client, greedy_task) == ["answered", "ask.busy"]
+        assert await answer_of(other_client, other_task) == {"action": "decline"}
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(("asker", "bound"), [("greedy", "session"), ("third", "process")])
+def test_a_busy_ask_names_the_bound_it_met(asker: str, bound: str) -> None:
+    async def scenario() -> dict[str, Any]:
+        asks = PendingAsks(max_pending=2, max_per_session=1)
+        sent = asyncio.Event()
+
+        async def write(message: dict[str, Any]) -> None:
+            sent.set()
+
+        waiting = []
+        for owner in ("greedy", "other"):
+            sent.clear()
+            waiting.append(asyncio.ensure_future(asks.ask(owner, write, "roots/list", {})))
+            await asyncio.wait_for(sent.wait(), BOUND_S)
+        try:
+            with pytest.raises(AskError) as refused:
+                await asks.ask(asker, write, "roots/list", {})
+        finally:
+            for task in waiting:
+                task.cancel()
+            await asyncio.wait(waiting, timeout=BOUND_S)
+        assert refused.value.code == "ask.busy" and len(asks) == 0
+        return dict(refused.value.data)
+
+    assert asyncio.run(scenario()) == {"method": "roots/list", "bound": bound, "limit": {
+        "session": 1, "process": 2}[bound]}
 
 
 def test_a_session_deleted_while_its_handler_waits_is_ask_gone() -> None:

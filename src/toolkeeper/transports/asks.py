@@ -13,8 +13,10 @@ awaits (answered already, timed out, never sent), is dropped.
 What a handler sees (:class:`~toolkeeper.errors.AskError` codes): the result object; a
 JSON-RPC error response is ``ask.client_error`` with the error in ``data.error``; no answer
 within ``timeout_s`` is ``ask.timeout``; more than ``max_pending`` requests awaiting answers
-in the process is ``ask.busy``; a session that ends (deleted, expired or evicted: its POSTs
-are 404 from then on, nothing could answer) fails its waiting requests at once with
+in the process, or more than ``max_per_session`` in the session, is ``ask.busy``
+(``data.bound``: ``"process"`` or ``"session"``; the session bound keeps one session from
+starving the others); a session that ends (deleted, expired or evicted: its POSTs are 404
+from then on, nothing could answer) fails its waiting requests at once with
 ``ask.gone``, and so does a request its handler makes once the session has ended, before
 anything is sent. A call
 cancelled while it waits (its timeout, the client's ``notifications/cancelled`` for the call,
@@ -44,10 +46,12 @@ from typing import Any, Final
 from toolkeeper.protocol import AskError, Emit, notification_message, request_message
 from toolkeeper.protocol.envelope import InboundResponse
 
-__all__ = ["DEFAULT_ASK_TIMEOUT_S", "DEFAULT_MAX_PENDING", "LegacyChannel", "PendingAsks"]
+__all__ = ["DEFAULT_ASK_TIMEOUT_S", "DEFAULT_MAX_PENDING", "DEFAULT_MAX_PENDING_PER_SESSION",
+           "LegacyChannel", "PendingAsks"]
 
 DEFAULT_ASK_TIMEOUT_S: Final = 300.0
 DEFAULT_MAX_PENDING: Final = 1000
+DEFAULT_MAX_PENDING_PER_SESSION: Final = 100
 
 
 class PendingAsks:
@@ -55,13 +59,18 @@ class PendingAsks:
 
     def __init__(self, timeout_s: float = DEFAULT_ASK_TIMEOUT_S,
                  max_pending: int = DEFAULT_MAX_PENDING, *,
+                 max_per_session: int = DEFAULT_MAX_PENDING_PER_SESSION,
                  remaining: Callable[[str], float | None] | None = None) -> None:
         if not timeout_s > 0:
             raise ValueError(f"timeout_s must be positive, not {timeout_s}")
-        if max_pending < 1:
-            raise ValueError(f"max_pending must be at least 1, not {max_pending}")
+        for name, bound in (("max_pending", max_pending), ("max_per_session", max_per_session)):
+            if bound < 1:
+                raise ValueError(f"{name} must be at least 1, not {bound}")
         self._timeout_s = timeout_s
         self._max = max_pending
+        self._max_per_session = max_per_session
+        self._per_session: dict[str, int] = {}
+        """Requests awaited per session (a session awaiting none has no entry)."""
         self._remaining = remaining
         """The seconds a session has before it expires unused, None once it ended (None: a
         session that lasts as long as its connection, as on stdio)."""
@@ -77,13 +86,13 @@ class PendingAsks:
         if self._left(session) is None:
             raise AskError("the session ended before the request was sent", code="ask.gone",
                            data={"method": method})
-        if len(self._waiting) >= self._max:
-            raise AskError(f"{self._max} requests to clients await answers already",
-                           code="ask.busy", data={"method": method})
+        self._check_room(session, method)
         request_id = next(self._ids)
         key = (session, request_id)
         waiting: asyncio.Future[InboundResponse] = asyncio.get_running_loop().create_future()
         self._waiting[key] = waiting
+        per_session = self._per_session
+        per_session[session] = per_session.get(session, 0) + 1
         try:
             await write(request_message(request_id, method, params))
             try:
@@ -102,7 +111,22 @@ class PendingAsks:
                 raise
         finally:
             del self._waiting[key]
+            if per_session[session] == 1:
+                del per_session[session]
+            else:
+                per_session[session] -= 1
         return _result_of(method, response)
+
+    def _check_room(self, session: str, method: str) -> None:
+        """``ask.busy`` when the process, or the session, awaits as many answers as it may
+        (``data.bound``: which): one session cannot take every slot from the others."""
+        for bound, limit, used in (
+                ("session", self._max_per_session, self._per_session.get(session, 0)),
+                ("process", self._max, len(self._waiting))):
+            if used >= limit:
+                raise AskError(f"{limit} requests to clients await answers already in this "
+                               f"{bound}", code="ask.busy",
+                               data={"method": method, "bound": bound, "limit": limit})
 
     def _left(self, session: str) -> float | None:
         return math.inf if self._remaining is None else self._remaining(session)

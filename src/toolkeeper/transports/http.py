@@ -75,7 +75,12 @@ from toolkeeper.transports.asgi_io import (
     send_reply,
     serve_lifespan,
 )
-from toolkeeper.transports.asks import DEFAULT_ASK_TIMEOUT_S, DEFAULT_MAX_PENDING, PendingAsks
+from toolkeeper.transports.asks import (
+    DEFAULT_ASK_TIMEOUT_S,
+    DEFAULT_MAX_PENDING,
+    DEFAULT_MAX_PENDING_PER_SESSION,
+    PendingAsks,
+)
 from toolkeeper.transports.http_rungs import (
     MEMO_LONGEST,
     STREAM_METHOD,
@@ -140,6 +145,9 @@ class HttpConfig:
     (:mod:`~toolkeeper.transports.asks`)."""
     max_pending_asks: int = DEFAULT_MAX_PENDING
     """Requests to clients awaiting answers at once, beyond which a handler's ask fails."""
+    max_pending_asks_per_session: int = DEFAULT_MAX_PENDING_PER_SESSION
+    """The same bound for the requests of one legacy session, so that one session cannot take
+    every slot and fail the other sessions' asks."""
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 0:
@@ -181,6 +189,7 @@ class StreamableHTTPApp:
         config = self._config
         self._legacy = LegacyCalls(
             config.replay, PendingAsks(config.ask_timeout_s, config.max_pending_asks,
+                                       max_per_session=config.max_pending_asks_per_session,
                                        remaining=kernel.sessions.remaining),
             keepalive_s=config.keepalive_s, json_response=config.json_response)
         # However a session ends (DELETE, expiry, eviction), what its calls keep goes with it.
