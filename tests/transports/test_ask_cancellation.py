@@ -9,8 +9,8 @@ import asyncio
 import json
 from typing import Any
 
-from ask_kit import ELICITING, SCHEMA, messages, requests, session, start
 from bounds_kit import exchange, legacy_scope
+from legacy_ask_kit import ELICITING, SCHEMA, messages, requests, session, start
 from stream_kit import BOUND_S, Client, demo_gateway
 
 from toolkeeper.protocol.envelope import InboundResponse

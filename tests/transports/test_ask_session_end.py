@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-from ask_kit import ELICITING, answer_of, elicit, requests, session, start
 from bounds_kit import exchange, legacy_scope
+from legacy_ask_kit import ELICITING, answer_of, elicit, requests, session, start
 from stream_kit import BOUND_S, demo_gateway
 
 from toolkeeper.protocol import SessionTable

@@ -13,7 +13,8 @@ import json
 from typing import Any
 
 import pytest
-from ask_kit import (
+from bounds_kit import exchange, legacy_scope
+from legacy_ask_kit import (
     ELICITING,
     SCHEMA,
     answer_of,
@@ -25,7 +26,6 @@ from ask_kit import (
     session,
     start,
 )
-from bounds_kit import exchange, legacy_scope
 from stream_kit import BOUND_S, INITIALIZED, Lines, demo_gateway, tool_call
 
 from toolkeeper.errors import AskError
