@@ -193,3 +193,27 @@ def test_session_ids_are_unguessable_hex() -> None:
         assert isinstance(reply, Reply)
         ids.add(reply.headers[0][1])
     assert len(ids) == 20 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+
+
+def test_every_way_a_session_ends_tells_the_end_listeners_once() -> None:
+    clock = Clock()
+    sessions = table(clock, "a", "b", "c", "d", "e", "f", admit=3, max_sessions=3,
+                     idle_timeout_s=10)  # a at 0, b at 1, c at 2
+    ended: list[str] = []
+    sessions.ended.append(ended.append)
+    assert sessions.remove("b") and not sessions.remove("b")  # deleted
+    clock.now = 11.5
+    assert sessions.remaining("a") is None  # expired: noticed without a request
+    for _ in "def":  # f finds the table full (c, d, e): c is evicted
+        sessions.admit(LegacySession())
+    assert ended == ["b", "a", "c"]
+
+
+def test_remaining_tells_a_sessions_time_left_without_touching_it() -> None:
+    clock = Clock()
+    sessions = table(clock, "a", admit=1, idle_timeout_s=10)  # a at 0
+    clock.now = 4
+    assert sessions.remaining("a") == 6
+    clock.now = 10
+    assert sessions.remaining("a") == 0  # not touched at 4: still due at 10
+    assert sessions.remaining("nobody") is None

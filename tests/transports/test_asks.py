@@ -14,98 +14,39 @@ from typing import Any
 
 import pytest
 from bounds_kit import exchange, legacy_scope
-from stream_kit import BOUND_S, INITIALIZED, Client, Lines, demo_gateway, tool_call
+from legacy_ask_kit import (
+    ELICITING,
+    SCHEMA,
+    answer_of,
+    elicit,
+    make_app,
+    messages,
+    requests,
+    respond,
+    session,
+    start,
+)
+from stream_kit import BOUND_S, INITIALIZED, Lines, demo_gateway, tool_call
 
 from toolkeeper.errors import AskError
-from toolkeeper.server import Gateway, ToolContext
-from toolkeeper.transports import HttpConfig, StreamableHTTPApp, create_asgi_app
-
-SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}}
-ELICITING = {"elicitation": {}}
-
-
-async def elicit(arguments: dict[str, Any], ctx: ToolContext) -> str:
-    """Asks once; what it got, or the AskError's code and data."""
-    try:
-        answer = await ctx.elicit("Your name?", SCHEMA)
-    except AskError as exc:
-        return json.dumps({"code": exc.code, "data": exc.data})
-    return json.dumps(dict(answer))
-
-
-async def elicit_twice(arguments: dict[str, Any], ctx: ToolContext) -> str:
-    outcomes = await asyncio.gather(ctx.elicit("One?", SCHEMA), ctx.elicit("Two?", SCHEMA),
-                                    return_exceptions=True)
-    return json.dumps(sorted(o.code if isinstance(o, AskError) else "answered"
-                             for o in outcomes))
-
-
-def _app(**config: Any) -> tuple[StreamableHTTPApp, Gateway]:
-    gateway = demo_gateway({"t.elicit": elicit, "t.twice": elicit_twice})
-    return create_asgi_app(gateway.kernel, HttpConfig(**config), changes=gateway.changes), gateway
-
-
-async def _session(app: StreamableHTTPApp, capabilities: dict[str, Any]) -> str:
-    message = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": capabilities,
-        "clientInfo": {"name": "t", "version": "1"}}}
-    answer = await exchange(app, legacy_scope("POST"), json.dumps(message).encode())
-    session_id: str = dict(answer.sent[0]["headers"])[b"mcp-session-id"].decode()
-    await exchange(app, legacy_scope("POST", session_id), json.dumps(INITIALIZED).encode())
-    return session_id
-
-
-def _messages(client: Client) -> list[dict[str, Any]]:
-    """The JSON-RPC messages of an SSE response so far (the priming event skipped)."""
-    return [json.loads(line[6:]) for line in client.body().decode().split("\r\n")
-            if line.startswith("data: ") and line != "data: "]
-
-
-async def _requests(client: Client, count: int) -> list[dict[str, Any]]:
-    """The first ``count`` requests the server wrote on ``client``'s stream."""
-    async with asyncio.timeout(BOUND_S):
-        while True:
-            found = [m for m in _messages(client) if "method" in m and "id" in m]
-            if len(found) >= count:
-                return found
-            client.changed.clear()
-            await client.changed.wait()
-
-
-async def _start(app: StreamableHTTPApp, session_id: str, tool: str = "t.elicit"
-                 ) -> tuple[Client, asyncio.Task[None]]:
-    client = Client(json.dumps(tool_call(tool, 1, era="legacy")).encode())
-    task = asyncio.ensure_future(app(legacy_scope("POST", session_id), client.inbox.get,
-                                     client.send))
-    return client, task
-
-
-async def _respond(app: StreamableHTTPApp, session_id: str, message: dict[str, Any]) -> int:
-    answer = await exchange(app, legacy_scope("POST", session_id), json.dumps(message).encode())
-    status: int = answer.sent[0]["status"]
-    return status
-
-
-async def _answer(client: Client, task: asyncio.Task[None]) -> Any:
-    await asyncio.wait_for(task, BOUND_S)
-    final = _messages(client)[-1]
-    assert final["id"] == 1
-    return json.loads(final["result"]["content"][0]["text"])
+from toolkeeper.server import ToolContext
+from toolkeeper.transports import HttpConfig, create_asgi_app
+from toolkeeper.transports.asks import PendingAsks
 
 
 def test_the_request_goes_on_the_calls_stream_and_its_response_comes_back_by_id() -> None:
     async def scenario() -> None:
-        app, _ = _app()
-        session_id = await _session(app, ELICITING)
-        client, task = await _start(app, session_id)
-        (request,) = await _requests(client, 1)
+        app, _ = make_app()
+        session_id = await session(app, ELICITING)
+        client, task = await start(app, session_id)
+        (request,) = await requests(client, 1)
         assert request["method"] == "elicitation/create"
         assert request["params"] == {"mode": "form", "message": "Your name?",
                                      "requestedSchema": SCHEMA}
         assert dict(client.sent[0]["headers"])[b"content-type"] == b"text/event-stream"
-        assert await _respond(app, session_id, {"jsonrpc": "2.0", "id": request["id"],
+        assert await respond(app, session_id, {"jsonrpc": "2.0", "id": request["id"],
                                                 "result": {"action": "decline"}}) == 202
-        assert await _answer(client, task) == {"action": "decline"}
+        assert await answer_of(client, task) == {"action": "decline"}
         assert len(app._legacy.asks) == 0
 
     asyncio.run(scenario())
@@ -118,12 +59,12 @@ def test_the_request_goes_on_the_calls_stream_and_its_response_comes_back_by_id(
 def test_an_error_or_a_result_that_is_no_object_is_an_ask_error(
         response: dict[str, Any], code: str) -> None:
     async def scenario() -> None:
-        app, _ = _app()
-        session_id = await _session(app, ELICITING)
-        client, task = await _start(app, session_id)
-        (request,) = await _requests(client, 1)
-        await _respond(app, session_id, {"jsonrpc": "2.0", "id": request["id"], **response})
-        seen = await _answer(client, task)
+        app, _ = make_app()
+        session_id = await session(app, ELICITING)
+        client, task = await start(app, session_id)
+        (request,) = await requests(client, 1)
+        await respond(app, session_id, {"jsonrpc": "2.0", "id": request["id"], **response})
+        seen = await answer_of(client, task)
         assert seen["code"] == code
         if code == "ask.client_error":
             assert seen["data"]["error"] == response["error"]
@@ -133,31 +74,31 @@ def test_an_error_or_a_result_that_is_no_object_is_an_ask_error(
 
 def test_a_response_from_another_session_is_not_routed() -> None:
     async def scenario() -> None:
-        app, _ = _app()
-        owner, stranger = await _session(app, ELICITING), await _session(app, ELICITING)
-        client, task = await _start(app, owner)
-        (request,) = await _requests(client, 1)
+        app, _ = make_app()
+        owner, stranger = await session(app, ELICITING), await session(app, ELICITING)
+        client, task = await start(app, owner)
+        (request,) = await requests(client, 1)
         forged = {"jsonrpc": "2.0", "id": request["id"], "result": {"action": "accept",
                                                                       "content": {"name": "x"}}}
-        assert await _respond(app, stranger, forged) == 202
+        assert await respond(app, stranger, forged) == 202
         for wrong_id in (True, [request["id"]], str(request["id"])):
-            await _respond(app, owner, {**forged, "id": wrong_id})
+            await respond(app, owner, {**forged, "id": wrong_id})
         assert not task.done() and len(app._legacy.asks) == 1
-        await _respond(app, owner, {"jsonrpc": "2.0", "id": request["id"],
+        await respond(app, owner, {"jsonrpc": "2.0", "id": request["id"],
                                     "result": {"action": "cancel"}})
-        assert await _answer(client, task) == {"action": "cancel"}
+        assert await answer_of(client, task) == {"action": "cancel"}
 
     asyncio.run(scenario())
 
 
 def test_no_answer_in_time_is_ask_timeout_and_the_client_is_told_it_is_cancelled() -> None:
     async def scenario() -> None:
-        app, _ = _app(ask_timeout_s=0.05)
-        session_id = await _session(app, ELICITING)
-        client, task = await _start(app, session_id)
-        seen = await _answer(client, task)
+        app, _ = make_app(ask_timeout_s=0.05)
+        session_id = await session(app, ELICITING)
+        client, task = await start(app, session_id)
+        seen = await answer_of(client, task)
         assert seen["code"] == "ask.timeout"
-        request, cancelled = _messages(client)[:2]
+        request, cancelled = messages(client)[:2]
         assert cancelled["method"] == "notifications/cancelled"
         assert cancelled["params"]["requestId"] == request["id"]
         assert len(app._legacy.asks) == 0
@@ -167,26 +108,71 @@ def test_no_answer_in_time_is_ask_timeout_and_the_client_is_told_it_is_cancelled
 
 def test_asks_beyond_the_pending_bound_are_ask_busy() -> None:
     async def scenario() -> None:
-        app, _ = _app(max_pending_asks=1)
-        session_id = await _session(app, ELICITING)
-        client, task = await _start(app, session_id, "t.twice")
-        (request,) = await _requests(client, 1)
-        await _respond(app, session_id, {"jsonrpc": "2.0", "id": request["id"],
+        app, _ = make_app(max_pending_asks=1)
+        session_id = await session(app, ELICITING)
+        client, task = await start(app, session_id, "t.twice")
+        (request,) = await requests(client, 1)
+        await respond(app, session_id, {"jsonrpc": "2.0", "id": request["id"],
                                          "result": {"action": "decline"}})
-        assert await _answer(client, task) == ["answered", "ask.busy"]
+        assert await answer_of(client, task) == ["answered", "ask.busy"]
 
     asyncio.run(scenario())
 
 
+def test_one_session_cannot_take_every_pending_slot_from_the_others() -> None:
+    async def scenario() -> None:
+        app, _ = make_app(max_pending_asks=2, max_pending_asks_per_session=1)
+        greedy, other = await session(app, ELICITING), await session(app, ELICITING)
+        greedy_client, greedy_task = await start(app, greedy, "t.twice")
+        (greedy_request,) = await requests(greedy_client, 1)
+        other_client, other_task = await start(app, other)
+        (other_request,) = await requests(other_client, 1)  # a slot was left for it
+        for session_id, request in ((greedy, greedy_request), (other, other_request)):
+            await respond(app, session_id, {"jsonrpc": "2.0", "id": request["id"],
+                                            "result": {"action": "decline"}})
+        assert await answer_of(greedy_client, greedy_task) == ["answered", "ask.busy"]
+        assert await answer_of(other_client, other_task) == {"action": "decline"}
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(("asker", "bound"), [("greedy", "session"), ("third", "process")])
+def test_a_busy_ask_names_the_bound_it_met(asker: str, bound: str) -> None:
+    async def scenario() -> dict[str, Any]:
+        asks = PendingAsks(max_pending=2, max_per_session=1)
+        sent = asyncio.Event()
+
+        async def write(message: dict[str, Any]) -> None:
+            sent.set()
+
+        waiting = []
+        for owner in ("greedy", "other"):
+            sent.clear()
+            waiting.append(asyncio.ensure_future(asks.ask(owner, write, "roots/list", {})))
+            await asyncio.wait_for(sent.wait(), BOUND_S)
+        try:
+            with pytest.raises(AskError) as refused:
+                await asks.ask(asker, write, "roots/list", {})
+        finally:
+            for task in waiting:
+                task.cancel()
+            await asyncio.wait(waiting, timeout=BOUND_S)
+        assert refused.value.code == "ask.busy" and len(asks) == 0
+        return dict(refused.value.data)
+
+    assert asyncio.run(scenario()) == {"method": "roots/list", "bound": bound, "limit": {
+        "session": 1, "process": 2}[bound]}
+
+
 def test_a_session_deleted_while_its_handler_waits_is_ask_gone() -> None:
     async def scenario() -> None:
-        app, _ = _app()
-        session_id = await _session(app, ELICITING)
-        client, task = await _start(app, session_id)
-        await _requests(client, 1)
+        app, _ = make_app()
+        session_id = await session(app, ELICITING)
+        client, task = await start(app, session_id)
+        await requests(client, 1)
         deleted = await exchange(app, legacy_scope("DELETE", session_id), b"")
         assert deleted.sent[0]["status"] == 200
-        assert (await _answer(client, task))["code"] == "ask.gone"
+        assert (await answer_of(client, task))["code"] == "ask.gone"
         assert len(app._legacy.asks) == 0
 
     asyncio.run(scenario())
@@ -194,8 +180,8 @@ def test_a_session_deleted_while_its_handler_waits_is_ask_gone() -> None:
 
 def test_in_json_mode_nothing_can_carry_a_request_so_the_ask_is_unavailable() -> None:
     async def scenario() -> None:
-        app, _ = _app(json_response=True)
-        session_id = await _session(app, ELICITING)
+        app, _ = make_app(json_response=True)
+        session_id = await session(app, ELICITING)
         answer = await exchange(app, legacy_scope("POST", session_id),
                                 json.dumps(tool_call("t.elicit", 1, era="legacy")).encode())
         body = json.loads(answer.body())
@@ -211,7 +197,7 @@ def test_without_a_declared_capability_the_ask_is_minus_32602_before_anything_is
         gateway = demo_gateway({"t.elicit": elicit},
                                legacy_sessions="stateless" if mode == "stateless" else "stateful")
         app = create_asgi_app(gateway.kernel, HttpConfig(), changes=gateway.changes)
-        session_id = None if mode == "stateless" else await _session(app, {"sampling": {}})
+        session_id = None if mode == "stateless" else await session(app, {"sampling": {}})
         scope = legacy_scope("POST", session_id)
         answer = await exchange(app, scope, json.dumps(tool_call("t.elicit", 1, era="legacy"))
                                 .encode())
@@ -265,8 +251,8 @@ def test_an_ask_made_after_its_session_was_deleted_is_ask_gone_at_once() -> None
         gateway = demo_gateway({"t.late": late})
         app = create_asgi_app(gateway.kernel, HttpConfig(ask_timeout_s=BOUND_S * 10),
                               changes=gateway.changes)
-        session_id = await _session(app, ELICITING)
-        client, task = await _start(app, session_id, "t.late")
+        session_id = await session(app, ELICITING)
+        client, task = await start(app, session_id, "t.late")
         deleted = await exchange(app, legacy_scope("DELETE", session_id), b"")
         assert deleted.sent[0]["status"] == 200
         release.set()
@@ -282,8 +268,8 @@ def test_an_ask_made_after_its_session_was_deleted_is_ask_gone_at_once() -> None
 
 def test_a_session_that_declared_url_elicitation_only_is_never_sent_a_form() -> None:
     async def scenario() -> dict[str, Any]:
-        app, _ = _app()
-        session_id = await _session(app, {"elicitation": {"url": {}}})
+        app, _ = make_app()
+        session_id = await session(app, {"elicitation": {"url": {}}})
         answer = await exchange(app, legacy_scope("POST", session_id),
                                 json.dumps(tool_call("t.elicit", 1, era="legacy")).encode())
         assert dict(answer.sent[0]["headers"])[b"content-type"] == b"application/json"

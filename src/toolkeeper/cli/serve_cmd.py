@@ -248,7 +248,8 @@ def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
         try:
             run_stdio(gateway.kernel, changes=gateway.changes, stdout=protocol_out,
                       asks=PendingAsks(config.legacy.ask_timeout_s,
-                                       config.legacy.max_pending_asks))
+                                       config.legacy.max_pending_asks,
+                                       max_per_session=config.legacy.max_pending_asks_per_session))
         except OSError as exc:  # the output refused a write: the reader is gone
             fail(ToolkeeperError(f"standard output refused a write: {exc.strerror or exc}",
                                  code="serve.stdout_failed"), code=EXIT_REFUSED)
@@ -266,7 +267,8 @@ def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
                       max_connections=server.max_connections, backlog=server.backlog,
                       documents=dict(features.documents), replay=_replay(config.legacy),
                       ask_timeout_s=config.legacy.ask_timeout_s,
-                      max_pending_asks=config.legacy.max_pending_asks)
+                      max_pending_asks=config.legacy.max_pending_asks,
+                      max_pending_asks_per_session=config.legacy.max_pending_asks_per_session)
 
     def ready(running: RunningServer) -> None:
         log.info("toolkeeper gateway listening on %s", running.url)

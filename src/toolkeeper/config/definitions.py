@@ -147,6 +147,10 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             minimum=0, maximum=_DAY, min_open=True),
     Setting("legacy.max_pending_asks", INTEGER, 1000, "Requests to clients awaiting an answer "
             "at once (more are refused to the handler).", minimum=1, maximum=1_000_000),
+    Setting("legacy.max_pending_asks_per_session", INTEGER, 100, "Requests to clients one "
+            "session's handlers await at once (more are refused to the handler), so one "
+            "session cannot take every slot of `legacy.max_pending_asks`.", minimum=1,
+            maximum=1_000_000),
     # estate
     Setting("estate.demo", BOOLEAN, False, "Publish the demo estate if absent and serve its "
             "handlers.", flag="--demo"),

@@ -61,6 +61,7 @@ class LegacySettings:
     resume_window_s: float = 60.0
     ask_timeout_s: float = 300.0
     max_pending_asks: int = 1000
+    max_pending_asks_per_session: int = 100
 
 
 @dataclass(frozen=True, slots=True)

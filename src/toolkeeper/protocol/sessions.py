@@ -71,6 +71,10 @@ class SessionTable:
     Every operation is amortized O(1): each session is dropped at most once, and the order is
     an :class:`~collections.OrderedDict` (a plain dict popped at the front rescans the holes
     it leaves there). Pure state: the clock and the id source are injected.
+
+    Whatever ends a session (:meth:`remove`, expiry, eviction), each of :attr:`ended` is
+    called with its id, once, when the table lets it go: what a transport keeps for the
+    session (its clients' awaited answers, its replay logs) can go with it.
     """
 
     def __init__(self, *, max_sessions: int = 10_000, max_bytes: int = 16 * 1024 * 1024,
@@ -87,6 +91,8 @@ class SessionTable:
         self._idle = idle_timeout_s
         self._clock = clock
         self._new_id = new_id
+        self.ended: list[Callable[[str], None]] = []
+        """Called with the id of each session the table lets go (deleted, expired, evicted)."""
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -98,8 +104,13 @@ class SessionTable:
         return self._bytes
 
     def _drop_first(self) -> None:
-        _, session = self._sessions.popitem(last=False)
+        session_id, session = self._sessions.popitem(last=False)
         self._bytes -= session.weight
+        self._let_go(session_id)
+
+    def _let_go(self, session_id: str) -> None:
+        for ended in self.ended:
+            ended(session_id)
 
     def _reap(self, now: float) -> None:
         cutoff = now - self._idle
@@ -139,10 +150,23 @@ class SessionTable:
         self._sessions.move_to_end(session_id)
         return session
 
+    def remaining(self, session_id: str) -> float | None:
+        """The seconds the live session with that id has before it expires unused, without
+        touching it; None when unknown, expired (it is then let go) or evicted."""
+        session = self._sessions.get(session_id)
+        if session is None:
+            return None
+        left = session.last_seen + self._idle - self._clock()
+        if left < 0:
+            self.remove(session_id)
+            return None
+        return left
+
     def remove(self, session_id: str) -> bool:
         """End a session (HTTP DELETE); False when it was unknown, expired or evicted."""
         session = self._sessions.pop(session_id, None)
         if session is None:
             return False
         self._bytes -= session.weight
+        self._let_go(session_id)
         return True

@@ -75,7 +75,12 @@ from toolkeeper.transports.asgi_io import (
     send_reply,
     serve_lifespan,
 )
-from toolkeeper.transports.asks import DEFAULT_ASK_TIMEOUT_S, DEFAULT_MAX_PENDING, PendingAsks
+from toolkeeper.transports.asks import (
+    DEFAULT_ASK_TIMEOUT_S,
+    DEFAULT_MAX_PENDING,
+    DEFAULT_MAX_PENDING_PER_SESSION,
+    PendingAsks,
+)
 from toolkeeper.transports.http_rungs import (
     MEMO_LONGEST,
     STREAM_METHOD,
@@ -140,6 +145,9 @@ class HttpConfig:
     (:mod:`~toolkeeper.transports.asks`)."""
     max_pending_asks: int = DEFAULT_MAX_PENDING
     """Requests to clients awaiting answers at once, beyond which a handler's ask fails."""
+    max_pending_asks_per_session: int = DEFAULT_MAX_PENDING_PER_SESSION
+    """The same bound for the requests of one legacy session, so that one session cannot take
+    every slot and fail the other sessions' asks."""
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 0:
@@ -181,12 +189,11 @@ class StreamableHTTPApp:
         config = self._config
         self._legacy = LegacyCalls(
             config.replay, PendingAsks(config.ask_timeout_s, config.max_pending_asks,
-                                       live=self._session_live),
+                                       max_per_session=config.max_pending_asks_per_session,
+                                       remaining=kernel.sessions.remaining),
             keepalive_s=config.keepalive_s, json_response=config.json_response)
-
-    def _session_live(self, session_id: str) -> bool:
-        """Whether a legacy session can still answer a request its handler sends."""
-        return self.kernel.sessions.get(session_id) is not None
+        # However a session ends (DELETE, expiry, eviction), what its calls keep goes with it.
+        kernel.sessions.ended.append(self._legacy.end_session)
 
     @property
     def config(self) -> HttpConfig:
@@ -372,8 +379,6 @@ class StreamableHTTPApp:
             status = self.kernel.end_session(facts)
             if status == 200 and self._session_streams is not None:
                 self._session_streams.end(session_id)
-            if status == 200:
-                self._legacy.end_session(session_id)
             await respond(send, status, [], b"")
             return
         last_event_id = headers.get(LAST_EVENT_ID)

@@ -83,7 +83,8 @@ class LegacyCalls:
             self.asks.answer(session_id, outcome.response)
 
     def end_session(self, session_id: str) -> None:
-        """The session was deleted: its replay logs go, its waiting requests fail."""
+        """The session ended (deleted, expired, evicted): its replay logs go, its waiting
+        requests fail."""
         if self.resumable is not None:
             self.resumable.logs.end_session(session_id)
         self.asks.end_session(session_id)
