@@ -1,11 +1,9 @@
-"""Bug hunt: the handler API and the results it produces (SPEC 3.4 items 4-5, 3.6): every
+"""The handler API and the results it produces (SPEC 3.4 items 4-5, 3.6): every
 content helper against the official SDK's types of both eras, odd handler return values,
 non-finite numbers, handlers raising BaseException subclasses, progress and log edges, nested
 required capabilities in both eras, and the call log outcome of each failure kind; over the
 kernel in process, over real HTTP on 127.0.0.1 (raw and through the ``mcp`` 2.3.0 client) and
-over the stdio loop driven by the SDK client.
-
-Tests marked ``xfail(strict=True)`` pin a bug found by the hunt (see each reason)."""
+over the stdio loop driven by the SDK client."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
-"""A hunt on the Streamable HTTP transport's connection and stream lifecycle, over a real uvicorn
+"""The Streamable HTTP transport's connection and stream lifecycle, over a real uvicorn
 on 127.0.0.1 driven by raw sockets (SPEC 3.2, mcp-wire 4.4, 6, 9, 10): clients that leave
 before the reply or mid-stream, slow readers, pipelining, chunked and ``Expect: 100-continue``
 bodies, other methods and paths, the legacy standalone GET stream, and a ``toolkeeper serve``
 process stopped by SIGTERM while streams and calls are open.
 
-Findings are strict xfails (each names what is wrong); the probes that held are kept unmarked.
 Every wait is bounded (``BOUND_S`` unless said otherwise).
 """
 
