@@ -397,6 +397,24 @@ def test_a_session_that_expires_while_its_get_stream_is_open_ends_the_stream() -
             gone.close()
 
 
+def test_a_session_evicted_while_its_get_stream_is_open_ends_the_stream_at_once() -> None:
+    """Eviction (a new session over ``max_sessions``) ends the evicted session's standalone
+    stream when the table lets the session go, not at the stream's next keepalive (an hour
+    here, far past every bound of this test)."""
+    with live_server(HttpConfig(keepalive_s=3600.0),
+                     sessions=SessionTable(max_sessions=1)) as live:
+        port = live.server.port
+        session_id = legacy_session(port)
+        conn = _get_stream(port, session_id)
+        try:
+            assert conn.head()[0] == 200
+            legacy_session(port)  # evicts the first session
+            _read_stream(conn, BOUND_S)  # the stream's last chunk arrives within the bound
+        finally:
+            conn.close()
+        assert wait_until(lambda: len(live.gateway.changes) == 0)
+
+
 # --- SIGTERM to `toolkeeper serve` with streams and calls open ---------------------------------
 
 @dataclass

@@ -192,8 +192,11 @@ class StreamableHTTPApp:
                                        max_per_session=config.max_pending_asks_per_session,
                                        remaining=kernel.sessions.remaining),
             keepalive_s=config.keepalive_s, json_response=config.json_response)
-        # However a session ends (DELETE, expiry, eviction), what its calls keep goes with it.
+        # However a session ends (DELETE, expiry, eviction), what its calls keep goes with it,
+        # and its standalone GET stream ends then, not at its next keepalive.
         kernel.sessions.ended.append(self._legacy.end_session)
+        if self._session_streams is not None:
+            kernel.sessions.ended.append(self._session_streams.end)
 
     @property
     def config(self) -> HttpConfig:
@@ -376,10 +379,7 @@ class StreamableHTTPApp:
         modern = any(v not in HANDSHAKE_VERSIONS for v in versions)
         session_id = headers.get(MCP_SESSION_ID)
         if method == "DELETE" and not modern and session_id is not None:
-            status = self.kernel.end_session(facts)
-            if status == 200 and self._session_streams is not None:
-                self._session_streams.end(session_id)
-            await respond(send, status, [], b"")
+            await respond(send, self.kernel.end_session(facts), [], b"")
             return
         last_event_id = headers.get(LAST_EVENT_ID)
         if (method == "GET" and not modern and session_id is not None

@@ -87,7 +87,8 @@ class SessionStreams:
         return len(self._open)
 
     def end(self, session_id: str) -> None:
-        """The session is gone (DELETE): finish its stream, if one is open."""
+        """The session is gone (deleted, expired or evicted: the session table's ``ended``
+        callback): finish its stream, if one is open."""
         stream = self._open.get(session_id)
         if stream is not None:
             stream.end()
