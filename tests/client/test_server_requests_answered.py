@@ -1,7 +1,8 @@
-"""A request the server sends on a call's response stream is answered as on stdio: ``ping``
-with ``{}``, anything else (the client declares no capability) -32601. Legacy HTTP: a POST of
-the response on the same session, so a server that waits for it goes on; modern HTTP: no
-answer (the era has no server-to-client requests, and no session to route one to)."""
+"""A request the server sends on a call's response stream or on the standalone GET stream
+is answered as on stdio: ``ping`` with ``{}``, anything else (the client declares no
+capability) -32601. Legacy HTTP: a POST of the response on the same session, so a server that
+waits for it goes on; modern HTTP: no answer (the era has no server-to-client requests, and no
+session to route one to)."""
 
 from __future__ import annotations
 
@@ -102,6 +103,54 @@ def test_a_modern_request_on_a_response_stream_is_not_answered() -> None:
     posts = asyncio.run(_exchange({"MCP-Protocol-Version": "2026-07-28",
                                    "Mcp-Method": "tools/list"}))
     assert [p.get("method") for p in posts] == ["tools/list"]
+
+
+class _AskingOnGet:
+    """An ASGI app whose standalone GET stream sends ``PING`` then a list_changed
+    notification; it records the POSTs it gets (the client's answers)."""
+
+    def __init__(self) -> None:
+        self.posts: list[Any] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        body = b""
+        while True:
+            event = await receive()
+            body += event.get("body", b"")
+            if not event.get("more_body"):
+                break
+        if scope["method"] == "POST":
+            self.posts.append(json.loads(body))
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+        for sent in (PING, changed):
+            await send({"type": "http.response.body", "more_body": True,
+                        "body": f"event: message\ndata: {json.dumps(sent)}\n\n".encode()})
+        await send({"type": "http.response.body", "body": b""})
+
+
+def test_a_legacy_request_on_the_standalone_get_stream_is_answered_on_the_same_session(
+        ) -> None:
+    async def run() -> tuple[list[Any], list[Any]]:
+        app = _AskingOnGet()
+        transport = HttpTransport("http://127.0.0.1/mcp", httpx.AsyncClient(
+            transport=StreamingASGITransport(app)))
+        headers = {"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": "s-1"}
+        try:
+            async with asyncio.timeout(10.0):
+                events = [event async for event in transport.stream(None, headers,
+                                                                     max_bytes=1 << 20)]
+        finally:
+            await transport.aclose()
+        return events, app.posts
+
+    events, posts = asyncio.run(run())
+    assert posts == [{"jsonrpc": "2.0", "id": 7, "result": {}}]
+    assert {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"} in events
 
 
 async def _ask_name(arguments: dict[str, Any], ctx: ToolContext) -> str:

@@ -75,11 +75,11 @@ class HttpTransport:
             raise _exchange_error(exc, timeout) from None
 
     async def _answer(self, request: dict[str, Any], headers: Mapping[str, str]) -> None:
-        """Answer a request the server sent on a response stream. Legacy: a POST of the
-        response on the same session (with the same headers), within the exchange's bound;
-        the call's own stream reports a failed connection. Modern: none, as the era has no
-        server-to-client requests (they travel in ``input_required`` results) and no session
-        an answer could be routed to (mcp-wire 0)."""
+        """Answer a request the server sent on a response stream or the standalone GET
+        stream. Legacy: a POST of the response on the same session (with the same headers),
+        within its own bound; a failed connection is the stream's to report. Modern: none, as
+        the era has no server-to-client requests (they travel in ``input_required`` results)
+        and no session an answer could be routed to (mcp-wire 0)."""
         version = next((v for k, v in headers.items() if k.lower() == "mcp-protocol-version"),
                        None)
         if era_of(version) is Era.MODERN:
@@ -126,6 +126,8 @@ class HttpTransport:
                 yield STREAM_OPEN
                 decoder = SseDecoder()
                 async for event in _events(response, decoder, max_bytes, per_event=True):
+                    if isinstance(event, dict) and "method" in event and "id" in event:
+                        await self._answer(event, headers)  # a server's request, as on calls
                     yield event
         except httpx.HTTPError as exc:
             raise _connection_error(exc) from None
