@@ -217,6 +217,19 @@ class StdioTransport:
         self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._reader
+        await self._drain_output(process)
+
+    async def _drain_output(self, process: asyncio.subprocess.Process) -> None:
+        """Read what is left of a stopped server's output to its end (discarded): a reader
+        that stopped early (a line over the bound) leaves the pipe paused, and the process's
+        transport would stay open until the event loop is gone."""
+        stdout = process.stdout
+        if process.returncode is None or stdout is None:
+            return
+        with contextlib.suppress(TimeoutError, Exception):
+            async with asyncio.timeout(self._close_s):
+                while await stdout.read(1 << 16):
+                    pass
 
 
 def _key(request_id: object) -> tuple[str, object]:
