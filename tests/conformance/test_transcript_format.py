@@ -159,3 +159,13 @@ def test_an_empty_or_missing_directory_is_refused(tmp_path: Path) -> None:
         with pytest.raises(ConformanceError) as caught:
             load_directory(directory)
         assert caught.value.code == "conformance.no_transcripts"
+
+
+def test_an_entry_that_cannot_be_read_as_a_file_is_refused_with_its_name(tmp_path: Path
+                                                                         ) -> None:
+    (tmp_path / "golden-modern-tools-list.json").write_bytes(_copy("golden-modern-tools-list"))
+    (tmp_path / "not-a-file.json").mkdir()
+    with pytest.raises(ConformanceError) as caught:
+        load_directory(tmp_path)
+    assert caught.value.code == "conformance.transcript_unreadable"
+    assert caught.value.data == {"transcript": "not-a-file", "error": "IsADirectoryError"}
