@@ -132,6 +132,11 @@ def test_a_fixture_that_is_not_canonical_is_refused(rewrite: object) -> None:
     (lambda v: v["expect"].__setitem__("outcome", "accepted"), "$.expect.outcome"),
     (lambda v: v.__setitem__("mode", "recorded"), "$.response"),
     (lambda v: v.__setitem__("name", "negative-other-name"), "$.name"),
+    (lambda v: v["request"]["headers"].__setitem__("X-Evil", "a\r\nInjected: 1"),
+     "$.request.headers.X-Evil"),
+    (lambda v: v["request"]["headers"].__setitem__("X-Evil", ["ok", "a\nb"]),
+     "$.request.headers.X-Evil"),
+    (lambda v: v["request"]["headers"].__setitem__("Bad Name", "x"), "$.request.headers"),
 ])
 def test_a_fixture_the_schema_or_the_rules_refuse_names_the_place(change: object,
                                                                    path: str) -> None:
