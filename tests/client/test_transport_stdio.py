@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from toolkeeper.client import ClientConnectionError, ClientTimeoutError
+from toolkeeper.client.raw import RawRequest
 from toolkeeper.client.stdio_transport import StdioTransport
 from toolkeeper.errors import ProtocolViolationError
 
@@ -141,3 +142,17 @@ def test_a_server_writing_an_endless_line_is_too_large_and_closing_it_leaves_no_
     assert caught.value.code == "client.too_large"
     assert not _alive(pids[0])
     assert left_open == [set()]
+
+
+def test_a_raw_exchange_flooded_with_notifications_is_too_large_at_its_byte_bound() -> None:
+    async def run() -> None:
+        transport = await _start("notification-flood")
+        try:
+            await transport.send_raw(RawRequest(b'{"jsonrpc":"2.0","id":1,"method":"m"}'),
+                                     timeout=60.0, max_bytes=1 << 20)
+        finally:
+            await transport.aclose()
+
+    with pytest.raises(ProtocolViolationError) as caught:
+        asyncio.run(run())
+    assert (caught.value.code, caught.value.data) == ("client.too_large", {"maxBytes": 1 << 20})
