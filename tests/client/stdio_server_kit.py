@@ -8,7 +8,10 @@
 * ``deaf``: never reads its input (a pipe to it fills up) and never exits by itself;
 * ``stray-ids``: before answering each request, writes a response whose id is an array and
   one whose id is an object (ids no request of the client has), then answers
-  ``{"echo": <the request's id>}``.
+  ``{"echo": <the request's id>}``;
+* ``endless-line``: on its first request, writes one line that never ends (until it is stopped);
+* ``notification-flood``: on its first request, writes notifications (never the answer) until
+  it is stopped.
 """
 
 from __future__ import annotations
@@ -57,6 +60,15 @@ def main(kind: str) -> None:
     if kind == "stray-ids":
         _stray_ids()
         return
+    if kind == "notification-flood":
+        sys.stdin.readline()
+        while True:
+            _send({"jsonrpc": "2.0", "method": "notifications/message",
+                   "params": {"level": "info", "data": "x" * 1000}})
+    if kind == "endless-line":
+        sys.stdin.readline()
+        while True:
+            sys.stdout.write("x" * 65536)
     _asks_first()
 
 

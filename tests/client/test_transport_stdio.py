@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from toolkeeper.client import ClientConnectionError, ClientTimeoutError
+from toolkeeper.client.raw import RawRequest
 from toolkeeper.client.stdio_transport import StdioTransport
+from toolkeeper.errors import ProtocolViolationError
 
 KIT = str(Path(__file__).with_name("stdio_server_kit.py"))
 REQUEST = {"jsonrpc": "2.0", "id": 1, "method": "m", "params": {}}
@@ -113,3 +115,44 @@ def test_a_request_to_a_server_that_stops_reading_its_input_times_out() -> None:
     for attempt in (run, notify):
         with pytest.raises(ClientTimeoutError):
             asyncio.run(attempt())
+
+
+def _open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def test_a_server_writing_an_endless_line_is_too_large_and_closing_it_leaves_no_pipe_open(
+        ) -> None:
+    pids: list[int] = []
+    left_open: list[set[str]] = []
+
+    async def run() -> None:
+        before = _open_fds()
+        transport = await _start("endless-line")
+        pids.append(transport.pid)
+        try:
+            await transport.exchange(REQUEST, {}, timeout=10.0, max_bytes=1 << 20)
+        finally:
+            await transport.aclose()
+            await asyncio.sleep(0)  # the pipes' connection_lost callbacks run here
+            left_open.append(_open_fds() - before)
+
+    with pytest.raises(ProtocolViolationError) as caught:
+        asyncio.run(run())
+    assert caught.value.code == "client.too_large"
+    assert not _alive(pids[0])
+    assert left_open == [set()]
+
+
+def test_a_raw_exchange_flooded_with_notifications_is_too_large_at_its_byte_bound() -> None:
+    async def run() -> None:
+        transport = await _start("notification-flood")
+        try:
+            await transport.send_raw(RawRequest(b'{"jsonrpc":"2.0","id":1,"method":"m"}'),
+                                     timeout=60.0, max_bytes=1 << 20)
+        finally:
+            await transport.aclose()
+
+    with pytest.raises(ProtocolViolationError) as caught:
+        asyncio.run(run())
+    assert (caught.value.code, caught.value.data) == ("client.too_large", {"maxBytes": 1 << 20})

@@ -5,6 +5,7 @@ the Markdown page, and the faulty proxy reporting exactly the two seed findings.
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +148,14 @@ def test_proxy_exits_2_on_an_unreadable_config_or_no_origin(tmp_path: Path) -> N
     neither = _invoke("proxy", "--json")
     assert neither.exit_code == 2
     assert json.loads(neither.output)["error"]["code"] == "cli.bad_target"
+
+
+def test_proxy_exits_2_when_the_origin_cannot_be_reached(nginx: str) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = _invoke("proxy", "--origin", f"http://127.0.0.1:{port}/mcp", "--json")
+    assert result.exit_code == 2, result.output[-300:]
+    error = json.loads(result.output)["error"]
+    assert (error["code"], error["data"]["exchange"]) == (
+        "conformance.origin_unreachable", "golden-tools-list")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -159,3 +160,20 @@ def test_a_missing_nginx_fails_under_ci_and_skips_elsewhere() -> None:
     with pytest.raises(pytest.skip.Exception):
         require_nginx(lambda: None, {})
     assert require_nginx(lambda: "/usr/sbin/nginx", {"CI": "true"}) == "/usr/sbin/nginx"
+
+
+@pytest.mark.parametrize("directive", ["", "daemon on;\n"])
+def test_a_template_that_would_daemonize_nginx_still_runs_it_under_its_pid(
+        nginx: str, directive: str) -> None:
+    template = load_template("correct").replace("daemon off;\n", directive)
+    proxy = NginxProxy(template, "127.0.0.1:9")
+    with proxy:
+        pid, port = proxy.pid, proxy.port
+        assert pid is not None
+        os.kill(pid, 0)  # the master nginx runs as the child started, not a daemon it forked
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    with pytest.raises(OSError):  # nothing is left listening on the proxy's port
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()

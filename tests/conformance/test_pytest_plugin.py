@@ -63,3 +63,14 @@ def test_a_suite_that_does_not_ask_collects_nothing_extra(tmp_path: Path) -> Non
     done = _pytest(tmp_path, "--mcp-conformance-stdio", shlex.join(STDIO_COMMAND))
     assert done.returncode == 0, done.stdout[-2000:]
     assert _counts(done.stdout) == {"passed": 1}
+
+
+def test_an_unreachable_server_fails_each_case_with_the_stable_code_and_no_traceback(
+        tmp_path: Path) -> None:
+    (tmp_path / "test_mine.py").write_text(USER_TEST)
+    done = _pytest(tmp_path, "--mcp-conformance-stdio", "/nonexistent/toolkeeper-no-server")
+    assert done.returncode == 1, done.stdout[-2000:]
+    assert re.search(r"(\d+) errors?", done.stdout) is not None
+    assert "conformance.unreachable" in done.stdout
+    assert "Traceback" not in done.stdout and "raise " not in done.stdout
+    assert "toolkeeper/conformance/" not in done.stdout

@@ -65,3 +65,17 @@ def test_a_finding_with_a_secret_shaped_value_is_redacted_when_the_report_is_bui
     report = Report("app", None, None, (CaseResult(
         "golden-x", "golden", ("SPEC-5.6",), "fail", None, None, None, None, finding),))
     assert leaks(report.canonical().decode() + render_markdown(report), case) == []
+
+
+@pytest.mark.parametrize("case", [c for c in CORPUS if c.kind == "value"],
+                         ids=lambda c: c.name)
+def test_a_secret_in_the_era_decision_a_target_answered_is_redacted_when_the_report_is_built(
+        case: Case) -> None:
+    assert case.text is not None
+    carried = case.text.replace("{secret}", case.secrets[0])
+    decision = {"verdict": "modern.recognised_error", "observation": {
+        "outcome": "modern_error", "detail": carried, "versions": ["2099-01-01", carried]}}
+    report = Report("app", "2026-07-28", decision, ())
+    assert leaks(report.canonical().decode() + render_markdown(report), case) == []
+    assert report.era_decision is not None
+    assert report.era_decision["verdict"] == "modern.recognised_error"

@@ -132,6 +132,11 @@ def test_a_fixture_that_is_not_canonical_is_refused(rewrite: object) -> None:
     (lambda v: v["expect"].__setitem__("outcome", "accepted"), "$.expect.outcome"),
     (lambda v: v.__setitem__("mode", "recorded"), "$.response"),
     (lambda v: v.__setitem__("name", "negative-other-name"), "$.name"),
+    (lambda v: v["request"]["headers"].__setitem__("X-Evil", "a\r\nInjected: 1"),
+     "$.request.headers.X-Evil"),
+    (lambda v: v["request"]["headers"].__setitem__("X-Evil", ["ok", "a\nb"]),
+     "$.request.headers.X-Evil"),
+    (lambda v: v["request"]["headers"].__setitem__("Bad Name", "x"), "$.request.headers"),
 ])
 def test_a_fixture_the_schema_or_the_rules_refuse_names_the_place(change: object,
                                                                    path: str) -> None:
@@ -159,3 +164,13 @@ def test_an_empty_or_missing_directory_is_refused(tmp_path: Path) -> None:
         with pytest.raises(ConformanceError) as caught:
             load_directory(directory)
         assert caught.value.code == "conformance.no_transcripts"
+
+
+def test_an_entry_that_cannot_be_read_as_a_file_is_refused_with_its_name(tmp_path: Path
+                                                                         ) -> None:
+    (tmp_path / "golden-modern-tools-list.json").write_bytes(_copy("golden-modern-tools-list"))
+    (tmp_path / "not-a-file.json").mkdir()
+    with pytest.raises(ConformanceError) as caught:
+        load_directory(tmp_path)
+    assert caught.value.code == "conformance.transcript_unreadable"
+    assert caught.value.data == {"transcript": "not-a-file", "error": "IsADirectoryError"}

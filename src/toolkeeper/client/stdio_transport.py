@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from toolkeeper.client.raw import RawAnswer, RawRequest, settled, without_barrier
@@ -34,6 +35,14 @@ _QUEUE_MAX: Final = 1024
 """Unasked messages kept for :meth:`StdioTransport.stream`; the oldest are dropped beyond."""
 
 
+@dataclass
+class _Tap:
+    """The messages one raw exchange has seen, and their size in bytes on the wire."""
+
+    messages: list[Any] = field(default_factory=list)
+    size: int = 0
+
+
 class StdioTransport:
     """One server process and the requests waiting on it."""
 
@@ -45,7 +54,7 @@ class StdioTransport:
         self._waiting: dict[object, tuple[asyncio.Future[Any], list[Any]]] = {}
         self._unasked: asyncio.Queue[Any] = asyncio.Queue(_QUEUE_MAX)
         self._failure: Exception | None = None
-        self._taps: list[list[Any]] = []
+        self._taps: list[_Tap] = []
         self._tapped = asyncio.Event()
         self._reader = asyncio.create_task(self._read_loop())
 
@@ -84,7 +93,8 @@ class StdioTransport:
     async def _route(self, line: bytes) -> None:
         message = decode_message(line)
         for tap in self._taps:
-            tap.append(message)
+            tap.messages.append(message)
+            tap.size += len(line)
         self._tapped.set()
         if isinstance(message, dict) and "method" not in message and "id" in message:
             rid = message["id"]
@@ -143,7 +153,7 @@ class StdioTransport:
         if b"\n" in request.body or b"\r" in request.body:
             raise ProtocolViolationError("a stdio message is one line",
                                          code="client.bad_request")
-        tap: list[Any] = []
+        tap = _Tap()
         self._taps.append(tap)
         try:
             async with asyncio.timeout(timeout):
@@ -152,8 +162,10 @@ class StdioTransport:
                     await self._write(request.barrier)
                 while True:
                     self._tapped.clear()
-                    if settled(tap, request):
+                    if settled(tap.messages, request):
                         break
+                    if tap.size > max_bytes:  # a server that floods messages, never settling
+                        raise too_large(max_bytes)
                     if self._failure is not None:
                         raise self._failure
                     await self._tapped.wait()
@@ -162,7 +174,7 @@ class StdioTransport:
                                      data={"timeoutS": timeout}) from None
         finally:
             self._taps.remove(tap)
-        return RawAnswer(None, {}, without_barrier(tap, request))
+        return RawAnswer(None, {}, without_barrier(tap.messages, request))
 
     async def _write_line(self, line: bytes) -> None:
         stdin = self._process.stdin
@@ -217,6 +229,19 @@ class StdioTransport:
         self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._reader
+        await self._drain_output(process)
+
+    async def _drain_output(self, process: asyncio.subprocess.Process) -> None:
+        """Read what is left of a stopped server's output to its end (discarded): a reader
+        that stopped early (a line over the bound) leaves the pipe paused, and the process's
+        transport would stay open until the event loop is gone."""
+        stdout = process.stdout
+        if process.returncode is None or stdout is None:
+            return
+        with contextlib.suppress(TimeoutError, Exception):
+            async with asyncio.timeout(self._close_s):
+                while await stdout.read(1 << 16):
+                    pass
 
 
 def _key(request_id: object) -> tuple[str, object]:

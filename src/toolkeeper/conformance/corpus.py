@@ -28,4 +28,14 @@ def load_directory(directory: Path) -> list[Transcript]:
     if not found:
         raise ConformanceError(f"no transcripts in {directory}", code="conformance.no_transcripts",
                                data={"directory": str(directory)})
-    return [parse_transcript(path.read_bytes(), path.stem) for path in found]
+    return [parse_transcript(_read(path), path.stem) for path in found]
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:  # a directory named *.json, a file that cannot be read
+        raise ConformanceError(f"transcript {path.stem} cannot be read "
+                               f"({type(exc).__name__})", code="conformance.transcript_unreadable",
+                               data={"transcript": path.stem, "error": type(exc).__name__}
+                               ) from None

@@ -10,6 +10,7 @@ system (Debian's ``nginx`` package; ``.ci/run`` installs it).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -33,6 +34,8 @@ _STOP_TIMEOUT_S: Final = 10.0
 _ATTEMPTS: Final = 3
 """Starts tried: a free port found by binding port 0 can be taken before nginx binds it."""
 _LOG_TAIL: Final = 2000
+_DAEMON: Final = re.compile(r"^[ \t]*daemon[ \t]+\w+[ \t]*;[ \t]*(?:#.*)?\n?", re.MULTILINE)
+"""A template's own ``daemon`` directive (a line of its own): the command line sets it."""
 
 
 def find_nginx() -> str | None:
@@ -91,7 +94,10 @@ class NginxProxy:
         # nginx started by root runs its workers as "nobody", who cannot enter a private temp
         # prefix; the tests' nginx serves loopback only, so its workers keep the starting user.
         user = "user root;" if os.geteuid() == 0 else ""
-        return (self._template.replace("@PREFIX@", str(prefix)).replace("@LISTEN@", str(port))
+        # nginx runs in the foreground (``-g "daemon off;"``) whatever the template says: a
+        # daemon would outlive its pid and keep listening after the run.
+        template = _DAEMON.sub("", self._template)
+        return (template.replace("@PREFIX@", str(prefix)).replace("@LISTEN@", str(port))
                 .replace("@UPSTREAM@", self._upstream).replace("@USER@", user))
 
     def _log(self) -> str:
@@ -109,7 +115,8 @@ class NginxProxy:
         conf = prefix / "nginx.conf"
         conf.write_text(self._render(prefix, self.port))
         self._process = subprocess.Popen(
-            [binary, "-p", str(prefix), "-c", str(conf), "-e", str(prefix / "error.log")],
+            [binary, "-p", str(prefix), "-c", str(conf), "-e", str(prefix / "error.log"),
+             "-g", "daemon off;"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + _START_TIMEOUT_S
         while time.monotonic() < deadline:

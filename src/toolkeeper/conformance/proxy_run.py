@@ -143,13 +143,14 @@ def run_proxy_evidence(origin_url: str, config: str | Path = "correct",
                        assertions: DeploymentAssertions | None = None) -> ProxyReport:
     """Send ``exchanges`` one by one through nginx (``config``: ``"correct"``, ``"faulty"``
     or a template file) in front of ``origin_url`` and report the evidence and findings.
-    :class:`~toolkeeper.errors.ConformanceError` when nginx is missing or does not start."""
+    :class:`~toolkeeper.errors.ConformanceError` when nginx is missing or does not start, or
+    the tap cannot reach the origin (``conformance.origin_unreachable``)."""
     template = load_template(config)
     path = urlsplit(origin_url).path or "/"
     evidence: list[ExchangeEvidence] = []
     with RecordingTap(origin_url) as tap, NginxProxy(template, f"127.0.0.1:{tap.port}") as proxy:
         for request in exchanges:
-            seen = len(tap.records())
+            seen, failed = len(tap.records()), len(tap.failures())
             received_at = time.time()
             try:
                 sent, answer = exchange(proxy.url + path, request)
@@ -157,6 +158,12 @@ def run_proxy_evidence(origin_url: str, config: str | Path = "correct",
                 raise ConformanceError("the proxy did not answer", code="conformance.proxy_io",
                                        data={"exchange": request.name,
                                              "error": type(exc).__name__}) from None
+            unreachable = tap.failures()[failed:]
+            if unreachable:
+                # No origin view, so nothing to compare: evidence without an origin is none.
+                raise ConformanceError("the origin cannot be reached",
+                                       code="conformance.origin_unreachable",
+                                       data={"exchange": request.name, "error": unreachable[0]})
             recorded = tap.records()[seen:]
             forwarded, answered = recorded[0] if recorded else (None, None)
             evidence.append(build_exchange(request.name, sent, answer, forwarded=forwarded,

@@ -11,7 +11,8 @@ names, and gets that case's :class:`~toolkeeper.conformance.CaseResult`::
     pytest --mcp-conformance-stdio "python -m my_server"
 
 The whole corpus runs once per session (``mcp_conformance_report`` is that report); without a
-target option those tests are skipped with the reason. ``--mcp-conformance-era``,
+target option those tests are skipped with the reason; a target the harness cannot reach
+errors each of them with the stable code. ``--mcp-conformance-era``,
 ``--mcp-conformance-tool``, ``--mcp-conformance-capability-tool``, ``--mcp-conformance-token``
 and ``--mcp-conformance-transcripts`` mean what ``toolkeeper conformance run``'s options mean.
 """
@@ -31,6 +32,7 @@ from toolkeeper.conformance.report import CaseResult, Report
 from toolkeeper.conformance.runner import run_transcripts
 from toolkeeper.conformance.sessions import ERA_CHOICES, RunOptions
 from toolkeeper.conformance.transcript import Transcript
+from toolkeeper.errors import ToolkeeperError
 
 __all__ = ["mcp_conformance_case", "mcp_conformance_report", "pytest_addoption",
            "pytest_generate_tests"]
@@ -90,7 +92,12 @@ def mcp_conformance_report(request: pytest.FixtureRequest) -> Report:
     options = RunOptions(era=_option(config, "era"), tool=_option(config, "tool"),
                          token=_option(config, "token"),
                          capability_tool=_option(config, "capability-tool"))
-    return asyncio.run(run_transcripts(target, _transcripts(config), options))
+    try:
+        return asyncio.run(run_transcripts(target, _transcripts(config), options))
+    except ToolkeeperError as exc:
+        # A target the harness cannot reach is no report: each case errors with the stable
+        # code, not with a traceback through the harness.
+        pytest.fail(f"{exc.code}: {exc.message}", pytrace=False)
 
 
 @pytest.fixture

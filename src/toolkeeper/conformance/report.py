@@ -1,8 +1,8 @@
 """The run's report as data: one :class:`CaseResult` per transcript and the :class:`Report`
 with exactly the fields of ``toolkeeper conformance run --json`` (issue 16), a canonical JSON
-form and its digest. Every string that came from the target (findings, the target's name)
-passes the one redaction (:func:`toolkeeper.contracts.redaction.redact_text`) when the value
-is built, so nothing written later can carry a secret. Rendering is :mod:`.render`'s."""
+form and its digest. Every string that came from the target (findings, the target's name, the
+era decision) passes the one redaction (:mod:`toolkeeper.contracts.redaction`) when the value is
+built, so nothing written later can carry a secret. Rendering is :mod:`.render`'s."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from toolkeeper.contracts.canonical import canonical_json
-from toolkeeper.contracts.redaction import redact_text
+from toolkeeper.contracts.redaction import redact, redact_text
 
 __all__ = ["OUTCOMES", "CaseResult", "Report"]
 
@@ -57,6 +57,8 @@ class Report:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "target", redact_text(self.target))
+        if self.era_decision is not None:  # it quotes the target (the versions it listed)
+            object.__setattr__(self, "era_decision", redact(self.era_decision)[0])
 
     def _count(self, outcome: str) -> int:
         return sum(1 for case in self.cases if case.outcome == outcome)

@@ -10,8 +10,8 @@ report names what is wrong instead of skipping the era. Modern: a raw ``server/d
 that gets a result (valid or not) means the era answers, and its cases run over a transport
 of their own (no session is needed). Legacy: an ``initialize`` answer that did not validate
 fails the era's cases with its first problem (without it there is no session). An era whose
-probe got no answer, or a refusal, is not served: its cases are skipped under ``auto`` and fail
-when the era was named.
+probe got no answer, or a refusal, is not served: its cases are skipped under ``auto`` (unless
+no era is served at all) and fail when the era was named.
 """
 
 from __future__ import annotations
@@ -148,6 +148,10 @@ class RunSessions:
             _raise_if_gone(self.decision or {})
         for era in sorted(eras - set(self.estates), key=lambda e: e.value):
             await self._open_era(era, primary=False, fatal=False)
+        if not self.estates:
+            # A target that answers but serves no era at all is not conformant: its cases
+            # fail with each era's refusal instead of all being skipped (a green run).
+            self.refused = {era: (reason, True) for era, (reason, _) in self.refused.items()}
 
     async def _open_era(self, era: Era, *, primary: bool, fatal: bool) -> None:
         try:

@@ -65,8 +65,9 @@ class _Handler(BaseHTTPRequestHandler):
         forwarded = RawRequest(self.command, self.path, headers, body)
         try:
             answered = self.server.tap.send_to_origin(forwarded)
-        except OSError:
+        except OSError as exc:
             # Not recorded: the origin answered nothing, so there is no origin view.
+            self.server.tap.unreachable(type(exc).__name__)
             answered = RawResponse(502, (("content-type", "text/plain"),),
                                    b"tap: origin unreachable")
         else:
@@ -107,6 +108,7 @@ class RecordingTap:
         self._origin = parts
         self._lock = threading.Lock()
         self._records: list[TapRecord] = []
+        self._unreachable: list[str] = []
         self._server: _TapServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -141,6 +143,16 @@ class RecordingTap:
     def record(self, forwarded: RawRequest, answered: RawResponse) -> None:
         with self._lock:
             self._records.append((forwarded, answered))
+
+    def unreachable(self, error: str) -> None:
+        """Note that a forwarded request could not reach the origin (``error``: the kind)."""
+        with self._lock:
+            self._unreachable.append(error)
+
+    def failures(self) -> list[str]:
+        """The kind of each error that kept a forwarded request from the origin, in order."""
+        with self._lock:
+            return list(self._unreachable)
 
     def send_to_origin(self, request: RawRequest) -> RawResponse:
         """``request`` sent to the origin with its headers as they came (bar hop-by-hop ones);
