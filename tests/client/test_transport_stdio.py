@@ -156,3 +156,21 @@ def test_a_raw_exchange_flooded_with_notifications_is_too_large_at_its_byte_boun
     with pytest.raises(ProtocolViolationError) as caught:
         asyncio.run(run())
     assert (caught.value.code, caught.value.data) == ("client.too_large", {"maxBytes": 1 << 20})
+
+
+def test_a_request_flooded_with_notifications_is_too_large_at_its_byte_bound() -> None:
+    """The notifications collected while a request waits count against its byte bound, as
+    an HTTP answer's bytes do: a server that floods them is refused, not read until the
+    timeout."""
+    async def run() -> None:
+        transport = await _start("notification-flood")
+        try:
+            async with asyncio.timeout(30.0):
+                await transport.exchange({"jsonrpc": "2.0", "id": 1, "method": "m"}, {},
+                                         timeout=60.0, max_bytes=1 << 20)
+        finally:
+            await transport.aclose()
+
+    with pytest.raises(ProtocolViolationError) as caught:
+        asyncio.run(run())
+    assert caught.value.code == "client.too_large"

@@ -37,7 +37,7 @@ _QUEUE_MAX: Final = 1024
 
 @dataclass
 class _Tap:
-    """The messages one raw exchange has seen, and their size in bytes on the wire."""
+    """The messages one exchange has seen, and their size in bytes on the wire."""
 
     messages: list[Any] = field(default_factory=list)
     size: int = 0
@@ -51,7 +51,7 @@ class StdioTransport:
         self._process = process
         self._close_s = close_s
         self._max_line_bytes = max_line_bytes
-        self._waiting: dict[object, tuple[asyncio.Future[Any], list[Any]]] = {}
+        self._waiting: dict[object, tuple[asyncio.Future[Any], _Tap, int]] = {}
         self._unasked: asyncio.Queue[Any] = asyncio.Queue(_QUEUE_MAX)
         self._failure: Exception | None = None
         self._taps: list[_Tap] = []
@@ -107,8 +107,11 @@ class StdioTransport:
         if isinstance(message, dict) and "method" in message and "id" in message:
             await self._answer(message)
             return
-        for _, collected in self._waiting.values():
-            collected.append(message)
+        for future, collected, max_bytes in self._waiting.values():
+            collected.messages.append(message)
+            collected.size += len(line)
+            if collected.size > max_bytes and not future.done():
+                future.set_exception(too_large(max_bytes))  # a flood before the answer
         if self._unasked.full():
             self._unasked.get_nowait()
         self._unasked.put_nowait(message)
@@ -119,7 +122,7 @@ class StdioTransport:
     def _fail(self, error: Exception) -> None:
         self._failure = error
         self._tapped.set()
-        for future, _ in self._waiting.values():
+        for future, _, _ in self._waiting.values():
             if not future.done():
                 future.set_exception(error)
         if self._unasked.full():
@@ -133,8 +136,8 @@ class StdioTransport:
                        timeout: float, max_bytes: int) -> Exchange:
         key = _key(message.get("id"))
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        collected: list[Any] = []
-        self._waiting[key] = (future, collected)
+        collected = _Tap()
+        self._waiting[key] = (future, collected, max_bytes)
         try:
             async with asyncio.timeout(timeout):  # the write too: a server may stop reading
                 await self._write(message)
@@ -144,7 +147,7 @@ class StdioTransport:
                                      data={"timeoutS": timeout}) from None
         finally:
             del self._waiting[key]
-        return Exchange(None, {}, (*collected, response))
+        return Exchange(None, {}, (*collected.messages, response))
 
     async def send_raw(self, request: RawRequest, *, timeout: float, max_bytes: int
                        ) -> RawAnswer:
