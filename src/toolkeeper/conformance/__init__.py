@@ -35,6 +35,7 @@ from toolkeeper.conformance.proxy_detectors import (
     detect_all,
 )
 from toolkeeper.conformance.proxy_run import (
+    DEFAULT_BODY_BOUND,
     DEFAULT_EXCHANGES,
     ProxyReport,
     ProxyRequest,
@@ -69,6 +70,7 @@ from toolkeeper.conformance.transcript import (
 
 __all__ = [
     "CONFIGS",
+    "DEFAULT_BODY_BOUND",
     "DEFAULT_EXCHANGES",
     "DETECTORS",
     "ERA_CHOICES",

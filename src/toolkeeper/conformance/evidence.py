@@ -86,9 +86,18 @@ class Body:
     kind: str
     value: Any
     digest: str
+    length: int | None = None
+    """The raw body's byte length, set only when :attr:`value` was cut to the evidence bound."""
+
+    @property
+    def truncated(self) -> bool:
+        return self.length is not None
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "value": self.value, "digest": self.digest}
+        out = {"kind": self.kind, "value": self.value, "digest": self.digest}
+        if self.length is not None:
+            out.update(truncated=True, length=self.length)
+        return out
 
     def get(self, key: str) -> Any:
         """``value[key]`` of a JSON object body, else None."""
@@ -113,6 +122,17 @@ def _redact_body(raw: bytes, content_type: str | None, path: str,
             return Body("json", value, _sha256(canonical_json(value)))
     text = _redact_json(raw.decode("utf-8", errors="replace"), path, evidence)
     return Body("text", text, _sha256(text.encode("utf-8")))
+
+
+def _bounded(body: Body, raw_length: int, bound: int | None) -> Body:
+    """``body`` with its stored value cut to ``bound`` bytes (a JSON value as its canonical
+    text) when the raw body is longer; the digest stays that of the whole redacted value, so
+    views still compare as wholes."""
+    if bound is None or raw_length <= bound:
+        return body
+    text = body.value if isinstance(body.value, str) else canonical_json(body.value).decode()
+    cut = text.encode("utf-8")[:bound].decode("utf-8", errors="ignore")
+    return Body(body.kind, cut, body.digest, raw_length)
 
 
 def _mask_text(value: Any, path: str, evidence: list[Redaction]) -> Any:
@@ -251,14 +271,17 @@ def _lower(headers: Headers) -> Headers:
 
 def build_exchange(name: str, request: RawRequest, response: RawResponse, *,
                    forwarded: RawRequest | None = None, answered: RawResponse | None = None,
-                   received_at: float = 0.0, sent_at: float = 0.0) -> ExchangeEvidence:
+                   received_at: float = 0.0, sent_at: float = 0.0,
+                   body_bound: int | None = None) -> ExchangeEvidence:
     """The redacted views of one exchange: ``request``/``response`` as the client saw them,
-    ``forwarded``/``answered`` as the tap saw them (both or neither)."""
+    ``forwarded``/``answered`` as the tap saw them (both or neither); each view's stored body
+    at most ``body_bound`` bytes (None: whole), marked ``truncated`` with its full length."""
     evidence: list[Redaction] = []
 
     def view_body(message: RawRequest | RawResponse, path: str) -> Body:
-        return _redact_body(message.body, header(_lower(message.headers), "content-type"),
-                            path, evidence)
+        return _bounded(_redact_body(message.body,
+                                     header(_lower(message.headers), "content-type"),
+                                     path, evidence), len(message.body), body_bound)
 
     ingress = IngressView(
         _redact_json(f"{request.method} {request.path}", "$.ingress.route", evidence),

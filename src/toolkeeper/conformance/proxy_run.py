@@ -27,18 +27,21 @@ from toolkeeper.conformance.evidence import (
 )
 from toolkeeper.conformance.nginx import NginxProxy, load_template
 from toolkeeper.conformance.proxy_detectors import DeploymentAssertions, ProxyFinding, detect_all
-from toolkeeper.conformance.tap import RecordingTap
+from toolkeeper.conformance.tap import TAP_DEADLINE_S, TAP_MAX_BODY, RecordingTap
 from toolkeeper.contracts.canonical import canonical_json
 from toolkeeper.errors import ConformanceError
 from toolkeeper.protocol.headers import MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, NAME_PARAMS
 from toolkeeper.protocol.meta import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY
 from toolkeeper.protocol.versions import LATEST_MODERN_VERSION
 
-__all__ = ["DEFAULT_EXCHANGES", "ProxyReport", "ProxyRequest", "exchange", "modern_request",
-           "run_proxy_evidence"]
+__all__ = ["DEFAULT_BODY_BOUND", "DEFAULT_EXCHANGES", "ProxyReport", "ProxyRequest", "exchange",
+           "modern_request", "run_proxy_evidence"]
 
 _TIMEOUT_S: Final = 30.0
 _ACCEPT: Final = "application/json, text/event-stream"
+DEFAULT_BODY_BOUND: Final = 1024 * 1024
+"""The most bytes of each body a report's views keep (1 MiB); a longer one is stored cut, with
+``truncated: true`` and its full ``length``, its digest still that of the whole body."""
 
 
 @dataclass(frozen=True)
@@ -140,17 +143,24 @@ def _config_name(config: str | Path) -> str:
 
 def run_proxy_evidence(origin_url: str, config: str | Path = "correct",
                        exchanges: Iterable[ProxyRequest] = DEFAULT_EXCHANGES, *,
-                       assertions: DeploymentAssertions | None = None) -> ProxyReport:
+                       assertions: DeploymentAssertions | None = None,
+                       body_bound: int = DEFAULT_BODY_BOUND, origin_bound: int = TAP_MAX_BODY,
+                       origin_deadline_s: float = TAP_DEADLINE_S) -> ProxyReport:
     """Send ``exchanges`` one by one through nginx (``config``: ``"correct"``, ``"faulty"``
     or a template file) in front of ``origin_url`` and report the evidence and findings.
     :class:`~toolkeeper.errors.ConformanceError` when nginx is missing or does not start, or
-    the tap cannot reach the origin (``conformance.origin_unreachable``)."""
+    the tap cannot reach the origin or the origin does not finish an answer within
+    ``origin_deadline_s`` (``conformance.origin_unreachable``), or an origin body is longer
+    than ``origin_bound`` (``conformance.evidence_truncated``). Each view's stored body keeps
+    at most ``body_bound`` bytes (:data:`DEFAULT_BODY_BOUND`)."""
     template = load_template(config)
     path = urlsplit(origin_url).path or "/"
     evidence: list[ExchangeEvidence] = []
-    with RecordingTap(origin_url) as tap, NginxProxy(template, f"127.0.0.1:{tap.port}") as proxy:
+    with (RecordingTap(origin_url, max_body=origin_bound, deadline_s=origin_deadline_s) as tap,
+          NginxProxy(template, f"127.0.0.1:{tap.port}") as proxy):
         for request in exchanges:
             seen, failed = len(tap.records()), len(tap.failures())
+            cut = len(tap.truncations())
             received_at = time.time()
             try:
                 sent, answer = exchange(proxy.url + path, request)
@@ -164,11 +174,21 @@ def run_proxy_evidence(origin_url: str, config: str | Path = "correct",
                 raise ConformanceError("the origin cannot be reached",
                                        code="conformance.origin_unreachable",
                                        data={"exchange": request.name, "error": unreachable[0]})
+            truncated = tap.truncations()[cut:]
+            if truncated:
+                # An error, not a finding: findings judge the proxy, and here the tap itself
+                # passed the proxy a cut body, so the origin and egress views both hold bytes
+                # the origin never sent as a whole; any verdict on them would be the tap's.
+                read, declared = truncated[0]
+                raise ConformanceError("origin body exceeded the evidence bound",
+                                       code="conformance.evidence_truncated",
+                                       data={"exchange": request.name, "bound": origin_bound,
+                                             "read": read, "length": declared})
             recorded = tap.records()[seen:]
             forwarded, answered = recorded[0] if recorded else (None, None)
             evidence.append(build_exchange(request.name, sent, answer, forwarded=forwarded,
                                            answered=answered, received_at=received_at,
-                                           sent_at=time.time()))
+                                           sent_at=time.time(), body_bound=body_bound))
     exchanges_done = tuple(evidence)
     return ProxyReport(_config_name(config), exchanges_done,
                        detect_all(exchanges_done, assertions))

@@ -11,7 +11,9 @@ is written.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Final
@@ -20,7 +22,7 @@ from urllib.parse import urlsplit
 from toolkeeper.conformance.evidence import Headers, RawRequest, RawResponse
 from toolkeeper.errors import ConformanceError
 
-__all__ = ["RecordingTap", "TapRecord"]
+__all__ = ["TAP_DEADLINE_S", "TAP_MAX_BODY", "RecordingTap", "TapRecord", "Truncation"]
 
 _HOP_BY_HOP: Final = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
@@ -28,7 +30,17 @@ _HOP_BY_HOP: Final = frozenset({
 """Headers that belong to one connection (RFC 9110 7.6.1), not to the message; the tap sets
 ``Content-Length`` itself."""
 _MAX_BODY: Final = 16 * 1024 * 1024
+TAP_MAX_BODY: Final = _MAX_BODY
+"""The most bytes of an origin body the tap reads; beyond it the tap notes a truncation."""
 _TIMEOUT_S: Final = 30.0
+TAP_DEADLINE_S: Final = 60.0
+"""The whole forward's deadline (connect to last body byte): an origin that trickles bytes
+would keep a per-read timeout from ever firing."""
+_CHUNK: Final = 64 * 1024
+
+Truncation = tuple[int, int | None]
+"""An origin body the tap cut: the bytes it read (at most its bound + 1, so "more than the
+bound" without reading on) and the length the origin declared (None: not declared)."""
 
 TapRecord = tuple[RawRequest, RawResponse]
 """What the proxy forwarded, and what the origin answered."""
@@ -100,7 +112,8 @@ class RecordingTap:
     record each exchange; use as a context manager (it serves on a thread until the block
     ends). :attr:`url` is where the proxy should send its traffic."""
 
-    def __init__(self, origin_url: str) -> None:
+    def __init__(self, origin_url: str, *, max_body: int = TAP_MAX_BODY,
+                 deadline_s: float = TAP_DEADLINE_S) -> None:
         parts = urlsplit(origin_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConformanceError("the origin must be an http(s) URL",
@@ -109,6 +122,9 @@ class RecordingTap:
         self._lock = threading.Lock()
         self._records: list[TapRecord] = []
         self._unreachable: list[str] = []
+        self._truncations: list[Truncation] = []
+        self._max_body = max_body
+        self._deadline_s = deadline_s
         self._server: _TapServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -154,24 +170,65 @@ class RecordingTap:
         with self._lock:
             return list(self._unreachable)
 
+    def truncations(self) -> list[Truncation]:
+        """Each origin body the tap cut at its bound, in order."""
+        with self._lock:
+            return list(self._truncations)
+
     def send_to_origin(self, request: RawRequest) -> RawResponse:
         """``request`` sent to the origin with its headers as they came (bar hop-by-hop ones);
-        the origin's whole answer; OSError when the origin cannot be reached."""
+        the origin's answer, its body cut at the tap's bound (noted in :meth:`truncations`);
+        OSError when the origin cannot be reached or the whole forward outlives the deadline
+        (TimeoutError)."""
         origin = self._origin
         connection_type = (http.client.HTTPSConnection if origin.scheme == "https"
                            else http.client.HTTPConnection)
         connection = connection_type(origin.hostname or "", origin.port, timeout=_TIMEOUT_S)
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            sock = connection.sock
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)  # wakes a blocked read with EOF
+
+        timer = threading.Timer(self._deadline_s, expire)
+        timer.daemon = True
+        timer.start()
         try:
-            connection.putrequest(request.method, request.path, skip_host=True,
-                                  skip_accept_encoding=True)
-            for name, value in request.headers:
-                if name not in _HOP_BY_HOP:
-                    connection.putheader(name, value)
-            connection.putheader("content-length", str(len(request.body)))
-            connection.endheaders(request.body)
-            response = connection.getresponse()
-            body = response.read(_MAX_BODY)
-            headers = tuple((n.lower(), v) for n, v in response.getheaders())
-            return RawResponse(response.status, headers, body)
+            return self._exchange(connection, request, expired)
+        except (OSError, http.client.HTTPException):
+            if expired.is_set():
+                raise TimeoutError("the origin outlived the forward's deadline") from None
+            raise
         finally:
+            timer.cancel()
             connection.close()
+
+    def _exchange(self, connection: http.client.HTTPConnection, request: RawRequest,
+                  expired: threading.Event) -> RawResponse:
+        connection.putrequest(request.method, request.path, skip_host=True,
+                              skip_accept_encoding=True)
+        for name, value in request.headers:
+            if name not in _HOP_BY_HOP:
+                connection.putheader(name, value)
+        connection.putheader("content-length", str(len(request.body)))
+        connection.endheaders(request.body)
+        response = connection.getresponse()
+        body = bytearray()
+        while len(body) <= self._max_body:
+            chunk = response.read1(min(_CHUNK, self._max_body + 1 - len(body)))
+            if not chunk:
+                break
+            body += chunk
+        if expired.is_set():
+            raise TimeoutError("the origin outlived the forward's deadline")
+        if len(body) > self._max_body:
+            declared = response.getheader("content-length")
+            with self._lock:
+                self._truncations.append(
+                    (len(body), int(declared) if declared and declared.isdigit() else None))
+            del body[self._max_body:]
+        headers = tuple((n.lower(), v) for n, v in response.getheaders())
+        return RawResponse(response.status, headers, bytes(body))
