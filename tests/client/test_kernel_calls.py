@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+import pytest
 from kernel_session_kit import FakeSession, demo_descriptor, descriptor
 
 from toolkeeper.client.kernel import Kernel, is_relist_refusal
@@ -218,7 +219,15 @@ def test_a_list_changed_notification_heard_by_watch_drops_the_listing() -> None:
     session.changes = [None]
     kernel = Kernel(session)
     run(kernel.tools())
-    run(kernel.watch())
+
+    class Stopped(Exception):
+        pass
+
+    async def stop(delay: float) -> None:  # the stream ended: stop instead of reopening
+        raise Stopped
+
+    with pytest.raises(Stopped):
+        run(kernel.watch(sleep=stop))
     run(kernel.call("payments.lookup", {"reference": "PMT-771"}))
     assert session.lists == 2
 

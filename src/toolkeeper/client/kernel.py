@@ -28,11 +28,12 @@ client's ``ClientSession``, or an in-memory twin in tests) and governs its calls
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from toolkeeper.client.cache import CachedTool, SharedListings, ToolCache
 from toolkeeper.client.kernel_outcome import CallOutcome, Incompatibility
@@ -43,7 +44,13 @@ from toolkeeper.contracts.classify import classify_schemas
 from toolkeeper.contracts.repair import Repair, repair
 from toolkeeper.contracts.spec import SideEffect
 from toolkeeper.contracts.validate import Issue
-from toolkeeper.errors import ClientError, SchemaError
+from toolkeeper.errors import (
+    ClientConnectionError,
+    ClientError,
+    ClientTimeoutError,
+    SchemaError,
+    ServerUnavailableError,
+)
 from toolkeeper.protocol.versions import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION, Era
 
 __all__ = ["RELIST_ACTION", "Kernel", "Session", "is_relist_refusal"]
@@ -53,6 +60,10 @@ _INVALID_PARAMS = -32602
 _DROP = "drop.additional_property"
 _NOT_AN_OBJECT = Issue("$", "tool arguments must be a JSON object", "type")
 _ERA_VERSION = {Era.MODERN: LATEST_MODERN_VERSION, Era.LEGACY: LATEST_HANDSHAKE_VERSION}
+
+
+_TRANSIENT: Final = (ClientConnectionError, ClientTimeoutError, ServerUnavailableError)
+"""What ends a change stream without ending :meth:`Kernel.watch`: it opens the stream again."""
 
 
 class _Listing(Protocol):
@@ -151,12 +162,27 @@ class Kernel:
         """The server said its tools changed: the next use lists again."""
         self.cache.invalidate()
 
-    async def watch(self) -> None:
+    async def watch(self, *, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                    first_s: float = 0.5, max_s: float = 30.0) -> None:
         """Drop the listing on every ``notifications/tools/list_changed`` the session hears
-        (its ``tools_changed()`` stream), until the stream ends; run it in a task and cancel
-        the task to stop."""
-        async for _ in self.session.tools_changed():
-            self.tools_changed()
+        (its ``tools_changed()`` stream, whose open also drops it); run it in a task and
+        cancel the task to stop. A stream that ends or fails transiently (connection,
+        timeout, unavailable) is opened again under the session's current id after
+        ``sleep(delay)``: ``first_s`` doubling to ``max_s``, back to ``first_s`` after a
+        stream that opened. A refusal (refused, authentication, protocol violation) raises."""
+        delay = first_s
+        while True:
+            opened = False
+            try:
+                async for _ in self.session.tools_changed():
+                    opened = True
+                    self.tools_changed()
+            except _TRANSIENT:
+                pass
+            if opened:
+                delay = first_s
+            await sleep(delay)
+            delay = min(delay * 2, max_s)
 
     async def refresh(self) -> None:
         """List the tools now (a read: retried per policy) and replace the cached listing."""
