@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from toolkeeper.client import ClientError, ClientTimeouts, EraSelectionError, Target, connect
+from toolkeeper.transports.asgi_io import read_body
 
 INITIALIZED = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                "serverInfo": {"name": "legacy", "version": "1"}}
@@ -20,12 +21,7 @@ INITIALIZED = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
 
 def _legacy_app(session_id: bytes) -> Any:
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        body = b""
-        while True:
-            event = await receive()
-            body += event.get("body", b"")
-            if not event.get("more_body"):
-                break
+        body = await read_body(receive, 1 << 20)
         message = json.loads(body) if body else {}
         if message.get("method") == "initialize":
             data = json.dumps({"jsonrpc": "2.0", "id": message["id"],
@@ -87,12 +83,7 @@ def test_an_endless_answer_to_the_initialized_notification_is_not_read(
     sent = {"bytes": 0}
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        body = b""
-        while True:
-            event = await receive()
-            body += event.get("body", b"")
-            if not event.get("more_body"):
-                break
+        body = await read_body(receive, 1 << 20)
         message = json.loads(body)
         if message.get("method") == "initialize":
             await _legacy_app(b"s-1")(scope, _replay(body), send)

@@ -21,6 +21,7 @@ from toolkeeper.contracts.spec import spec_from_mapping
 from toolkeeper.protocol.client_requests import server_request_answer
 from toolkeeper.registry import Registry
 from toolkeeper.server import ToolContext, ToolHandlers, build_app
+from toolkeeper.transports.asgi_io import read_body
 
 FAST = ClientTimeouts(probe_s=2.0, request_s=20.0, close_s=2.0)
 PING = {"jsonrpc": "2.0", "id": 7, "method": "ping"}
@@ -59,12 +60,7 @@ class _Asking:
         self.posts: list[Any] = []
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        body = b""
-        while True:
-            event = await receive()
-            body += event.get("body", b"")
-            if not event.get("more_body"):
-                break
+        body = await read_body(receive, 1 << 20)
         message = json.loads(body)
         self.posts.append(message)
         if "method" not in message:
@@ -113,12 +109,7 @@ class _AskingOnGet:
         self.posts: list[Any] = []
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        body = b""
-        while True:
-            event = await receive()
-            body += event.get("body", b"")
-            if not event.get("more_body"):
-                break
+        body = await read_body(receive, 1 << 20)
         if scope["method"] == "POST":
             self.posts.append(json.loads(body))
             await send({"type": "http.response.start", "status": 202, "headers": []})

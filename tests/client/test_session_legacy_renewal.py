@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from toolkeeper.client import ClientError, Target, connect
+from toolkeeper.transports.asgi_io import read_body
 
 ECHO = {"name": "echo", "inputSchema": {"type": "object"}}
 
@@ -32,12 +33,7 @@ class LegacyServer:
         self.sessions.clear()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        body = b""
-        while True:
-            event = await receive()
-            body += event.get("body", b"")
-            if not event.get("more_body"):
-                break
+        body = await read_body(receive, 1 << 20)
         headers = dict(scope["headers"])
         sid = headers.get(b"mcp-session-id", b"").decode() or None
         if scope["method"] == "DELETE":
