@@ -19,11 +19,11 @@ import mcp_types._v2025_11_25 as legacy_types
 import mcp_types._v2026_07_28 as modern_types
 import pytest
 from gateway_kit import Driver
-from handler_hunt_kit import handler_gateway, outcomes, serve_handlers
+from handler_edge_kit import handler_gateway, outcomes, serve_handlers
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter, ValidationError
-from sdk_hunt_kit import hunt_contract, stdio_transport
+from sdk_peer_kit import hunt_contract, stdio_transport
 
 from toolkeeper.errors import JsonRpcError
 from toolkeeper.registry import Registry

@@ -16,9 +16,9 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from listen_hunt_kit import listen_body
+from listen_kit import listen_body
 from mcp import Client
-from sdk_hunt_kit import SignallingHub
+from sdk_peer_kit import SignallingHub
 
 from sse_kit import sse_messages
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping

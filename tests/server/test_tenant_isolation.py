@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from gateway_kit import Driver
-from tenant_hunt_kit import (
+from tenant_kit import (
     UNAUTHORIZED,
     BearerResolver,
     HttpPeer,
@@ -106,7 +106,7 @@ def test_a_pinned_call_runs_only_under_a_version_the_caller_may_see(legacy: bool
 
 def _migration_estate(with_successor: bool) -> Any:
     from gateway_kit import contract
-    from tenant_hunt_kit import OPEN, recording_handlers
+    from tenant_kit import OPEN, recording_handlers
 
     from toolkeeper.contracts.semver import Version
     from toolkeeper.registry import Registry

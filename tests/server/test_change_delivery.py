@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from listen_hunt_kit import (
+from listen_kit import (
     ACCEPT_BOTH,
     ENVELOPE,
     LEGACY,
@@ -29,7 +29,7 @@ from listen_hunt_kit import (
 )
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import get_default_environment
-from sdk_hunt_kit import stdio_transport
+from sdk_peer_kit import stdio_transport
 
 import toolkeeper
 from toolkeeper.contracts.semver import Version

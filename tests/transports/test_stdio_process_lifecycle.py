@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stdio_hunt_kit import (
+from stdio_process_kit import (
     BOUND_S,
     ENVELOPE,
     INIT,

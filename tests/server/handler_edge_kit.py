@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sdk_hunt_kit import hunt_contract
+from sdk_peer_kit import hunt_contract
 
 from toolkeeper.registry import Registry
 from toolkeeper.server import (

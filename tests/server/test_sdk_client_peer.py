@@ -23,7 +23,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from sdk_hunt_kit import (
+from sdk_peer_kit import (
     ARRAY_OUTPUT,
     HEADER_SCHEMA,
     HUNT_TOOLS,
@@ -53,7 +53,7 @@ BOUND_S = 10.0
 """Every session of a test runs under this bound (anyio.fail_after)."""
 HANDLER_S = 3.0
 """How long a test waits for a handler to start or to see its cancellation."""
-KIT = Path(__file__).with_name("sdk_hunt_kit.py")
+KIT = Path(__file__).with_name("sdk_peer_kit.py")
 LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 """RFC 5424 severities, lowest first (the order the hunt tool logs them in)."""
 
