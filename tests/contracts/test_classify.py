@@ -12,7 +12,7 @@ import pytest
 
 from toolkeeper.contracts.changes import Bump, Verdict
 from toolkeeper.contracts.classify import classify, classify_schemas
-from toolkeeper.contracts.classify_rules import DIRECTIONS, RULES
+from toolkeeper.contracts.classify.rules import DIRECTIONS, RULES
 from toolkeeper.contracts.spec import spec_from_mapping
 from toolkeeper.contracts.validate import compile_schema
 

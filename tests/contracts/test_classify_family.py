@@ -36,7 +36,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolkeeper.contracts.classify_refs import value_key
+from toolkeeper.contracts.classify.refs import value_key
 from toolkeeper.contracts.validate import compile_schema
 
 SETTINGS = settings(max_examples=400, derandomize=True, deadline=None, database=None,

@@ -13,7 +13,7 @@ import pytest
 
 from toolkeeper.contracts.changes import Bump
 from toolkeeper.contracts.classify import classify_schemas
-from toolkeeper.contracts.classify_walk import compare_documents
+from toolkeeper.contracts.classify.walk import compare_documents
 from toolkeeper.contracts.validate import compile_schema
 
 Schema = dict[str, Any]

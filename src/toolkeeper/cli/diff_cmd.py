@@ -17,7 +17,7 @@ from toolkeeper.cli.documents import load_contract_or_schema
 from toolkeeper.cli.output import echo_json, fail
 from toolkeeper.contracts.changes import Bump, Verdict
 from toolkeeper.contracts.classify import classify, classify_schemas
-from toolkeeper.contracts.classify_rules import RULES
+from toolkeeper.contracts.classify.rules import RULES
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import ToolkeeperError
 

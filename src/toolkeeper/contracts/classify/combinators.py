@@ -13,15 +13,13 @@ change inside a ``oneOf`` whose branches are not provably disjoint fails closed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolkeeper.contracts.changes import Bump
-from toolkeeper.contracts.classify_keywords import Handler, allowed_values, types_of
-from toolkeeper.contracts.classify_refs import child_path
-from toolkeeper.contracts.classify_rules import RULES
-
-if TYPE_CHECKING:
-    from toolkeeper.contracts.classify_walk import Ctx
+from toolkeeper.contracts.classify.context import Ctx, Handler
+from toolkeeper.contracts.classify.keywords import allowed_values, types_of
+from toolkeeper.contracts.classify.refs import child_path
+from toolkeeper.contracts.classify.rules import RULES
 
 __all__ = ["COMBINATOR_HANDLERS"]
 

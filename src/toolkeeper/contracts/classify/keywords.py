@@ -8,23 +8,15 @@ by rule suffix; :data:`VALUE_HANDLERS` lists them with the keywords they own. Di
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolkeeper.contracts.canonical import canonical_json
-from toolkeeper.contracts.classify_refs import child_path, value_key
+from toolkeeper.contracts.classify.context import Ctx, Handler
+from toolkeeper.contracts.classify.refs import DOC_KEYWORDS, child_path, value_key
 
-if TYPE_CHECKING:
-    from toolkeeper.contracts.classify_walk import Ctx
+__all__ = ["VALUE_HANDLERS", "allowed_values", "show", "types_of"]
 
-__all__ = ["DOC_KEYWORDS", "VALUE_HANDLERS", "Handler", "allowed_values", "show", "types_of"]
-
-Handler = Callable[["Ctx", dict[str, Any], dict[str, Any], str], None]
-
-#: Annotations only: a change is PATCH, flagged for review (descriptions steer models).
-DOC_KEYWORDS = ("$comment", "deprecated", "description", "examples", "readOnly", "title",
-                "writeOnly", "x-description", "x-docs", "x-example", "x-examples", "x-title")
 _ABSENT: Any = object()
 
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from toolkeeper.contracts.classify_members import openness, pattern_matches
-from toolkeeper.contracts.classify_refs import SchemaDocument, Unresolvable
+from toolkeeper.contracts.classify.patterns import openness, pattern_matches
+from toolkeeper.contracts.classify.refs import SchemaDocument, Unresolvable
 
 __all__ = ["Location", "location_of"]
 

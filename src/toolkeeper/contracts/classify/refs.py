@@ -30,6 +30,7 @@ from toolkeeper.contracts.validate import format_path
 __all__ = [
     "DATA_KEYWORDS",
     "DEFINITION_KEYWORDS",
+    "DOC_KEYWORDS",
     "REF_KEYWORDS",
     "SchemaDocument",
     "Unresolvable",
@@ -40,6 +41,9 @@ __all__ = [
     "value_key",
 ]
 
+#: Annotations only: a change is PATCH, flagged for review (descriptions steer models).
+DOC_KEYWORDS = ("$comment", "deprecated", "description", "examples", "readOnly", "title",
+                "writeOnly", "x-description", "x-docs", "x-example", "x-examples", "x-title")
 #: The reference keywords. In a document without embedded resources (anything else fails
 #: closed) ``$dynamicRef`` means ``$ref``: the outermost dynamic scope is the root resource,
 #: which holds the very anchor the reference first resolves to (2020-12 section 8.2.3.2).

@@ -18,13 +18,10 @@ conjunct added (narrower) or dropped (wider) and is compared with ``true`` whate
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from toolkeeper.contracts.classify_keywords import Handler
-from toolkeeper.contracts.classify_refs import SchemaDocument, Unresolvable, child_path
-
-if TYPE_CHECKING:
-    from toolkeeper.contracts.classify_walk import Ctx
+from toolkeeper.contracts.classify.context import Ctx, Handler
+from toolkeeper.contracts.classify.refs import SchemaDocument, Unresolvable, child_path
 
 __all__ = ["EVALUATION_HANDLERS", "evaluation_shape"]
 

@@ -1,11 +1,11 @@
-"""The change classifier's walker: one context per comparison, one ``compare`` per schema pair.
+"""The change classifier's context: one per comparison, the one thing every keyword handler takes.
 
-``compare`` resolves local references (each document against its own root), memoizes reference
-pairs so a recursive schema terminates (a pair is compared once per instance location; the memo
-is keyed by object identities that :class:`SchemaDocument` keeps stable), skips pairs that are
-equal, and then runs every keyword handler of :data:`HANDLERS` (a table: keywords -> handler). A
-keyword that no handler owns and that changed is reported as ``*.unanalysable``: the classifier
-fails closed.
+A :class:`Ctx` holds a comparison's direction, both documents, the changes found and the memos;
+:meth:`Ctx.compare` resolves local references (each document against its own root), memoizes
+reference pairs so a recursive schema terminates (a pair is compared once per instance location;
+the memo is keyed by object identities that :class:`SchemaDocument` keeps stable), skips pairs
+that are equal, and hands the rest to the walk's step, which runs the keyword handlers of its
+table (:mod:`toolkeeper.contracts.classify.walk`). Handlers import this module, never the walk.
 
 Some handlers ask the classifier a question in a scratch context (``not`` in the opposite
 direction, ``oneOf`` to see every change inside it, the member probes "does this schema accept
@@ -19,46 +19,34 @@ branches are provably disjoint.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from toolkeeper.contracts.changes import Change
-from toolkeeper.contracts.classify_combinators import COMBINATOR_HANDLERS
-from toolkeeper.contracts.classify_evaluation import EVALUATION_HANDLERS
-from toolkeeper.contracts.classify_keywords import DOC_KEYWORDS, VALUE_HANDLERS, Handler, show
-from toolkeeper.contracts.classify_location import Location, location_of
-from toolkeeper.contracts.classify_members import MEMBER_HANDLERS
-from toolkeeper.contracts.classify_refs import (
-    DEFINITION_KEYWORDS,
-    REF_KEYWORDS,
+from toolkeeper.contracts.classify.location import Location, location_of
+from toolkeeper.contracts.classify.refs import (
+    DOC_KEYWORDS,
     SchemaDocument,
     Unresolvable,
     child_path,
     ref_keyword,
     same_schema,
-    value_key,
 )
-from toolkeeper.contracts.classify_rules import RULES
-from toolkeeper.contracts.classify_structure import STRUCTURE_HANDLERS
+from toolkeeper.contracts.classify.rules import RULES
 
-__all__ = ["HANDLERS", "KNOWN_KEYWORDS", "Ctx", "compare_documents"]
+__all__ = ["Ctx", "Handler", "HandlerTable", "Step"]
 
-#: Every keyword handler, in a fixed order (the order changes are found in, not reported in).
-HANDLERS: tuple[tuple[frozenset[str], Handler], ...] = (
-    VALUE_HANDLERS + MEMBER_HANDLERS + STRUCTURE_HANDLERS + EVALUATION_HANDLERS
-    + COMBINATOR_HANDLERS)
-#: Keywords the classifier understands; any other keyword that changed fails closed.
-KNOWN_KEYWORDS: frozenset[str] = frozenset().union(
-    *(keywords for keywords, _ in HANDLERS), DEFINITION_KEYWORDS, REF_KEYWORDS)
+#: A keyword handler: ``(ctx, before, after, path)`` for one resolved pair of schema objects.
+Handler = Callable[["Ctx", dict[str, Any], dict[str, Any], str], None]
+#: The handler table: the keywords each handler owns, in the order changes are found in.
+HandlerTable = tuple[tuple[frozenset[str], Handler], ...]
+#: The walk's comparison of one resolved pair (booleans and non-schemas included).
+Step = Callable[["Ctx", Any, Any, str], None]
 
 _FLIP = {"input": "output", "output": "input"}
 #: Keywords that constrain no value: a pair differing only in these accepts the same values.
 _ANNOTATIONS = frozenset(DOC_KEYWORDS) | {"default"}
-#: Keywords the classifier does not know that hold schemas in some JSON Schema draft: the
-#: validator may apply them (jsonschema-rs applies ``dependencies`` under 2020-12), so a format
-#: inside one may assert. Any other unknown keyword is ignored by the validator: its value is data.
-_SCHEMA_HOLDING_UNKNOWN = frozenset({"dependencies", "additionalItems", "contentSchema",
-                                     "extends", "disallow"})
 
 
 @dataclass
@@ -74,6 +62,9 @@ class Ctx:
     before: SchemaDocument
     after: SchemaDocument
     assert_formats: tuple[bool, bool]
+    #: The walk's comparison of one resolved pair (it reads the handler table), given by the
+    #: walk that made the root context: the context compares, the walk owns the keywords.
+    step: Step
     changes: list[Change] = field(default_factory=list)
     visited: set[tuple[int, int, int]] = field(default_factory=set)
     _same: dict[tuple[int, int], bool] = field(default_factory=dict)
@@ -146,7 +137,7 @@ class Ctx:
         self.active.add(question)
         outer, self.location_root = self.location_root, root
         try:
-            _compare_resolved(self, rb, ra, path)
+            self.step(self, rb, ra, path)
         finally:
             self.active.discard(question)
             self.location_root = outer
@@ -163,49 +154,12 @@ class Ctx:
         direction with ``flip``: for ``not``, for a ``oneOf`` that must see every change inside
         it, and for the member probes."""
         direction = _FLIP[self.direction] if flip else self.direction
-        return Ctx(direction, self.before, self.after, self.assert_formats, active=self.active,
-                   location_root=self.location_root, locations=self.locations)
+        return Ctx(direction, self.before, self.after, self.assert_formats, self.step,
+                   active=self.active, location_root=self.location_root,
+                   locations=self.locations)
 
     def resolve_before(self, node: Any) -> Any:
         return self.before.resolve(node)
 
     def resolve_after(self, node: Any) -> Any:
         return self.after.resolve(node)
-
-
-def _compare_resolved(ctx: Ctx, b: Any, a: Any, path: str) -> None:
-    b = {} if b is True else b
-    a = {} if a is True else a
-    if b is False or a is False:
-        if a is False:
-            ctx.emit(path, "schema.closed", "the schema became false: nothing is valid any more")
-        else:
-            ctx.emit(path, "schema.opened", "the schema was false (nothing valid) and now is not")
-        return
-    if not isinstance(b, dict) or not isinstance(a, dict):
-        ctx.emit(path, "unanalysable",
-                 f"not a schema ({show(b)} -> {show(a)}): cannot be analysed, fails closed")
-        return
-    for _, handler in HANDLERS:
-        handler(ctx, b, a, path)
-    _unknown(ctx, b, a, path)
-
-
-def _unknown(ctx: Ctx, b: dict[str, Any], a: dict[str, Any], path: str) -> None:
-    for name in sorted((set(b) | set(a)) - KNOWN_KEYWORDS):
-        # The validator ignores most unknown keywords: a format in their value never asserts.
-        same = ctx.unchanged if name in _SCHEMA_HOLDING_UNKNOWN else ctx.same
-        if name in b and name in a and same(b[name], a[name]):
-            continue
-        ctx.emit(child_path(path, name), "unanalysable",
-                 f"{name} changed and the classifier cannot analyse it: fails closed")
-
-
-def compare_documents(before: Any, after: Any, *, direction: str, path: str,
-                      assert_formats: tuple[bool, bool]) -> list[Change]:
-    """Every change between two schema documents, rooted at ``path``."""
-    if assert_formats[0] == assert_formats[1] and value_key(before) == value_key(after):
-        return []  # identical documents (also the only way an unanalysable one is "unchanged")
-    ctx = Ctx(direction, SchemaDocument(before), SchemaDocument(after), assert_formats)
-    ctx.compare(before, after, path)
-    return ctx.changes

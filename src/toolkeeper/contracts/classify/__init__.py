@@ -6,11 +6,15 @@ valid after was not promised before) and the metadata (scopes, classification, t
 effect, docs). :func:`classify_schemas` compares two bare schemas. Both are pure and
 deterministic: the verdict's bump is the largest bump found (PATCH when none) and its changes
 are every change found, sorted by (path, rule). Rule ids and bumps come from the table in
-:mod:`toolkeeper.contracts.classify_rules`; the walk lives in ``classify_walk`` and the keyword
-handlers in ``classify_keywords`` (one value), ``classify_members`` (properties, patterns,
-additionalProperties), ``classify_structure`` (other object and array keywords),
-``classify_evaluation`` (unevaluated*) and ``classify_combinators``; ``classify_location`` says
-what the before side declares at an instance location across its in-place subschemas.
+:mod:`~toolkeeper.contracts.classify.rules`. The package's one entry to the schema comparison is
+:func:`~toolkeeper.contracts.classify.walk.compare_documents`: the walk holds the table of
+keyword handlers, in ``keywords`` (one value), ``members`` (properties, patterns,
+additionalProperties), ``structure`` (other object and array keywords), ``evaluation``
+(unevaluated*) and ``combinators``; each takes the comparison's
+:class:`~toolkeeper.contracts.classify.context.Ctx` (``context``, below the handlers) and none
+imports the walk. ``location`` says what the before side declares at an instance location
+across its in-place subschemas, ``patterns`` how member names meet regexes, and ``refs`` how
+references resolve.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from toolkeeper.contracts.changes import Bump, Change, Verdict
-from toolkeeper.contracts.classify_rules import RULES
-from toolkeeper.contracts.classify_walk import compare_documents
+from toolkeeper.contracts.classify.rules import RULES
+from toolkeeper.contracts.classify.walk import compare_documents
 from toolkeeper.contracts.spec import SIDE_EFFECT_RANK, ToolSpec, classification_rank
 
 __all__ = ["classify", "classify_schemas", "verdict_of"]

@@ -1,18 +1,16 @@
 """Keyword handlers of the change classifier for objects and arrays (SPEC 1.4): required,
 propertyNames, dependentRequired, dependentSchemas, prefixItems, items and contains (object
-members live in ``classify_members``). Subschemas are compared by recursion through
+members live in ``members``). Subschemas are compared by recursion through
 ``ctx.compare`` (these keywords are monotone: a narrower subschema is a narrower schema).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from toolkeeper.contracts.classify_keywords import Handler, show
-from toolkeeper.contracts.classify_refs import child_path
-
-if TYPE_CHECKING:
-    from toolkeeper.contracts.classify_walk import Ctx
+from toolkeeper.contracts.classify.context import Ctx, Handler
+from toolkeeper.contracts.classify.keywords import show
+from toolkeeper.contracts.classify.refs import child_path
 
 __all__ = ["STRUCTURE_HANDLERS"]
 
