@@ -10,16 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec
 
 from toolkeeper.protocol.envelope import RequestId
 from toolkeeper.protocol.headers import HeaderView
+from toolkeeper.protocol.outcome import Emit, Finish, Outcome
 from toolkeeper.protocol.versions import Era
-
-if TYPE_CHECKING:
-    from toolkeeper.protocol.outcome import Finish, Outcome
 
 __all__ = [
     "Backchannel",
@@ -32,10 +30,6 @@ __all__ = [
     "MethodTable",
     "TransportFacts",
 ]
-
-Emit = Callable[[dict[str, Any]], Awaitable[None]]
-"""Sends one JSON-RPC notification on the request's response stream (SSE or stdout)."""
-
 
 @runtime_checkable
 class Backchannel(Protocol):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,9 +16,11 @@ from toolkeeper.protocol.envelope import (
     safe_id,
 )
 from toolkeeper.protocol.faults import wire_error
-from toolkeeper.protocol.methods import Emit
 
-__all__ = ["Accepted", "Finish", "Outcome", "Pending", "Reply", "ResumablePending"]
+__all__ = ["Accepted", "Emit", "Finish", "Outcome", "Pending", "Reply", "ResumablePending"]
+
+Emit = Callable[[dict[str, Any]], Awaitable[None]]
+"""Sends one JSON-RPC notification on the request's response stream (SSE or stdout)."""
 
 
 class Reply(msgspec.Struct, frozen=True):

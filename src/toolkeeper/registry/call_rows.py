@@ -12,104 +12,22 @@ recorder's flusher: ``at`` is an integer of microseconds since the epoch (UTC; c
 number, formatted as text only when read, :func:`at_text`), and a missing credential or
 request id is the empty string, read back as ``None`` (neither is ever empty: a credential id
 is a key id, ``iss#sub`` or ``stdio``, a request id is JSON text). The SQL backends store each
-appended batch as one row, a segment (:mod:`toolkeeper.registry.call_segments`).
+appended batch as one row, a segment (:mod:`toolkeeper.registry.call_segments`). The row and
+query values live in :mod:`toolkeeper.registry.call_query`, below both.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-import msgspec
-
+from toolkeeper.registry.call_query import CallQuery, CallRow, CallValues, at_text
+from toolkeeper.registry.call_segments import PostgresCallRows, SQLiteCallRows
 from toolkeeper.registry.location import open_store
 
 __all__ = ["CallQuery", "CallRow", "CallRows", "CallValues", "MemoryCallRows", "at_text",
            "open_call_rows"]
-
-_COLUMNS = ("at", "tenant", "credential", "tool", "version", "era", "arguments_digest",
-            "outcome", "latency_ms", "request_id")
-
-
-CallValues = tuple[int, str, str, str, str, str, str, str, float, str]
-"""One row to store, in column order: ``at`` (microseconds since the epoch, UTC), tenant,
-credential (``""``: none), tool, version, era, arguments digest, outcome, latency in
-milliseconds, request id as JSON text (``""``: none)."""
-
-_second: tuple[int, str] = (-1, "")  # the last whole second formatted, and its text
-
-
-def at_text(at_us: int) -> str:
-    """``at_us`` (microseconds since the epoch) as UTC ISO-8601 text with microseconds and
-    ``Z`` (``2026-01-01T00:00:00.000001Z``). The text of the whole second is kept from one
-    call to the next, so rows of one second format it once."""
-    global _second
-    seconds, micros = divmod(at_us, 1_000_000)
-    known = _second
-    if known[0] != seconds:
-        known = _second = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
-    return f"{known[1]}.{micros:06d}Z"
-
-
-class CallRow(msgspec.Struct, frozen=True, gc=False):
-    """One completed, dispatched call as read. ``at_us``: when it was dispatched, in
-    microseconds since the epoch (``at``: the same as UTC text); ``request_id``: the
-    JSON-RPC id as JSON text."""
-
-    at_us: int
-    tenant: str
-    credential: str | None
-    tool: str
-    version: str
-    era: str
-    arguments_digest: str
-    outcome: str
-    latency_ms: float
-    request_id: str | None
-    seq: int = 0
-
-    @property
-    def at(self) -> str:
-        return at_text(self.at_us)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"seq": self.seq}
-        out.update((name, getattr(self, name)) for name in _COLUMNS)
-        out["request_id"] = (None if self.request_id is None
-                             else msgspec.json.decode(self.request_id))
-        return out
-
-    def values(self) -> CallValues:
-        return (self.at_us, self.tenant, self.credential or "", self.tool, self.version,
-                self.era, self.arguments_digest, self.outcome, self.latency_ms,
-                self.request_id or "")
-
-    @classmethod
-    def of(cls, values: CallValues, seq: int = 0) -> CallRow:
-        at_us, tenant, credential, tool, version, era, digest, outcome, latency, request_id = (
-            values)
-        return cls(at_us, tenant, credential or None, tool, version, era, digest, outcome,
-                   latency, request_id or None, seq=seq)
-
-
-@dataclass(frozen=True, slots=True)
-class CallQuery:
-    """A filter over the call log (``None``: any); rows come newest first, at most ``limit``."""
-
-    tool: str | None = None
-    tenant: str | None = None
-    outcome: str | None = None
-    since: int | None = None  # an ``at`` lower bound in microseconds (inclusive)
-    limit: int = 100
-
-    def matches(self, row: CallRow) -> bool:
-        return ((self.tool is None or row.tool == self.tool)
-                and (self.tenant is None or row.tenant == self.tenant)
-                and (self.outcome is None or row.outcome == self.outcome)
-                and (self.since is None or row.at_us >= self.since))
 
 
 class CallRows(Protocol):
@@ -164,8 +82,6 @@ class MemoryCallRows:
 
 def _beside(store: object, read_only: bool) -> CallRows:
     """The call rows in the database ``store`` (an opened registry store) keeps."""
-    from toolkeeper.registry.call_segments import PostgresCallRows, SQLiteCallRows
-
     path = getattr(store, "path", None)
     if path is not None:
         return SQLiteCallRows(str(path), read_only)

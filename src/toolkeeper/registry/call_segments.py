@@ -39,7 +39,8 @@ from urllib.parse import quote
 import msgspec
 
 from toolkeeper.errors import StoreError
-from toolkeeper.registry.call_rows import CallQuery, CallRow, CallValues
+from toolkeeper.registry.call_query import CallQuery, CallRow, CallValues
+from toolkeeper.registry.masking import masked
 
 __all__ = ["PostgresCallRows", "SQLiteCallRows"]
 
@@ -221,8 +222,6 @@ class PostgresCallRows(_SegmentRows):
 
     def __init__(self, url: str, read_only: bool) -> None:
         import psycopg
-
-        from toolkeeper.registry.location import masked
 
         self._url = url
         self._masked = masked

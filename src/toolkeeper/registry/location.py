@@ -18,16 +18,14 @@ migrated (implies ``create=False``). An empty URL, given or in ``TOOLKEEPER_REGI
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Final
-from urllib.parse import unquote
 
 import platformdirs
 
 from toolkeeper.errors import StoreError
+from toolkeeper.registry.masking import masked
 from toolkeeper.registry.store import RegistryStore
 
 __all__ = ["ENV_VAR", "default_url", "masked", "open_store"]
@@ -90,22 +88,6 @@ _SCHEMES: Mapping[str, Callable[[str, bool, bool], RegistryStore]] = MappingProx
     "postgresql": _postgres,
     "postgres": _postgres,
 })
-
-
-_USERINFO: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#@]*)@")
-
-
-def masked(text: str, url: str) -> str:
-    """``text`` with the password of ``url``'s userinfo (as written and percent-decoded)
-    replaced by ``***``: what an error message about that URL may show (SPEC 5.6)."""
-    match = _USERINFO.match(url)
-    if match is None or ":" not in match.group(1):
-        return text
-    password = match.group(1).partition(":")[2]
-    for form in sorted({password, unquote(password)}, key=len, reverse=True):
-        if form:
-            text = text.replace(form, "***")
-    return text
 
 
 def open_store(url: str | None = None, *, create: bool = True, read_only: bool = False

@@ -28,7 +28,7 @@ from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import StoreError
 from toolkeeper.registry.apikeys import KEY_COLUMNS, ApiKeyRecord, key_from_row, key_params
 from toolkeeper.registry.listener import PgListener
-from toolkeeper.registry.location import masked
+from toolkeeper.registry.masking import masked
 from toolkeeper.registry.migrations import (
     POSTGRES_MIGRATIONS,
     SCHEMA_TABLE,

@@ -19,7 +19,7 @@ is an object is the structured content as it stands; any other type is wrapped a
 means no output schema (the value is a result as the untyped API takes it).
 
 Both schemas are JSON Schema 2020-12 (pydantic's), closed to unknown properties by default
-(:func:`~toolkeeper.server.routes.closed_schema`: ``additionalProperties: false`` on every
+(:func:`~toolkeeper.server.closed_schemas.closed_schema`: ``additionalProperties: false`` on every
 record-like object, ``$defs`` included, unless its model says otherwise, e.g. ``extra="allow"``);
 ``closed=False`` keeps pydantic's schemas as they are. They are normalised through canonical
 JSON, so a derived contract is byte-identical across runs and processes, and it is checked by
@@ -56,9 +56,9 @@ from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
 from toolkeeper.contracts.validate import Issue, format_path
 from toolkeeper.errors import ContractError
 from toolkeeper.server.call_outcomes import invalid_arguments_result
+from toolkeeper.server.closed_schemas import closed_schema
 from toolkeeper.server.content import ToolResult
-from toolkeeper.server.handlers import ToolContext
-from toolkeeper.server.routes import closed_schema
+from toolkeeper.server.handler_context import ToolContext
 
 __all__ = ["METADATA", "TypedTool", "derive_tool"]
 
