@@ -1,8 +1,9 @@
-"""Bugs found by fuzzing the contracts engine (validation, repair, change classification).
+"""The contracts engine (validation, repair, change classification) on edge-case schemas and
+instances.
 
-Each test is a minimal reproduction of one finding of a fuzzing pass, and failed before its fix
-(a schema holding NaN or an infinity, written as null by the encoder, came after the pass: the
-same cause as the CLI's NaN finding, from the Python API). Classifier findings use the
+Each test is a minimal reproduction of one defect a fuzzing pass found, and failed before its
+fix (a schema holding NaN or an infinity, written as null by the encoder, came after the pass:
+the same cause as the CLI's NaN defect, from the Python API). Classifier cases use the
 validator as the oracle: an argument set valid under the old input schema and invalid under the
 new one must make the verdict MAJOR. The passing property test at the end is a bounded,
 derandomized soundness check over keywords the generated family of test_classify_family.py does

@@ -1,10 +1,10 @@
-"""Audit of the modern era (2026-07-28) against mcp-wire.md, rule by rule, over the ASGI app
+"""The modern era (2026-07-28) against mcp-wire.md, rule by rule, over the ASGI app
 in process (no sockets) and the kernel's stream entry.
 
 Each test names the rule it checks (mcp-wire section / row, or SPEC section). Where mcp-wire
 says the SDK diverges from the specification, SPEC.md decides. Rung-order tests send requests
-that fail two rungs at once and check that the earlier rung answers. The divergences this
-audit found are fixed; their tests stay as the rules' coverage.
+that fail two rungs at once and check that the earlier rung answers. The divergences these
+tests found are fixed; the tests stay as the rules' coverage.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A rule-by-rule audit of the registry and the schema-version gate against SPEC 2, 3.3-3.4
+"""The registry and the schema-version gate, rule by rule, against SPEC 2, 3.3-3.4
 and 3.6, on the edges the main suites leave out: pre-release and build-metadata versions,
 identical re-publishes in every status, deprecating the only version, retired successors,
 principals who see only a deprecated version, tenant lists and scopes that change between

@@ -1,4 +1,4 @@
-"""Bug hunt: the registry, the gateway's caches and the call log used from several threads.
+"""The registry, the gateway's caches and the call log used from several threads.
 
 An ASGI server with a thread pool, an embedding application or the PostgreSQL LISTEN thread may
 all touch one :class:`Registry` (documented thread-safe) and one gateway at once. Two Registry

@@ -1,4 +1,4 @@
-"""Kit of the handler API hunt: a gateway whose tools attack the handler API (odd return
+"""A gateway whose tools attack the handler API (odd return
 values, non-finite numbers, BaseException subclasses, late and concurrent progress, log data,
 nested capability requirements), served in process or over real HTTP on 127.0.0.1."""
 

@@ -1,4 +1,4 @@
-"""Kit of the listen hunt: contracts, a listen over real HTTP (SSE frames as they arrive), and a
+"""Kit of the change-delivery tests: contracts, a listen over real HTTP (SSE frames as they arrive), and a
 stdio loop in this process driven line by line (every wait bounded)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Kit of the SDK interop hunt: a gateway with a few hunt tools (a blocking tool whose release
+"""Kit of the SDK-as-peer tests: a gateway with a few ``hunt.*`` tools (a blocking tool whose release
 and cancellation the test observes, every content type, every log level, a capability-gated
 tool), served over real HTTP on 127.0.0.1 (uvicorn in a thread) or over the stdio loop driven
 in-process through an ``mcp`` client ``Transport`` (the SDK's own line framing and parsing)."""

@@ -1,4 +1,4 @@
-"""Test kit for the tenant-isolation hunt: a multi-tenant estate, a bearer-token principal
+"""Test kit for the tenant-isolation tests: a multi-tenant estate, a bearer-token principal
 resolver, and drivers that speak both eras to a gateway in process and over real HTTP."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hunt: change notification delivery in both eras (``subscriptions/listen``, the legacy GET
+"""Change notification delivery in both eras (``subscriptions/listen``, the legacy GET
 stream and stdio lines): who hears which registry change, how often, in which order relative to
 ``tools/list``, the bounds, cancelling, and the official SDK as a peer. Every wait is bounded."""
 

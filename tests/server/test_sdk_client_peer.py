@@ -1,10 +1,10 @@
-"""Bug hunt: the official ``mcp`` 2.3.0 client as a real peer of the gateway, over real HTTP on
+"""The official ``mcp`` 2.3.0 client as a real peer of the gateway, over real HTTP on
 127.0.0.1 and over the stdio loop (in-process through an SDK ``Transport``, and once through
 ``toolkeeper serve --stdio`` in a subprocess), in both eras: progress and log notifications,
 cancellation, required capabilities, every content type through the SDK's parser, legacy
 sessions and their standalone stream, modern ``subscriptions/listen``.
 
-Tests marked ``xfail(strict=True)`` pin a bug found by the hunt (see each reason)."""
+Tests marked ``xfail(strict=True)`` pin a known bug (see each reason)."""
 
 from __future__ import annotations
 

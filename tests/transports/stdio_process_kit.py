@@ -1,4 +1,4 @@
-"""The kit of the stdio lifecycle hunt: ``toolkeeper serve --stdio`` as a real subprocess over a
+"""The kit of the stdio process-lifecycle tests: ``toolkeeper serve --stdio`` as a real subprocess over a
 temp SQLite registry, with an estate of hunt tools and their handlers written to a temp
 directory, and bounded line reads from its stdout."""
 

@@ -1,4 +1,4 @@
-"""A security review of the gateway's HTTP surface and registry inputs, probed as an attacker.
+"""The gateway's HTTP surface and registry inputs, probed as an attacker.
 
 Findings are strict xfails (each names what is wrong); the probes that held are kept unmarked.
 Requests are driven in-process (a constructed ASGI scope, on an app with the express lane and

@@ -1,4 +1,4 @@
-"""Wire audit of the legacy era (2025-11-25 and the older handshake versions) and of stdio in
+"""The wire rules of the legacy era (2025-11-25 and the older handshake versions) and of stdio in
 both eras, rule by rule against mcp-wire.md (SPEC.md section 3 decides where mcp-wire says the
 SDK diverges). Each test names the rule it checks; gate-order tests send a message that fails
 two gates at once and check that the earlier gate answers.

@@ -1,9 +1,10 @@
-"""Review of the day's fuzz fixes (``git diff fa46714 -- src``) on the stream paths: what was
-still reachable. Each test failed before its fix (the progress-send case was reworded: a handler
-that returns at once after its progress send failed completed, "ok"; one still waiting is
-cancelled). Everything runs in-process: the stdio loop over an in-memory line source, the ASGI
-app over ``receive``/``send`` callables. (The review's validation and version-bound findings are
-in ``tests/contracts/test_validate.py`` and ``tests/registry/test_guard.py``.)
+"""The stream paths on a request id reused while its call is in flight, and on a send that
+finds the connection closed (ASGI 2.4: an OSError from ``send``). Each test failed before its
+fix (the progress-send case was reworded: a handler that returns at once after its progress
+send failed completed, "ok"; one still waiting is cancelled). Everything runs in-process: the
+stdio loop over an in-memory line source, the ASGI app over ``receive``/``send`` callables.
+(Validation and version-bound cases of the same kind are in ``tests/contracts/test_validate.py``
+and ``tests/registry/test_guard.py``.)
 """
 
 from __future__ import annotations

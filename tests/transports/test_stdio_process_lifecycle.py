@@ -1,7 +1,7 @@
-"""Hunt: the stdio transport's lifecycle, ``toolkeeper serve --stdio`` as a real process (signals,
+"""The stdio transport's lifecycle, ``toolkeeper serve --stdio`` as a real process (signals,
 a reader that closes stdout, handlers that print, end of input with calls in flight, a slow
 plain handler) and the line framing in process (CRLF, batches, split values, huge ids, the
-size bound's edge). Tests marked xfail(strict) are bugs found by the hunt; the others held.
+size bound's edge). Tests marked xfail(strict) pin known bugs; the others pin what holds.
 
 Issue: "stdio: newline-delimited JSON-RPC on stdin/stdout, both eras (the first request
 decides), logs on stderr." MCP stdio transport: "The server MUST NOT write anything to its
