@@ -1,8 +1,8 @@
 """Legacy-era sessions: the ``initialize`` lifecycle of one client (SPEC 3.1 gate 4).
 
 On HTTP each session has an ``Mcp-Session-Id`` and lives in a :class:`SessionTable` (least
-recently used sessions are evicted, never new ones refused); on a stream transport the
-connection is the session. Pure state: the clock and the id source are injected.
+recently used sessions are evicted, those of the principal past its bounds first, never new
+ones refused); on a stream transport the connection is the session. Pure state: the clock and the id source are injected.
 """
 
 from __future__ import annotations

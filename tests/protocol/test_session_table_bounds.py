@@ -116,3 +116,19 @@ def test_a_removed_or_evicted_session_leaves_its_principals_count_so_it_may_open
 def test_a_negative_bound_is_a_value_error(name: str) -> None:
     with pytest.raises(ValueError, match=name):
         SessionTable(**{name: -1})
+
+
+def test_the_configuration_defaults_are_the_tables() -> None:
+    from toolkeeper.config.definitions import default_of
+    from toolkeeper.protocol import sessions as table_defaults
+
+    assert {key: default_of(f"legacy.{key}") for key in (
+        "max_sessions", "max_session_bytes", "max_sessions_per_credential",
+        "max_session_bytes_per_credential", "max_sessions_per_tenant",
+        "max_session_bytes_per_tenant")} == {
+        "max_sessions": table_defaults.DEFAULT_MAX_SESSIONS,
+        "max_session_bytes": table_defaults.DEFAULT_MAX_BYTES,
+        "max_sessions_per_credential": table_defaults.DEFAULT_MAX_PER_CREDENTIAL,
+        "max_session_bytes_per_credential": table_defaults.DEFAULT_MAX_BYTES_PER_CREDENTIAL,
+        "max_sessions_per_tenant": table_defaults.DEFAULT_MAX_PER_TENANT,
+        "max_session_bytes_per_tenant": table_defaults.DEFAULT_MAX_BYTES_PER_TENANT}
