@@ -277,7 +277,7 @@ class ServerKernel:
             principal = self._resolve_principal(facts)
             if self._admit_initialize is not None:  # the principal's rate, as its calls'
                 self._admit_initialize(principal)
-        except Exception as exc:  # answered as any legacy request the resolver refuses
+        except Exception as exc:  # the resolver's or the rate's refusal, as any legacy one
             return answer_error_reply(request.id, exc, Era.LEGACY)
         owner = _owner(principal)
         session = LegacySession()
