@@ -2,7 +2,8 @@
 
 On HTTP each session has an ``Mcp-Session-Id`` and lives in a :class:`SessionTable` (least
 recently used sessions are evicted, those of the principal past its bounds first, never new
-ones refused); on a stream transport the connection is the session. Pure state: the clock and the id source are injected.
+ones refused); on a stream transport the connection is the session. Pure state: the clock
+and the id source are injected.
 """
 
 from __future__ import annotations
