@@ -206,8 +206,8 @@ def test_a_kept_alive_connection_silent_after_a_response_is_closed_at_the_idle_l
 
 def test_beyond_the_connection_cap_a_new_connection_is_refused_at_once_and_the_others_work(
         ) -> None:
-    with serving("--max-connections", "20", "--head-timeout", "60",
-                 "--idle-timeout", "60") as port:
+    with serving("--max-connections", "20", "--max-connections-per-ip", "20",
+                 "--head-timeout", "60", "--idle-timeout", "60") as port:
         clients = [Conn(port) for _ in range(20)]
         try:
             assert [ask(conn, port) for conn in clients] == [200] * 20
@@ -254,7 +254,7 @@ def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     """The runner's servers use this uvicorn HTTP implementation for the test."""
     http: str = request.param
     monkeypatch.setattr(runner, "bounded_protocol",
-                        lambda head, cap: bounded_protocol(head, cap, http))
+                        lambda head, cap, **bounds: bounded_protocol(head, cap, http, **bounds))
     return http
 
 

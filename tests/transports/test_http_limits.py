@@ -117,13 +117,18 @@ def _legacy(client: httpx.Client, url: str, body: dict[str, Any], session: str |
 
 def test_a_legacy_session_over_its_rate_gets_the_error_with_200_and_lives_on(
         served: Served) -> None:
+    initialize = {"id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}
     with httpx.Client(timeout=10) as client:
-        statuses = [_call(client, served.url, "dave", "calc").status_code for _ in range(3)]
-        assert statuses == [200, 200, 429]  # dave (acme, a credential of its own): burst 2
-        init = _legacy(client, served.url, {"id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}}, None)
+        # dave (acme, a credential of its own): burst 2, the initialize takes one of them
+        init = _legacy(client, served.url, initialize, None)
         session = init.headers["mcp-session-id"]
+        statuses = [_call(client, served.url, "dave", "calc").status_code for _ in range(2)]
+        assert statuses == [200, 429]
+        again = _legacy(client, served.url, initialize, None)  # the same bucket: refused too
+        assert (again.status_code, again.json()["error"]["code"]) == (200, -31429)
+        assert "mcp-session-id" not in again.headers
         assert _legacy(client, served.url, {"method": "notifications/initialized"},
                        session).status_code == 202
         refused = _legacy(client, served.url, {"id": 2, "method": "tools/call", "params": {

@@ -40,6 +40,7 @@ from toolkeeper.config import GatewayConfig, LegacySettings
 from toolkeeper.config.definitions import default_of
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
 from toolkeeper.errors import PublishRefusedError, ToolkeeperError
+from toolkeeper.protocol import SessionTable
 from toolkeeper.registry import Registry
 from toolkeeper.server import Gateway, ToolHandlers, build_gateway
 from toolkeeper.server.logs import configure_logging
@@ -156,6 +157,11 @@ def _policy(host: str, allow_hosts: tuple[str, ...], allow_origins: tuple[str, .
               default=default_of("server.max_connections"), show_default=True,
               help="Answer 503 and close new connections beyond this many open ones "
                    "(lowered below the open-file limit when that is smaller).")
+@click.option("--max-connections-per-ip", type=click.IntRange(min=0),
+              default=default_of("server.max_connections_per_ip"), show_default=True,
+              help="Answer 503 and close new connections from an address that has this many "
+                   "open (0: a quarter of --max-connections); behind a reverse proxy, set it "
+                   "to --max-connections.")
 @click.option("--backlog", type=click.IntRange(min=1), default=default_of("server.backlog"),
               show_default=True, help="Connections the kernel queues for accepting.")
 @click.option("--log-level", type=click.Choice(_LEVELS), default=default_of("logging.level"),
@@ -226,6 +232,7 @@ def _serve(config: GatewayConfig) -> None:
     gateway = build_gateway(registry, handlers, call_log=features.observability.call_log,
                             resolve_principal=features.resolver, limits=features.limits,
                             legacy_sessions=config.server.legacy_sessions,
+                            sessions=_sessions(config.legacy),
                             sealer=features.sealer,
                             list_page_size=config.server.list_page_size,
                             list_cursor_ttl_s=config.server.list_cursor_ttl_s)
@@ -264,7 +271,9 @@ def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
                       body_timeout_s=server.body_timeout_s,
                       head_timeout_s=server.head_timeout_s,
                       idle_timeout_s=server.idle_timeout_s,
-                      max_connections=server.max_connections, backlog=server.backlog,
+                      max_connections=server.max_connections,
+                      max_connections_per_ip=server.max_connections_per_ip,
+                      backlog=server.backlog,
                       documents=dict(features.documents), replay=_replay(config.legacy),
                       ask_timeout_s=config.legacy.ask_timeout_s,
                       max_pending_asks=config.legacy.max_pending_asks,
@@ -289,6 +298,14 @@ def _replay(legacy: LegacySettings) -> ReplayConfig:
     return ReplayConfig(retry_ms=legacy.sse_retry_ms, max_events=legacy.replay_events,
                         max_bytes=legacy.replay_bytes, total_bytes=legacy.replay_total_bytes,
                         resume_window_s=legacy.resume_window_s)
+
+
+def _sessions(legacy: LegacySettings) -> SessionTable:
+    return SessionTable(max_sessions=legacy.max_sessions, max_bytes=legacy.max_session_bytes,
+                        max_per_credential=legacy.max_sessions_per_credential,
+                        max_bytes_per_credential=legacy.max_session_bytes_per_credential,
+                        max_per_tenant=legacy.max_sessions_per_tenant,
+                        max_bytes_per_tenant=legacy.max_session_bytes_per_tenant)
 
 
 def _claim_stdout() -> BinaryIO:

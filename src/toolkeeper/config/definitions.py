@@ -65,9 +65,9 @@ _DAY: Final = 86400.0
 SECTIONS: Final[tuple[Section, ...]] = (
     Section("registry", "Where contracts, API keys and the call log are stored."),
     Section("server", "The listener: transport, address, path and connection bounds."),
-    Section("legacy", "The legacy era (2025-11-25): resumable SSE streams (event ids, "
-                      "`Last-Event-ID` replay) and requests a handler sends to its client "
-                      "(elicitation, sampling, roots)."),
+    Section("legacy", "The legacy era (2025-11-25): HTTP sessions and their bounds, "
+                      "resumable SSE streams (event ids, `Last-Event-ID` replay) and requests "
+                      "a handler sends to its client (elicitation, sampling, roots)."),
     Section("estate", "Contracts published at start (if absent) and handler modules served."),
     Section("auth", "How an HTTP request's principal is established (OAuth 2.1 resource "
                     "server, RFC 9728 metadata)."),
@@ -120,6 +120,12 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "(413 beyond).", minimum=1, maximum=2**31),
     Setting("server.max_connections", INTEGER, 1000, "Answer 503 to connections beyond this "
             "many open ones.", flag="--max-connections", minimum=1, maximum=1_000_000),
+    Setting("server.max_connections_per_ip", INTEGER, 0, "Answer 503 to a connection from "
+            "an address that already has this many open, so silent connections from one source "
+            "cannot hold the whole `max_connections` (0: a quarter of it, at least 1). Behind a "
+            "reverse proxy every connection comes from the proxy: set it to `max_connections` "
+            "and bound each client at the proxy.", flag="--max-connections-per-ip", minimum=0,
+            maximum=1_000_000),
     Setting("server.backlog", INTEGER, 2048, "Connections the kernel queues for accepting.",
             flag="--backlog", minimum=1, maximum=1_000_000),
     Setting("server.list_page_size", INTEGER, 100, "Tools per `tools/list` page; a longer "
@@ -151,6 +157,25 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "session's handlers await at once (more are refused to the handler), so one "
             "session cannot take every slot of `legacy.max_pending_asks`.", minimum=1,
             maximum=1_000_000),
+    Setting("legacy.max_sessions", INTEGER, 10_000, "Live sessions (HTTP, `stateful`) kept in "
+            "all; beyond, the least recently used session of anyone ends.", minimum=1,
+            maximum=10_000_000),
+    Setting("legacy.max_session_bytes", INTEGER, 16_777_216, "Bytes of the clients' "
+            "`capabilities` and `clientInfo` all sessions keep together (the least recently "
+            "used go first).", minimum=0, maximum=2**40),
+    Setting("legacy.max_sessions_per_credential", INTEGER, 1000, "Live sessions of one "
+            "credential (API key, JWT subject); its own least recently used one ends for a "
+            "new one beyond (0: no bound of its own).", minimum=0, maximum=10_000_000),
+    Setting("legacy.max_session_bytes_per_credential", INTEGER, 2_097_152, "Bytes one "
+            "credential's sessions keep together (its own least recently used go first; 0: no "
+            "bound of its own).", minimum=0, maximum=2**40),
+    Setting("legacy.max_sessions_per_tenant", INTEGER, 2500, "Live sessions of one tenant "
+            "(every credential, and the principals without one); its own least recently used "
+            "one ends for a new one beyond, never another tenant's (0: no bound of its own).",
+            minimum=0, maximum=10_000_000),
+    Setting("legacy.max_session_bytes_per_tenant", INTEGER, 4_194_304, "Bytes one tenant's "
+            "sessions keep together (its own least recently used go first; 0: no bound of its "
+            "own).", minimum=0, maximum=2**40),
     # estate
     Setting("estate.demo", BOOLEAN, False, "Publish the demo estate if absent and serve its "
             "handlers.", flag="--demo"),

@@ -47,6 +47,7 @@ class ServerSettings:
     body_timeout_s: float = 5.0
     max_body_bytes: int = 4194304
     max_connections: int = 1000
+    max_connections_per_ip: int = 0
     backlog: int = 2048
     list_page_size: int = 100
     list_cursor_ttl_s: float = 3600.0
@@ -62,6 +63,12 @@ class LegacySettings:
     ask_timeout_s: float = 300.0
     max_pending_asks: int = 1000
     max_pending_asks_per_session: int = 100
+    max_sessions: int = 10_000
+    max_session_bytes: int = 16_777_216
+    max_sessions_per_credential: int = 1000
+    max_session_bytes_per_credential: int = 2_097_152
+    max_sessions_per_tenant: int = 2500
+    max_session_bytes_per_tenant: int = 4_194_304
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,7 +117,8 @@ class ServerKernel:
                  discover_cache: CacheHint = _DISCOVER_CACHE,
                  resolve_principal: Callable[[TransportFacts], Any] = _anonymous,
                  sessions: SessionTable | None = None,
-                 legacy_sessions: str = "stateful") -> None:
+                 legacy_sessions: str = "stateful",
+                 admit_initialize: Callable[[Any], None] | None = None) -> None:
         if legacy_sessions not in LEGACY_SESSION_MODES:
             raise ValueError(f"legacy_sessions must be one of {', '.join(LEGACY_SESSION_MODES)}"
                              f", not {legacy_sessions!r}")
@@ -129,6 +130,9 @@ class ServerKernel:
         self.identity = identity
         self.sessions = sessions if sessions is not None else SessionTable()
         self._resolve = resolve_principal
+        # Called with the principal of each legacy HTTP initialize before a session is made:
+        # raises a JsonRpcError (the per-principal rate limit's) to refuse it.
+        self._admit_initialize = admit_initialize
         # (facts, principal) of the HTTP request authenticated last: see _resolve_principal
         self._authenticated: tuple[TransportFacts | None, Any] = (None, None)
         self._modern = ModernPipeline(methods, identity, self._resolve_principal)
@@ -270,15 +274,18 @@ class ServerKernel:
         # credential; a principal without a tenant (the core's anonymous default) leaves it
         # unbound.
         try:
-            owner = _owner(self._resolve_principal(facts))
-        except Exception as exc:  # answered as any legacy request the resolver refuses
+            principal = self._resolve_principal(facts)
+            if self._admit_initialize is not None:  # the principal's rate, as its calls'
+                self._admit_initialize(principal)
+        except Exception as exc:  # the resolver's or the rate's refusal, as any legacy one
             return answer_error_reply(request.id, exc, Era.LEGACY)
+        owner = _owner(principal)
         session = LegacySession()
         outcome = self._legacy.after_envelope(request, session, facts)
         if not isinstance(outcome, Reply) or outcome.is_error:
             return outcome
         session.owner = owner
-        self.sessions.admit(session)  # never refused: a full table evicts its idlest session
+        self.sessions.admit(session)  # never refused: the owner's (or the table's) idlest go
         assert session.id is not None
         return msgspec.structs.replace(outcome, headers=((MCP_SESSION_ID, session.id),))
 

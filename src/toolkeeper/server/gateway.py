@@ -124,7 +124,8 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     """Assemble a gateway over ``registry``. Defaults: no handlers, an in-memory call log,
     the anonymous :class:`LocalPrincipal`, ``ttlMs`` 0 (``tools/list`` is ``private``,
     ``server/discover`` ``public``), a change hub subscribed to ``registry``, no limits
-    (``limits``: :func:`~toolkeeper.server.limits.build_limits`), stateful legacy sessions
+    (``limits``: :func:`~toolkeeper.server.limits.build_limits`; their rate applies to a
+    legacy HTTP ``initialize`` too), stateful legacy sessions
     (``legacy_sessions="stateless"``: :mod:`~toolkeeper.protocol.stateless`), an ephemeral
     sealer, and one ``tools/list`` page however long the list (``list_page_size``: tools per
     page, later pages reached by sealed cursors, :mod:`~toolkeeper.server.cursors`). A
@@ -166,7 +167,9 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     kernel = ServerKernel(
         table, identity=identity, capabilities=capabilities,
         instructions=instructions, discover_cache=CacheHint(discover_ttl_ms, "public"),
-        resolve_principal=resolver, sessions=sessions, legacy_sessions=legacy_sessions)
+        resolve_principal=resolver, sessions=sessions, legacy_sessions=legacy_sessions,
+        admit_initialize=(limits.admission.take if limits is not None
+                          and limits.admission is not None else None))
     return Gateway(kernel, registry, handlers, call_log, views, resolver, hub, sealer)
 
 

@@ -1,5 +1,5 @@
-"""Limits: per-principal rate (token bucket) and concurrency on ``tools/call``, and per-tool
-call timeouts.
+"""Limits: per-principal rate (token bucket) and concurrency on ``tools/call``, the same rate
+on legacy HTTP ``initialize``, and per-tool call timeouts.
 
 How A wires me: build :class:`LimitsSettings` from the ``[limits]`` table (``tenants`` from
 ``[limits.tenants.<t>]`` as :class:`TenantLimits`, ``tools`` from ``[limits.tools."<name>"]``
@@ -11,7 +11,10 @@ Rate and concurrency are checked before a ``tools/call`` is dispatched (every ca
 counted once, whatever its tool or outcome), per principal key: the principal's credential
 (``Principal.credential``: an API key id or ``iss#sub``) when it has one, else its tenant, so
 two keys of one tenant have a bucket each while every anonymous caller of a tenant shares
-one. A tenant's override replaces the defaults for each of its principals. A refusal is the
+one. A tenant's override replaces the defaults for each of its principals. A legacy HTTP
+``initialize`` (one that would open a session) takes a token of the same bucket
+(:meth:`Admission.take`; the kernel's ``admit_initialize``), so a principal cannot open
+sessions faster than it may call; concurrency does not apply to it. A refusal is the
 JSON-RPC error :data:`~toolkeeper.protocol.codes.RATE_LIMITED` (``data.retryAfterS``,
 ``data.limit``): HTTP 429 with ``Retry-After`` in the modern era, 200 with ``Retry-After`` in a
 legacy session (see the code's docstring for why). Buckets live in this process: N replicas
@@ -185,6 +188,37 @@ class Admission:
         """Whether any principal has a limit (else :meth:`enter` never refuses)."""
         return any(r.rate_per_s or r.concurrency for r in (self._default, *self._tenants.values()))
 
+    def take(self, principal: Any) -> None:
+        """Count one legacy ``initialize`` of ``principal`` against its rate (a token of the
+        same bucket its calls take), or raise RATE_LIMITED when the bucket is empty. Nothing
+        stays in flight, so concurrency does not apply."""
+        key = principal_key(principal)
+        with self._lock:
+            now = self._clock()
+            state = self._state(key, now)
+            if state.rule.rate_per_s:
+                self._spend(state, now)
+
+    def _state(self, key: tuple[str | None, str | None], now: float) -> _State:
+        state = self._states.get(key)
+        if state is None:
+            if len(self._states) >= self._sweep_at:
+                self._sweep(now)
+            state = self._states[key] = _State(
+                self._tenants.get(key[0], self._default) if key[0] is not None
+                else self._default, now)
+        return state
+
+    @staticmethod
+    def _spend(state: _State, now: float) -> None:
+        """Take a token of the state's bucket, or raise RATE_LIMITED (taking none)."""
+        rule = state.rule
+        state.refill(now)
+        if state.tokens < 1.0:
+            wait = (1.0 - state.tokens) / rule.rate_per_s
+            raise rate_limited(max(1, math.ceil(wait - 1e-9)), "rate")
+        state.tokens -= 1.0
+
     def enter(self, principal: Any) -> _State:
         """Admit one call of ``principal`` (its slot, for :meth:`leave`), or raise
         RATE_LIMITED: ``concurrency`` calls already in flight, or an empty bucket (the
@@ -192,6 +226,7 @@ class Admission:
         key = principal_key(principal)
         with self._lock:
             now = self._clock()
+            # (inlined rather than through _state and _spend: this runs once per call)
             state = self._states.get(key)
             if state is None:
                 if len(self._states) >= self._sweep_at:

@@ -20,6 +20,13 @@ would choose, else h11) with two additions:
   answered ``503`` (``connection: close``) at once and closed, before anything is read, so a
   flood costs each extra connection a moment rather than a descriptor held; the connections
   already open (and their clients) are unaffected.
+* **a cap per source address**: likewise a connection whose peer address already has
+  ``max_connections_per_ip`` open ones, so silent connections from one address cannot take
+  the whole cap and leave every other client 503 until their head deadline. Behind a reverse
+  proxy every connection comes from the proxy's address (the ASGI ``client`` is the socket
+  peer, not a forwarded header): there the cap per address should equal the cap, and each
+  client is bounded at the proxy. A connection without an IP peer (a Unix socket) is counted
+  against the cap only.
 
 The idle keep-alive limit (from the end of a response to the first byte of the next request)
 stays uvicorn's ``timeout_keep_alive``; the runner sets it. :func:`effective_cap` keeps the cap
@@ -36,7 +43,7 @@ from typing import Any, ClassVar, Final
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["DESCRIPTOR_HEADROOM", "bounded_protocol", "effective_cap"]
+__all__ = ["DESCRIPTOR_HEADROOM", "bounded_protocol", "effective_cap", "per_ip_cap"]
 
 DESCRIPTOR_HEADROOM: Final = 128
 """Descriptors kept below ``RLIMIT_NOFILE`` for what the process opens besides client
@@ -65,12 +72,30 @@ def effective_cap(max_connections: int) -> int:
     return max(1, min(max_connections, soft - DESCRIPTOR_HEADROOM))
 
 
-class _Limits:
-    """One server's bounds, shared by its connections (a class attribute of its protocol)."""
+def per_ip_cap(max_connections_per_ip: int, cap: int) -> int:
+    """The open connections one address may hold: ``max_connections_per_ip`` (0: a quarter of
+    ``cap``, at least 1), never more than ``cap``."""
+    return min(cap, max_connections_per_ip or max(1, cap // 4))
 
-    def __init__(self, head_timeout_s: float, max_connections: int) -> None:
+
+def _peer_ip(transport: asyncio.BaseTransport) -> str | None:
+    peer = transport.get_extra_info("peername")
+    if isinstance(peer, tuple) and peer and isinstance(peer[0], str):
+        return peer[0]
+    return None
+
+
+class _Limits:
+    """One server's bounds, shared by its connections (a class attribute of its protocol),
+    and the open connections of each peer address (the event loop's thread alone reads and
+    writes them)."""
+
+    def __init__(self, head_timeout_s: float, max_connections: int,
+                 max_per_ip: int | None = None) -> None:
         self.head_timeout_s = head_timeout_s
         self.max_connections = max_connections
+        self.max_per_ip = max_connections if max_per_ip is None else max_per_ip
+        self.per_ip: dict[str, int] = {}
         self.warned_at = float("-inf")
 
     def arm(self, loop: asyncio.AbstractEventLoop, transport: asyncio.Transport
@@ -79,19 +104,40 @@ class _Limits:
         return loop.call_later(self.head_timeout_s, _close, transport)
 
     def admit(self, loop: asyncio.AbstractEventLoop, transport: asyncio.Transport,
-              open_count: int) -> asyncio.TimerHandle | None:
-        """A connection just made (one of ``open_count``): its head deadline, or None when it
-        is over the cap (it is then answered 503 and closed)."""
+              open_count: int, ip: str | None) -> asyncio.TimerHandle | None:
+        """A connection just made (one of ``open_count``, from ``ip``): its head deadline, or
+        None when it is over the cap or its address's (it is then answered 503 and closed,
+        and not counted for its address)."""
         if open_count <= self.max_connections:
-            return self.arm(loop, transport)
+            if ip is None:
+                return self.arm(loop, transport)
+            held = self.per_ip.get(ip, 0)
+            if held < self.max_per_ip:
+                self.per_ip[ip] = held + 1
+                return self.arm(loop, transport)
+            self._refuse(loop, transport, "%d open from one address, its cap is %d",
+                         held, self.max_per_ip)
+            return None
+        self._refuse(loop, transport, "%d open, the cap is %d", open_count - 1,
+                     self.max_connections)
+        return None
+
+    def release(self, ip: str) -> None:
+        """A counted connection from ``ip`` closed."""
+        held = self.per_ip[ip] - 1
+        if held:
+            self.per_ip[ip] = held
+        else:
+            del self.per_ip[ip]  # the table holds only addresses with open connections
+
+    def _refuse(self, loop: asyncio.AbstractEventLoop, transport: asyncio.Transport,
+                why: str, held: int, cap: int) -> None:
         transport.write(_BUSY)
         transport.close()
         now = loop.time()
         if now - self.warned_at >= _WARN_EVERY_S:  # a flood logs once per interval
             self.warned_at = now
-            _log.warning("refusing connections: %d open, the cap is %d",
-                         open_count - 1, self.max_connections)
-        return None
+            _log.warning("refusing connections: " + why, held, cap)
 
 
 def _close(transport: asyncio.Transport) -> None:
@@ -110,16 +156,23 @@ class _Admitted:
 
     limits: ClassVar[_Limits]
     _head_timer: asyncio.TimerHandle | None = None
+    _counted_ip: str | None = None
     loop: asyncio.AbstractEventLoop
     connections: set[Any]
 
     def connection_made(self, transport: Any) -> None:  # an asyncio.Transport
         super().connection_made(transport)  # type: ignore[misc]  # the protocol's, by the MRO
-        self._head_timer = self.limits.admit(self.loop, transport, len(self.connections))
+        ip = _peer_ip(transport)
+        self._head_timer = self.limits.admit(self.loop, transport, len(self.connections), ip)
+        if self._head_timer is not None:
+            self._counted_ip = ip
 
     def connection_lost(self, exc: Exception | None) -> None:
         _cancel(self._head_timer)
         self._head_timer = None
+        if self._counted_ip is not None:
+            self.limits.release(self._counted_ip)
+            self._counted_ip = None
         super().connection_lost(exc)  # type: ignore[misc]  # the protocol's, by the MRO
 
 
@@ -166,11 +219,14 @@ _PROTOCOLS["auto"] = _PROTOCOLS.get("httptools", _BoundedH11)
 
 
 def bounded_protocol(head_timeout_s: float, max_connections: int,
-                     http: str = "auto") -> type[asyncio.Protocol]:
+                     http: str = "auto", max_per_ip: int | None = None
+                     ) -> type[asyncio.Protocol]:
     """The uvicorn HTTP protocol class for one server with these bounds. ``http``: ``"auto"``
     (httptools when installed, else h11, as uvicorn chooses), ``"httptools"`` or ``"h11"``.
-    ``max_connections`` is used as given (see :func:`effective_cap`)."""
+    ``max_connections`` is used as given (see :func:`effective_cap`); ``max_per_ip``: the
+    open connections one peer address may hold (None: the cap, see :func:`per_ip_cap`)."""
     base = _PROTOCOLS.get(http)
     if base is None:
         raise ValueError(f"HTTP implementation {http!r} is unknown or not installed")
-    return type(base.__name__, (base,), {"limits": _Limits(head_timeout_s, max_connections)})
+    return type(base.__name__, (base,),
+                {"limits": _Limits(head_timeout_s, max_connections, max_per_ip)})

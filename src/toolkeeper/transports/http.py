@@ -131,6 +131,11 @@ class HttpConfig:
     max_connections: int = 1000
     """Open connections beyond which a new one is answered 503 and closed at once; lowered to
     the process's descriptor limit less a headroom when that is smaller."""
+    max_connections_per_ip: int = 0
+    """Open connections from one peer address beyond which a new one from it is answered 503
+    and closed at once (0: a quarter of the effective ``max_connections``, at least 1), so
+    silent connections from one source cannot hold the whole cap. Behind a reverse proxy every
+    connection comes from the proxy's address: set it to ``max_connections`` there."""
     backlog: int = DEFAULT_BACKLOG
     """Connections the kernel queues for accepting (``listen``; the kernel may cap it)."""
     documents: Mapping[str, bytes] = field(default_factory=dict)
@@ -159,6 +164,9 @@ class HttpConfig:
         for name in ("head_timeout_s", "idle_timeout_s"):  # event-loop timers: finite
             if math.isinf(getattr(self, name)):
                 raise ValueError(f"{name} must be finite")
+        if self.max_connections_per_ip < 0:
+            raise ValueError("max_connections_per_ip must not be negative, not "
+                             f"{self.max_connections_per_ip}")
         for name in ("max_connections", "backlog"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")

@@ -10,8 +10,9 @@ first, so its open streams end and their responses finish; uvicorn then waits at
 
 Connections are bounded by the app's :class:`~toolkeeper.transports.HttpConfig` (defaults for an
 app without one): ``head_timeout_s`` for a request head, ``idle_timeout_s`` for a kept-alive
-connection's silence, ``max_connections`` open at once (lowered below the descriptor limit) and
-the listen ``backlog``; see :mod:`toolkeeper.transports.connection_bounds`.
+connection's silence, ``max_connections`` open at once (lowered below the descriptor limit),
+``max_connections_per_ip`` of them from one peer address and the listen ``backlog``; see
+:mod:`toolkeeper.transports.connection_bounds`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Final, Protocol, runtime_checkable
 import uvicorn
 
 from toolkeeper.transports.asgi_io import ASGIApp
-from toolkeeper.transports.connection_bounds import bounded_protocol, effective_cap
+from toolkeeper.transports.connection_bounds import bounded_protocol, effective_cap, per_ip_cap
 from toolkeeper.transports.http import DEFAULT_BACKLOG, HttpConfig
 
 __all__ = [
@@ -115,7 +116,9 @@ def _config(app: ASGIApp, log_level: str, host: str = "127.0.0.1", port: int = 8
                           log_config=None,  # its loggers propagate to the process's own
                           ws="none", access_log=log_level in ("debug", "info"),
                           timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-                          http=bounded_protocol(bounds.head_timeout_s, cap),
+                          http=bounded_protocol(
+                              bounds.head_timeout_s, cap,
+                              max_per_ip=per_ip_cap(bounds.max_connections_per_ip, cap)),
                           # uvicorn hands it to loop.call_later, which takes a float
                           timeout_keep_alive=bounds.idle_timeout_s,  # type: ignore[arg-type]
                           backlog=bounds.backlog)
