@@ -219,6 +219,10 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting("sealing.keys_env", STRING, "TOOLKEEPER_SEALING_KEYS", "Environment variable read "
             "for the keys when `keys_file` is empty (separated by commas or spaces; set but "
             "empty is refused). Empty: none is read."),
+    Setting("sealing.request_state_ttl_s", FLOAT, 600.0, "How long a call's `requestState` "
+            "(an `input_required` round, 2026-07-28) can be resumed, in seconds; after it the "
+            "retry is refused (`sealReason: \"expired\"`) and a spent state's record may be "
+            "dropped.", minimum=0, min_open=True, maximum=_DAY),
     # limits
     Setting("limits.rate_per_s", FLOAT, 0.0, "Calls per second per principal (token bucket; "
             "0: unlimited).", minimum=0, maximum=1e6),
