@@ -7,6 +7,7 @@ states may be resumed again. The state's lifetime is ``request_state_ttl_s``. A 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import Counter
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from ask_kit import ALL_CAPABILITIES, NAME_SCHEMA, accept
 from gateway_kit import USER, Driver, contract, gateway_for
 
+from toolkeeper.errors import JsonRpcError, StoreError
 from toolkeeper.protocol import Pending, Reply, decode_message
 from toolkeeper.protocol.sealing import Sealer
 from toolkeeper.registry import MemoryStore, Registry
@@ -194,8 +196,7 @@ def test_input_responses_without_a_request_state_are_a_first_round(
     assert sum(effects.done.values()) == 0
 
 
-def test_a_state_lives_for_the_configured_lifetime_and_is_expired_after(
-        registry: Registry, effects: Effects) -> None:
+def test_a_state_lives_for_the_configured_lifetime_and_is_expired_after() -> None:
     now = [1_000_000.0]
     states = RequestStates(Sealer.ephemeral(), ttl_s=5.0, clock=lambda: now[0])
     signal = InputRequired({"confirm": {"method": "elicitation/create", "params": {}}}, {})
@@ -203,9 +204,10 @@ def test_a_state_lives_for_the_configured_lifetime_and_is_expired_after(
     now[0] += 4.999
     assert states.resume({"requestState": token}, "write", "1.0.0", {"a": 1}, USER)
     now[0] += 0.001
-    with pytest.raises(Exception) as refused:
+    with pytest.raises(JsonRpcError) as refused:
         states.resume({"requestState": token}, "write", "1.0.0", {"a": 1}, USER)
-    assert getattr(refused.value, "rpc_data", {})["sealReason"] == "expired"
+    assert refused.value.rpc_code == -32602
+    assert refused.value.rpc_data["sealReason"] == "expired"
     assert states.ttl_s == 5.0
 
 
@@ -242,3 +244,30 @@ def test_spending_purges_expired_records_at_most_once_a_minute() -> None:
     assert spent.spend(SealedState("c", 3000.0))  # purges "a" first
     assert spent.spend(SealedState("a", 1010.0))  # its record was dropped with its expiry
     assert store.purge_spent_states(2500.0) == 2  # "a" and "b"
+
+
+class _FailingStore(MemoryStore):
+    """A store whose spent-state writes fail (as a locked or read-only database would)."""
+
+    def spend_state(self, digest: str, expires_at: float) -> bool:
+        raise StoreError("the registry stayed locked", code="registry.busy")
+
+
+def test_a_state_that_cannot_be_recorded_as_spent_is_refused_and_never_runs(
+        effects: Effects, caplog: pytest.LogCaptureFixture) -> None:
+    registry = Registry(_FailingStore())
+    for side_effect in SIDE_EFFECTS:
+        registry.publish(contract(side_effect, "1.0.0", OPEN, sideEffect=side_effect))
+    d = _driver(registry, effects)
+    state = _first_state(d, "write")
+    with caplog.at_level(logging.WARNING, logger="toolkeeper.server"):
+        error = _retry(d, "write", state)["error"]
+    assert (error["code"], error["message"]) == (-32603, "Internal error")
+    assert effects.done["write"] == 0
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+        "tool write 1.0.0: the request state could not be recorded as spent "
+        "(registry.busy); the call is refused"]
+    assert not any(r.exc_info for r in caplog.records)
+    # A read tool's state is never recorded, so the same store failure does not touch it.
+    read_state = _first_state(d, "read")
+    assert _retry(d, "read", read_state)["result"]["content"][0]["text"] == "read done"
