@@ -57,7 +57,8 @@ retry (-32603) rather than run it unrecorded.
 retry's ``inputResponses`` answer only those, others are ignored. A request with
 ``inputResponses`` and no ``requestState`` is a first round: its responses are ignored (every
 ``input_required`` of this gateway carries a ``requestState``, which the client MUST echo in
-its retry, so such responses answer nothing that was asked; see :meth:`RequestStates.resume_for`).
+its retry, so such responses answer nothing that was asked; the 2026-07-28 MRTR text is cited
+where a state is opened).
 
 Answers too large to seal into a token a gateway would open
 (:data:`~toolkeeper.protocol.sealing.MAX_TOKEN_CHARS`) make the round the handler's failure
