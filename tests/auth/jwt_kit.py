@@ -173,3 +173,21 @@ def legacy_initialize(client: httpx.Client, url: str, token: str | None) -> http
     body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
     return client.post(url, content=json.dumps(body), headers=headers)
+
+
+def signed_raw(key: Any, payload: str, algorithm: str = "RS256", kid: str = "k1") -> str:
+    """A token whose payload is ``payload`` verbatim (JSON text PyJWT would never write:
+    duplicate members, a string ``exp``, ``1e400``), properly signed with ``key``."""
+    return jwt.api_jws.PyJWS().encode(payload.encode(), key, algorithm=algorithm,
+                                      headers={"kid": kid, "typ": "JWT"})
+
+
+def raw_claims(**overrides: Any) -> str:
+    """:func:`claims` as JSON text, with each override's value spliced in as JSON text (so
+    ``exp='"123"'`` is a string and ``exp="1e400"`` a literal)."""
+    base = claims()
+    for name in overrides:
+        base.pop(name, None)
+    text = json.dumps(base)[:-1]
+    extra = "".join(f', "{name}": {value}' for name, value in overrides.items())
+    return text + extra + "}"

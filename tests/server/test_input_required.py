@@ -97,15 +97,19 @@ def test_a_missing_input_response_is_asked_again_and_the_given_ones_are_kept(
     assert done["content"][0]["text"] == "Ada|yo|file:///work"
 
 
-def test_responses_under_unasked_keys_are_ignored(registry: Registry,
-                                                  tools: AskingTools) -> None:
+def test_responses_under_keys_the_round_did_not_ask_are_ignored(
+        registry: Registry, tools: AskingTools) -> None:
     d = driver(registry, tools)
-    done = d.request("tools/call", name="greet", arguments={"a": 1}, inputResponses={
-        "who": accept(name="Ada"), "extra": accept(x=1)})["result"]
-    assert done["content"][0]["text"] == "Hello, Ada!"
-    wrong = d.request("tools/call", name="greet", arguments={"a": 1},
-                      inputResponses={"wrong_key": accept(name="Eve")})["result"]
-    assert wrong["resultType"] == "input_required" and list(wrong["inputRequests"]) == ["who"]
+    first = d.call("two_steps", {"a": 1})["result"]
+    assert list(first["inputRequests"]) == ["0"]
+    # "1" answered early, beside the "0" that was asked: only "0" is taken, "1" is asked.
+    again = retry(d, "two_steps", {"a": 1}, first,
+                  {"0": accept(name="Ada"), "1": accept(color="red"), "extra": accept(x=1)}
+                  )["result"]
+    assert again["resultType"] == "input_required"
+    assert list(again["inputRequests"]) == ["1"]
+    done = retry(d, "two_steps", {"a": 1}, again, {"1": accept(color="blue")})["result"]
+    assert done["content"][0]["text"] == "Ada likes blue"
 
 
 def test_an_input_response_that_is_not_an_object_is_invalid_params_with_its_path(

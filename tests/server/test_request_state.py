@@ -71,8 +71,11 @@ def test_a_state_with_text_appended_is_malformed(registry: Registry,
                                                  tools: AskingTools) -> None:
     d = driver(registry, tools)
     state = first_round(d)["requestState"]
+    # Text that makes a length no base64url spelling has (1 more than a multiple of 4).
+    appended = state + "-TAMPERED"[:(1 - len(state)) % 4 or 4] + "-TAMPERED"[:4]
+    assert len(appended) % 4 == 1
     response = d.request("tools/call", name="greet", arguments={"a": 1},
-                         requestState=state + "-TAMPERED", inputResponses=ANSWER)
+                         requestState=appended, inputResponses=ANSWER)
     assert refusal(response) == "malformed"
     assert tools.runs["greet"] == 1
 
@@ -174,9 +177,10 @@ class _OtherShape(Sealer):
     """Opens what it sealed, then hands back a payload of another shape (as a token from an
     incompatible release would carry)."""
 
-    def open(self, token: str, purpose: str, binding: Any, *, now: float) -> Any:
-        super().open(token, purpose, binding, now=now)
-        return {"answers": ["not", "a", "map"]}
+    def open_expiring(self, token: str, purpose: str, binding: Any, *, now: float
+                      ) -> tuple[Any, float]:
+        expiry = super().open_expiring(token, purpose, binding, now=now)[1]
+        return {"answers": ["not", "a", "map"]}, expiry
 
 
 def test_an_authentic_state_of_another_shape_is_malformed() -> None:

@@ -38,7 +38,8 @@ __all__ = [
 
 REASONS: Final = frozenset({
     "missing", "malformed", "expired", "not_yet_valid", "bad_issuer", "bad_audience",
-    "bad_signature", "unknown_key", "revoked", "bad_claims",
+    "bad_signature", "unknown_key", "revoked", "bad_claims", "duplicate_claim",
+    "bad_time_claim", "lifetime_too_long", "tenant_not_allowed",
 })
 """Every :class:`~toolkeeper.errors.AuthenticationError` reason (a closed set: metrics may
 label by it)."""

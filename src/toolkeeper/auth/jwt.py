@@ -4,7 +4,12 @@ A token is accepted when its ``iss`` is a configured issuer, its header's ``alg`
 that issuer's algorithms *and* the one its key type verifies (:mod:`toolkeeper.auth.jwks`;
 ``none`` never is), its signature verifies, its ``aud`` holds the issuer's audience (by default
 the gateway's resource URL, RFC 8707), and ``exp`` (required) and ``nbf`` hold within
-``leeway_s``. Its claims map to a :class:`~toolkeeper.registry.Principal`: tenant from
+``leeway_s``. The payload is read strictly (:mod:`toolkeeper.auth.jwt_claims`: a member
+named twice, or a time claim that is not a JSON number, is refused), and a token whose
+lifetime (``exp - iat``, else ``exp - now``) exceeds ``max_token_lifetime_s`` (the issuer's,
+else ``auth.jwt.max_token_lifetime_s``, default 24 h) is refused. An issuer configured with
+``tenants`` may name only those (``tenant_not_allowed``); one without the list may name any
+tenant. Its claims map to a :class:`~toolkeeper.registry.Principal`: tenant from
 ``tenant_claim``, scopes from ``scopes_claim`` (a space-separated string, or a list of
 strings), clearance from ``clearance_claim`` (absent: ``public``, the least), credential
 ``iss#sub`` (``sub`` required) with ``%`` and ``#`` in ``iss`` percent-encoded, so the first
@@ -22,6 +27,7 @@ afresh. Refusals are
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
@@ -29,6 +35,13 @@ from typing import Any, Final
 import jwt
 
 from toolkeeper.auth.jwks import JwksSource, KeySource, StaticKeys, fetch_url
+from toolkeeper.auth.jwt_claims import (
+    DEFAULT_MAX_LIFETIME_S,
+    DuplicateClaimError,
+    StrictJWT,
+    TimeClaimError,
+    lifetime_exceeded,
+)
 from toolkeeper.auth.settings import JwtIssuerSettingsLike
 from toolkeeper.errors import AuthenticationError, ConfigError, PrincipalError
 from toolkeeper.registry import Principal
@@ -37,8 +50,12 @@ __all__ = ["SUPPORTED_ALGORITHMS", "IssuerVerifier", "JwtAuthenticator", "build_
 
 SUPPORTED_ALGORITHMS: Final = frozenset({"HS256", "RS256", "ES256", "EdDSA"})
 _CACHE_SIZE: Final = 4096
+_JWT: Final = StrictJWT()
+_log = logging.getLogger("toolkeeper.auth")
 
 _REASONS: Final[tuple[tuple[type[Exception], str], ...]] = (
+    (DuplicateClaimError, "duplicate_claim"),
+    (TimeClaimError, "bad_time_claim"),
     (jwt.ExpiredSignatureError, "expired"),
     (jwt.ImmatureSignatureError, "not_yet_valid"),
     (jwt.InvalidIssuerError, "bad_issuer"),
@@ -62,11 +79,17 @@ def _reason(exc: Exception) -> str:
 class IssuerVerifier:
     """One ``[[auth.jwt.issuers]]``: its keys, audience, leeway and claim mapping."""
 
-    def __init__(self, settings: JwtIssuerSettingsLike, keys: KeySource, audience: str) -> None:
+    def __init__(self, settings: JwtIssuerSettingsLike, keys: KeySource, audience: str, *,
+                 max_lifetime_s: int = DEFAULT_MAX_LIFETIME_S) -> None:
         self.issuer = settings.issuer
         self.audience = audience
         self.algorithms = frozenset(settings.algorithms)
         self.leeway_s = max(0, int(settings.leeway_s))
+        own = getattr(settings, "max_token_lifetime_s", None)
+        self.max_lifetime_s = int(own) if own is not None else max_lifetime_s
+        named = getattr(settings, "tenants", None)
+        self.tenants = None if named is None else frozenset(named)
+        """The tenants this issuer may name; None: any."""
         self._keys = keys
         self._claims = (settings.tenant_claim, settings.scopes_claim, settings.clearance_claim)
         self._credential_prefix = self.issuer.replace("%", "%25").replace("#", "%23")
@@ -76,19 +99,25 @@ class IssuerVerifier:
         """Where this issuer's keys come from (its ``generation`` dates cached verdicts)."""
         return self._keys
 
-    def verify(self, token: str, algorithm: str, kid: str | None) -> tuple[Principal, float]:
-        """The principal and the epoch second until which the verdict holds."""
+    def verify(self, token: str, algorithm: str, kid: str | None, *, now: float | None = None
+               ) -> tuple[Principal, float]:
+        """The principal and the epoch second until which the verdict holds (``now``: the
+        clock the lifetime is measured by when the token has no ``iat``)."""
         if algorithm not in self.algorithms:
             raise AuthenticationError("bad_signature")
         key = self._keys.key(kid)
         if algorithm not in key.algorithms:  # pinned by key type: the token cannot choose
             raise AuthenticationError("bad_signature")
         try:
-            claims = jwt.decode(token, key.key, algorithms=[algorithm], audience=self.audience,
-                                issuer=self.issuer, leeway=self.leeway_s,
-                                options={"require": ["exp", "iss", "aud", "sub"]})
+            claims = _JWT.decode(token, key.key, algorithms=[algorithm],
+                                 audience=self.audience, issuer=self.issuer,
+                                 leeway=self.leeway_s,
+                                 options={"require": ["exp", "iss", "aud", "sub"]})
         except jwt.PyJWTError as exc:
             raise AuthenticationError(_reason(exc)) from None
+        if lifetime_exceeded(claims, self.max_lifetime_s,
+                             now=time.time() if now is None else now, leeway_s=self.leeway_s):
+            raise AuthenticationError("lifetime_too_long")
         return self._principal(claims), float(claims["exp"]) + self.leeway_s
 
     def _principal(self, claims: Mapping[str, Any]) -> Principal:
@@ -101,6 +130,8 @@ class IssuerVerifier:
         if (not isinstance(scopes, list | tuple) or not isinstance(clearance, str)
                 or not isinstance(sub, str) or not sub or not isinstance(tenant, str)):
             raise AuthenticationError("bad_claims")
+        if self.tenants is not None and tenant not in self.tenants:
+            raise AuthenticationError("tenant_not_allowed")
         try:
             return Principal.parse(tenant, scopes, clearance,
                                    credential=f"{self._credential_prefix}#{sub}")
@@ -127,7 +158,7 @@ class JwtAuthenticator:
             self._cache.pop(token, None)
         issuer, algorithm, kid = self._issuer_of(token)
         generation = issuer.keys.generation  # before the keys are read: a change moves it
-        principal, until = issuer.verify(token, algorithm, kid)
+        principal, until = issuer.verify(token, algorithm, kid, now=self._clock())
         cache = self._cache
         if len(cache) >= self._cache_size:
             cache.pop(next(iter(cache), ""), None)  # the oldest entry
@@ -137,6 +168,8 @@ class JwtAuthenticator:
     def _issuer_of(self, token: str) -> tuple[IssuerVerifier, str, str | None]:
         try:
             header = jwt.get_unverified_header(token)
+            # PyJWT's own reading, only to find the issuer: the strict one runs in verify,
+            # after the signature, so a signed token is refused for what is wrong with it.
             claims = jwt.decode(token, options={"verify_signature": False})
         except jwt.PyJWTError:
             raise AuthenticationError("malformed") from None
@@ -151,9 +184,13 @@ class JwtAuthenticator:
 
 
 def build_jwt(issuers: Sequence[JwtIssuerSettingsLike], resource: str, *,
-              clock: Callable[[], float] = time.time) -> JwtAuthenticator:
+              clock: Callable[[], float] = time.time,
+              max_lifetime_s: int = DEFAULT_MAX_LIFETIME_S) -> JwtAuthenticator:
     """The authenticator for ``[[auth.jwt.issuers]]`` (keys read now; a bad one is a
-    :class:`~toolkeeper.errors.ConfigError` naming its dotted key)."""
+    :class:`~toolkeeper.errors.ConfigError` naming its dotted key). ``max_lifetime_s``: the
+    longest lifetime of a token of an issuer that sets none of its own. With more than one
+    issuer, each that names no ``tenants`` is said once in the log (WARNING): it may name any
+    tenant, another issuer's too."""
     verifiers = []
     for index, settings in enumerate(issuers):
         where = f"auth.jwt.issuers[{index}]"
@@ -167,8 +204,14 @@ def build_jwt(issuers: Sequence[JwtIssuerSettingsLike], resource: str, *,
         if not audience:
             raise ConfigError("no audience: set it, or auth.resource", code="config.audience",
                               data={"key": f"{where}.audience"})
+        tenants = getattr(settings, "tenants", None)
+        if tenants is not None and not tenants:
+            raise ConfigError("tenants names no tenant (omit it to allow any)",
+                              code="config.bad_value", data={"key": f"{where}.tenants"})
+        if tenants is None and len(issuers) > 1:
+            _log.warning("%s.tenants is not set: its tokens may name any tenant", where)
         verifiers.append(IssuerVerifier(settings, _key_source(settings, allowed, where),
-                                        audience))
+                                        audience, max_lifetime_s=max_lifetime_s))
     return JwtAuthenticator(verifiers, clock=clock)
 
 

@@ -108,7 +108,9 @@ def build_resolver(auth: AuthSettingsLike, registry: Registry, *, resource: str 
     return BearerResolver(
         resource,
         keys=key_authenticator(registry) if "keys" in methods else None,
-        jwt=build_jwt(auth.jwt_issuers, resource) if "jwt" in methods else None)
+        jwt=build_jwt(auth.jwt_issuers, resource,
+                      max_lifetime_s=auth.jwt_max_token_lifetime_s)
+        if "jwt" in methods else None)
 
 
 def stdio_principal(auth: AuthSettingsLike | None, registry: Registry) -> PrincipalResolver:

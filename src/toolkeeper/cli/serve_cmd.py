@@ -235,7 +235,8 @@ def _serve(config: GatewayConfig) -> None:
                             sessions=_sessions(config.legacy),
                             sealer=features.sealer,
                             list_page_size=config.server.list_page_size,
-                            list_cursor_ttl_s=config.server.list_cursor_ttl_s)
+                            list_cursor_ttl_s=config.server.list_cursor_ttl_s,
+                            request_state_ttl_s=config.sealing.request_state_ttl_s)
     if features.sealer.ephemeral_key:
         log.warning("no sealing key configured (sealing.keys_file or %s): sealing with a "
                     "random key of this process; its cursors and request state resume only "

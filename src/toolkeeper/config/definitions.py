@@ -201,6 +201,10 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             check="nonempty"),
     Setting("auth.stdio.clearance", STRING, "restricted", "Clearance of the stdio principal.",
             choices=_CLEARANCES),
+    Setting("auth.jwt.max_token_lifetime_s", INTEGER, 86_400, "Longest lifetime a token may "
+            "claim, in seconds: `exp - iat`, or `exp -` now (plus `leeway_s`) without `iat`; a "
+            "longer one is refused (`lifetime_too_long`). An issuer's own "
+            "`max_token_lifetime_s` replaces it.", minimum=1, maximum=31_536_000),
     Setting("auth.jwt.issuers[].issuer", STRING, None, "The issuer; a token's `iss` must "
             "equal it.", required=True, check="nonempty"),
     Setting("auth.jwt.issuers[].audience", STRING, "", "The `aud` a token must carry; empty: "
@@ -225,6 +229,13 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "(space-separated string or list).", check="nonempty"),
     Setting("auth.jwt.issuers[].clearance_claim", STRING, "clearance", "Claim holding the "
             "clearance.", check="nonempty"),
+    Setting("auth.jwt.issuers[].max_token_lifetime_s", INTEGER, None, "This issuer's longest "
+            "token lifetime, in seconds (unset: `auth.jwt.max_token_lifetime_s`).", minimum=1,
+            maximum=31_536_000),
+    Setting("auth.jwt.issuers[].tenants", STRINGS, None, "The tenants this issuer's tokens may "
+            "name (another is refused, `tenant_not_allowed`). Unset: any tenant, as one "
+            "issuer trusted for every tenant; with several issuers, each one unset is said "
+            "once in the log at start (WARNING). An empty list is refused.", check="nonempty"),
     # sealing
     Setting("sealing.keys_file", STRING, "", "File of sealing keys, one per line: base64 of 32 "
             "random bytes each; the first seals, every one opens (rotation). Empty: the "
@@ -233,6 +244,10 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting("sealing.keys_env", STRING, "TOOLKEEPER_SEALING_KEYS", "Environment variable read "
             "for the keys when `keys_file` is empty (separated by commas or spaces; set but "
             "empty is refused). Empty: none is read."),
+    Setting("sealing.request_state_ttl_s", FLOAT, 600.0, "How long a call's `requestState` "
+            "(an `input_required` round, 2026-07-28) can be resumed, in seconds; after it the "
+            "retry is refused (`sealReason: \"expired\"`) and a spent state's record may be "
+            "dropped.", minimum=0, min_open=True, maximum=_DAY),
     # limits
     Setting("limits.rate_per_s", FLOAT, 0.0, "Calls per second per principal (token bucket; "
             "0: unlimited).", minimum=0, maximum=1e6),

@@ -99,6 +99,8 @@ class JwtIssuerSettings:
     tenant_claim: str = "tenant"
     scopes_claim: str = "scope"
     clearance_claim: str = "clearance"
+    max_token_lifetime_s: int | None = None
+    tenants: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +114,7 @@ class AuthSettings:
     scopes_supported: tuple[str, ...] = ()
     stdio: StdioPrincipalSettings | None = None
     jwt_issuers: tuple[JwtIssuerSettings, ...] = ()
+    jwt_max_token_lifetime_s: int = 86_400
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +164,8 @@ def build_config(tree: Mapping[str, Any]) -> GatewayConfig:
             AuthSettings, auth,
             stdio=None if stdio is None else _leaves(StdioPrincipalSettings, stdio),
             jwt_issuers=tuple(_leaves(JwtIssuerSettings, issuer)
-                              for issuer in auth["jwt"]["issuers"])),
+                              for issuer in auth["jwt"]["issuers"]),
+            jwt_max_token_lifetime_s=auth["jwt"]["max_token_lifetime_s"]),
         sealing=_leaves(SealingSettings, tree["sealing"]),
         limits=_leaves(
             LimitsSettings, limits,

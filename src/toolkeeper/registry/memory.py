@@ -70,6 +70,7 @@ class MemoryStore:
         self._audit: list[AuditEntry] = []
         self._watchers: list[Callable[[], None]] = []
         self._keys: dict[str, ApiKeyRecord] = {}
+        self._spent: dict[str, float] = {}
         self._closed = False
 
     @contextmanager
@@ -143,6 +144,24 @@ class MemoryStore:
         with self._lock:
             self._check_open()
             return sum(1 for k in self._keys.values() if k.revoked_at is not None)
+
+    # --- spent request states (registry.spent_states.SpentStateStore) ----------------------
+
+    def spend_state(self, digest: str, expires_at: float) -> bool:
+        with self._lock:
+            self._check_open()
+            if digest in self._spent:
+                return False
+            self._spent[digest] = expires_at
+            return True
+
+    def purge_spent_states(self, now: float) -> int:
+        with self._lock:
+            self._check_open()
+            gone = [digest for digest, expiry in self._spent.items() if expiry <= now]
+            for digest in gone:
+                del self._spent[digest]
+            return len(gone)
 
     def close(self) -> None:
         self._closed = True

@@ -73,6 +73,15 @@ _CALLS_INDEXES: tuple[str, ...] = (
 )
 """Migration 3's indexes, the same on both backends (the table's column types differ)."""
 
+_SPENT_STATES: tuple[str, ...] = (
+    """CREATE TABLE spent_states (
+        digest TEXT PRIMARY KEY,
+        expires_at DOUBLE PRECISION NOT NULL)""",
+    "CREATE INDEX spent_states_expiry ON spent_states (expires_at)",
+)
+"""Migration 4's table and index, the same on both backends
+(:mod:`toolkeeper.registry.spent_states`)."""
+
 SQLITE_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "contracts, append-only audit trail", (
         """CREATE TABLE contracts (
@@ -124,6 +133,7 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             body BLOB NOT NULL)""",
         *_CALLS_INDEXES,
     )),
+    Migration(4, "spent request states", _SPENT_STATES),
 )
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
@@ -179,6 +189,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             body BYTEA NOT NULL)""",
         *_CALLS_INDEXES,
     )),
+    Migration(4, "spent request states", _SPENT_STATES),
 )
 
 

@@ -324,6 +324,19 @@ class PostgresStore:
                 self._used = time.monotonic()
         return int(row[0]) if row else 0
 
+    # --- spent request states (registry.spent_states.SpentStateStore) ----------------------
+
+    def spend_state(self, digest: str, expires_at: float) -> bool:
+        with self._transaction() as conn:
+            cur = conn.execute("INSERT INTO spent_states (digest, expires_at) VALUES (%s, %s)"
+                               " ON CONFLICT (digest) DO NOTHING", (digest, expires_at))
+        return cur.rowcount == 1
+
+    def purge_spent_states(self, now: float) -> int:
+        with self._transaction() as conn:
+            cur = conn.execute("DELETE FROM spent_states WHERE expires_at <= %s", (now,))
+        return max(0, cur.rowcount)
+
     def watch(self, callback: Callable[[], None]) -> None:
         """Deliver other replicas' commits: starts the LISTEN thread on first use."""
         if self._listener is None:

@@ -293,6 +293,19 @@ class SQLiteStore:
                                ).fetchone()
         return int(row[0])
 
+    # --- spent request states (registry.spent_states.SpentStateStore) ----------------------
+
+    def spend_state(self, digest: str, expires_at: float) -> bool:
+        with self._write() as conn:
+            cur = conn.execute("INSERT INTO spent_states (digest, expires_at) VALUES (?, ?)"
+                               " ON CONFLICT (digest) DO NOTHING", (digest, expires_at))
+        return cur.rowcount == 1
+
+    def purge_spent_states(self, now: float) -> int:
+        with self._write() as conn:
+            cur = conn.execute("DELETE FROM spent_states WHERE expires_at <= ?", (now,))
+        return max(0, cur.rowcount)
+
     # --- change propagation ----------------------------------------------------------------
 
     def watch(self, callback: Callable[[], None]) -> None:

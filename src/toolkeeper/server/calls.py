@@ -24,9 +24,9 @@ from typing import Any
 
 from msgspec import Raw
 
-from toolkeeper.contracts.spec import ToolSpec
+from toolkeeper.contracts.spec import SideEffect, ToolSpec
 from toolkeeper.contracts.validate import CompiledSchema
-from toolkeeper.errors import CapabilityRequiredError, JsonRpcError
+from toolkeeper.errors import CapabilityRequiredError, JsonRpcError, StoreError
 from toolkeeper.protocol import (
     Call,
     Deferred,
@@ -41,7 +41,7 @@ from toolkeeper.protocol import (
     error_reply,
     missing_capabilities,
 )
-from toolkeeper.protocol.faults import invalid_params
+from toolkeeper.protocol.faults import internal_error, invalid_params
 from toolkeeper.protocol.sealing import Sealer
 from toolkeeper.protocol.versions import UNSTRUCTURED_VERSIONS
 from toolkeeper.registry import Principal, Registry
@@ -59,7 +59,7 @@ from toolkeeper.server.content import ToolResult, check_content, text, to_tool_r
 from toolkeeper.server.gate import FASTMCP_META_KEY, SCHEMA_VERSION_KEY, requested_version
 from toolkeeper.server.handlers import HandlerBinding, ToolContext, ToolHandlers, capability_error
 from toolkeeper.server.limits import TIMEOUT_META_KEY, CallTimeoutError, bounded, timed_out_result
-from toolkeeper.server.resuming import RequestStates
+from toolkeeper.server.resuming import RequestStates, SealedState
 from toolkeeper.server.routes import Route, Routes, closed_schema
 from toolkeeper.server.views import ToolViews
 
@@ -74,6 +74,8 @@ _Target = tuple[str, dict[str, Any], Route]
 # inputResponses an object (their use: toolkeeper.server.resuming).
 _RETRY_FIELDS: tuple[tuple[str, type, str], ...] = (
     ("requestState", str, "a string"), ("inputResponses", dict, "an object"))
+# The side effects whose requestState runs the tool at most once (toolkeeper.server.resuming).
+_SINGLE_USE = frozenset({SideEffect.WRITE, SideEffect.DESTRUCTIVE})
 
 
 class ToolCalls:
@@ -151,15 +153,41 @@ class ToolCalls:
                 (text(f"Tool {name!r} has no handler on this gateway."),), is_error=True))
         if binding.inline:
             return self._run_inline(call, route, binding, arguments)
-        asker = None
+        asker = state = None
         if binding.takes_context and call.era is Era.MODERN:
             try:
-                asker = self._states.resume(call.params, name, route.version, arguments,
-                                            call.principal)
+                resumed = self._states.resume_call(call.params, name, route.version,
+                                                   arguments, call.principal)
             except JsonRpcError as exc:
                 self._log.refused(refusal_reason(exc))
                 raise
+            if resumed is not None:
+                asker, state = resumed
+                if route.plan.spec.side_effect not in _SINGLE_USE:
+                    state = None  # read, idempotent_write: may be resumed again
+        if state is not None:
+            return Deferred(partial(self._run_once, call, route, binding, arguments, asker,
+                                    state))
         return Deferred(partial(self._run, call, route, binding, arguments, asker))
+
+    async def _run_once(self, call: Call, route: Route, binding: HandlerBinding,
+                        arguments: dict[str, Any], asker: InputAsker | None,
+                        state: SealedState, emit: Emit) -> dict[str, Any]:
+        """:meth:`_run` of a retry whose state may run the tool once: the state is spent
+        first, in the registry store (off the event loop), and a state spent already is
+        refused ``replayed`` before the handler runs (:mod:`~toolkeeper.server.resuming`).
+        A store that cannot record it refuses the call (-32603): never run unrecorded."""
+        try:
+            await asyncio.to_thread(self._states.spend, state)
+        except JsonRpcError as exc:
+            self._log.refused(refusal_reason(exc))
+            raise
+        except StoreError as exc:
+            _log.warning("tool %s %s: the request state could not be recorded as spent (%s); "
+                         "the call is refused", route.plan.spec.name, route.version, exc.code)
+            self._log.refused("state_unrecorded")
+            raise internal_error() from None
+        return await self._run(call, route, binding, arguments, asker, emit)
 
     def express(self, call: Call, finish: Finish) -> Outcome | None:
         """The express lane (see :attr:`~toolkeeper.protocol.Method.express`): a call the gate

@@ -34,6 +34,7 @@ from toolkeeper.protocol import (
 from toolkeeper.protocol.sealing import Sealer
 from toolkeeper.protocol.versions import UNSTRUCTURED_VERSIONS
 from toolkeeper.registry import Principal, Registry
+from toolkeeper.registry.spent_states import SpentStateStore
 from toolkeeper.server.calllog import CallLog, InMemoryCallLog
 from toolkeeper.server.calls import ToolCalls
 from toolkeeper.server.changes import ChangeHub
@@ -43,7 +44,7 @@ from toolkeeper.server.limits import CallLimits
 from toolkeeper.server.listen import listen_method
 from toolkeeper.server.principal import LocalPrincipal, PrincipalResolver
 from toolkeeper.server.prompt_methods import PromptMethods
-from toolkeeper.server.resuming import DEFAULT_TTL_S, RequestStates
+from toolkeeper.server.resuming import DEFAULT_TTL_S, RequestStates, SpentStates
 from toolkeeper.server.views import Page, ToolViews, View
 
 __all__ = ["Gateway", "build_gateway", "default_identity"]
@@ -130,7 +131,9 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     sealer, and one ``tools/list`` page however long the list (``list_page_size``: tools per
     page, later pages reached by sealed cursors, :mod:`~toolkeeper.server.cursors`). A
     call's ``requestState`` is sealed with the same sealer, good for ``request_state_ttl_s``
-    seconds (:mod:`~toolkeeper.server.resuming`)."""
+    seconds (:mod:`~toolkeeper.server.resuming`); a state that ran a ``write`` or
+    ``destructive`` tool is spent in the registry's store (every replica sharing it refuses
+    it again; a store that keeps no spent states: this process only)."""
     handlers = handlers if handlers is not None else ToolHandlers()
     call_log = call_log if call_log is not None else InMemoryCallLog()
     if resolve_principal is not None and _is_async(resolve_principal):
@@ -143,7 +146,9 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     sealer = sealer if sealer is not None else Sealer.ephemeral()
     hub = changes if changes is not None else ChangeHub.for_registry(registry)
     identity = identity or default_identity()
-    states = RequestStates(sealer, ttl_s=request_state_ttl_s)
+    store = registry.store
+    states = RequestStates(sealer, ttl_s=request_state_ttl_s, spent=SpentStates(
+        store if isinstance(store, SpentStateStore) else None))
     calls = ToolCalls(registry, views, handlers, call_log, hub.tools_changed,
                       limits.call_timeout if limits is not None else None, states)
     list_tools = _list_tools(views, ListCursors(sealer, ttl_s=list_cursor_ttl_s))

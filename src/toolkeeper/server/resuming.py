@@ -11,10 +11,11 @@ The ``requestState`` is sealed with the gateway's :class:`~toolkeeper.protocol.s
 (AES-256-GCM; purpose ``tools/call``) and carries the answers the handler has used so far. It
 is bound to the tool, the contract version, the digest of the call's redacted arguments
 (:func:`~toolkeeper.server.calllog.arguments_digest`), the principal (tenant and credential)
-and an expiry (:data:`DEFAULT_TTL_S` unless configured). The client's retry (a new request
-with the same ``name`` and ``arguments`` plus ``inputResponses`` and the ``requestState``
-echoed) passes the gate, capability and argument checks like any call; then the state is
-opened, and the handler is re-run with the sealed answers and the retry's ``inputResponses``.
+and an expiry (:data:`DEFAULT_TTL_S` unless configured, ``sealing.request_state_ttl_s``).
+The client's retry (a new request with the same ``name`` and ``arguments`` plus
+``inputResponses`` and the ``requestState`` echoed) passes the gate, capability and argument
+checks like any call; then the state is opened, and the handler is re-run with the sealed
+answers and the retry's ``inputResponses``.
 
 A ``prompts/get`` round is the same with purpose ``prompts/get``, its state bound to the prompt
 name instead of the tool and version (prompts have no versions), the arguments' digest, the
@@ -37,7 +38,27 @@ A requestState that cannot be used is refused before the handler runs, with ``-3
 ``arguments_mismatch``   was issued for other arguments
 ``principal_mismatch``   was issued to another principal
 ``expired``              is past its expiry
+``replayed``             already ran a ``write`` or ``destructive`` tool (below)
 =======================  ============================================================
+
+**A state runs a write once.** A retry of a tool whose side effect is ``write`` or
+``destructive`` spends its state before the handler runs (:class:`SpentStates`: the state's
+digest recorded, insert-if-absent, in the registry store every replica shares, until the
+state's own expiry), and a state already spent is refused ``replayed``. It is claimed
+*before* the run, so of two concurrent retries with one state exactly one runs, on any
+replica; the state is spent whatever that run ends in (a result, a failure, a timeout, or a
+further ``input_required``, whose new state carries the call on). A client that must try
+again starts the call afresh, without ``requestState``. ``read`` and ``idempotent_write``
+tools are not recorded: their state may be resumed again until it expires. A call without
+``requestState`` never touches the record. A store that cannot record the spend refuses the
+retry (-32603) rather than run it unrecorded.
+
+**Answers only to what was asked.** A state carries the keys its round asked (``asked``); a
+retry's ``inputResponses`` answer only those, others are ignored. A request with
+``inputResponses`` and no ``requestState`` is a first round: its responses are ignored (every
+``input_required`` of this gateway carries a ``requestState``, which the client MUST echo in
+its retry, so such responses answer nothing that was asked; the 2026-07-28 MRTR text is cited
+where a state is opened).
 
 Answers too large to seal into a token a gateway would open
 (:data:`~toolkeeper.protocol.sealing.MAX_TOKEN_CHARS`) make the round the handler's failure
@@ -49,18 +70,31 @@ legacy era has neither field: its asks are real requests on the call's stream.
 
 from __future__ import annotations
 
+import hashlib
+import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from toolkeeper.errors import JsonRpcError
 from toolkeeper.protocol.faults import invalid_params
 from toolkeeper.protocol.sealing import MAX_TOKEN_CHARS, Sealer, SealError
-from toolkeeper.registry import Principal
+from toolkeeper.registry import MemoryStore, Principal
+from toolkeeper.registry.spent_states import SpentStateStore
 from toolkeeper.server.asking import InputRequired, ModernAsker
 from toolkeeper.server.calllog import arguments_digest
 
-__all__ = ["DEFAULT_TTL_S", "PROMPT_PURPOSE", "PURPOSE", "RequestStates", "state_refusal"]
+__all__ = [
+    "DEFAULT_TTL_S",
+    "PROMPT_PURPOSE",
+    "PURGE_EVERY_S",
+    "PURPOSE",
+    "RequestStates",
+    "SealedState",
+    "SpentStates",
+    "state_refusal",
+]
 
 DEFAULT_TTL_S: Final = 600.0
 """How long a requestState can be resumed (as the MCP SDK's default)."""
@@ -80,6 +114,47 @@ def state_refusal(seal_reason: str) -> JsonRpcError:
         "path": "$.params.requestState"})
 
 
+PURGE_EVERY_S: Final = 60.0
+"""How often (at most, per process) spending a state also deletes the expired records."""
+
+
+@dataclass(frozen=True, slots=True)
+class SealedState:
+    """A requestState that opened: its text and its sealed expiry (epoch seconds)."""
+
+    token: str
+    expires_at: float
+
+
+class SpentStates:
+    """The states that have run a tool that must not run twice (module docstring), over a
+    :class:`~toolkeeper.registry.spent_states.SpentStateStore`: the registry store, so every
+    replica sharing it sees every spend. Spending also purges the expired records, at most
+    every :data:`PURGE_EVERY_S` per process, so the table holds only live states."""
+
+    __slots__ = ("_clock", "_lock", "_next_purge", "_store")
+
+    def __init__(self, store: SpentStateStore | None = None, *,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._store: SpentStateStore = store if store is not None else MemoryStore()
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._next_purge = 0.0
+
+    def spend(self, state: SealedState) -> bool:
+        """Record ``state`` as spent: True when this call spent it, False when it was spent
+        already (by this process or another sharing the store)."""
+        now = self._clock()
+        with self._lock:
+            purge = now >= self._next_purge
+            if purge:
+                self._next_purge = now + PURGE_EVERY_S
+        if purge:
+            self._store.purge_spent_states(now)
+        digest = hashlib.sha256(state.token.encode("ascii")).hexdigest()
+        return self._store.spend_state(digest, state.expires_at)
+
+
 def _principal_key(principal: Principal) -> str:
     return f"{principal.tenant}\n{principal.credential or ''}"
 
@@ -90,12 +165,19 @@ def _binding(subject: Mapping[str, str], arguments: Mapping[str, Any], principal
             "principal": _principal_key(principal)}
 
 
-def _answers(value: Any) -> dict[str, dict[str, Any]]:
-    """A sealed payload's answers (an authentic payload of another shape is ``malformed``)."""
+def _answers(value: Any) -> tuple[dict[str, dict[str, Any]], frozenset[str] | None]:
+    """A sealed payload's answers and the keys its round asked (None: a state sealed before
+    states named them, which takes any response); an authentic payload of another shape is
+    ``malformed``."""
     answers = value.get("answers") if isinstance(value, dict) else None
     if not isinstance(answers, dict) or not all(isinstance(a, dict) for a in answers.values()):
         raise SealError("malformed")
-    return answers
+    asked = value.get("asked")
+    if asked is None:
+        return answers, None
+    if not isinstance(asked, list) or not all(isinstance(k, str) for k in asked):
+        raise SealError("malformed")
+    return answers, frozenset(asked)
 
 
 class RequestStates:
@@ -107,22 +189,45 @@ class RequestStates:
     the state is bound to besides the arguments and the principal, e.g. ``{"prompt": name}``
     for ``prompts/get``)."""
 
-    __slots__ = ("_clock", "_sealer", "_ttl_s")
+    __slots__ = ("_clock", "_sealer", "_spent", "_ttl_s")
 
     def __init__(self, sealer: Sealer, *, ttl_s: float = DEFAULT_TTL_S,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 spent: SpentStates | None = None) -> None:
+        """``spent``: where spent states are recorded (default: this process only, which a
+        gateway replaced by the registry store's; :func:`~toolkeeper.server.build_gateway`)."""
         self._sealer = sealer
         self._ttl_s = ttl_s
         self._clock = clock
+        self._spent = spent if spent is not None else SpentStates(clock=clock)
+
+    @property
+    def ttl_s(self) -> float:
+        """How long a state sealed now can be resumed."""
+        return self._ttl_s
 
     def resume(self, params: Mapping[str, Any], tool: str, version: str,
                arguments: Mapping[str, Any], principal: Principal) -> ModernAsker | None:
-        """The asker of a ``tools/call`` retry (:meth:`resume_for` with purpose
-        :data:`PURPOSE`, bound to the tool and its contract version)."""
+        """The asker of a ``tools/call`` retry (:meth:`resume_call`'s, without its state)."""
+        resumed = self.resume_call(params, tool, version, arguments, principal)
+        return None if resumed is None else resumed[0]
+
+    def resume_call(self, params: Mapping[str, Any], tool: str, version: str,
+                    arguments: Mapping[str, Any], principal: Principal
+                    ) -> tuple[ModernAsker, SealedState] | None:
+        """The asker of a ``tools/call`` retry and the state it opened (:meth:`resume_for`
+        with purpose :data:`PURPOSE`, bound to the tool and its contract version); None for
+        a call without ``requestState``."""
         if params.get("requestState") is None and params.get("inputResponses") is None:
             return None
-        return self.resume_for(PURPOSE, {"tool": tool, "version": version}, params, arguments,
-                               principal)
+        return self._open(PURPOSE, {"tool": tool, "version": version}, params, arguments,
+                          principal)
+
+    def spend(self, state: SealedState) -> None:
+        """Spend ``state`` (:class:`SpentStates`): JsonRpcError ``replayed`` when it was
+        spent already. Blocking (a store write): call it off the event loop."""
+        if not self._spent.spend(state):
+            raise state_refusal("replayed")
 
     def input_required(self, signal: InputRequired, tool: str, version: str,
                        arguments: Mapping[str, Any], principal: Principal) -> dict[str, Any]:
@@ -136,25 +241,38 @@ class RequestStates:
         """The asker of a retry of ``purpose`` (the method): the sealed answers, then the
         ``inputResponses`` for keys the state does not answer; None for a request that is no
         retry (JsonRpcError -32602 for a state or a response refused)."""
+        opened = self._open(purpose, subject, params, arguments, principal)
+        return None if opened is None else opened[0]
+
+    def _open(self, purpose: str, subject: Mapping[str, str], params: Mapping[str, Any],
+              arguments: Mapping[str, Any], principal: Principal
+              ) -> tuple[ModernAsker, SealedState] | None:
         token = params.get("requestState")
-        responses = params.get("inputResponses")
-        if token is None and responses is None:
-            return None
-        responses = responses or {}
+        responses = params.get("inputResponses") or {}
         for key, value in responses.items():
             if not isinstance(value, dict):
                 raise invalid_params(f"{purpose}: an input response must be an object",
                                      {"path": f"$.params.inputResponses.{key}"})
-        answers: dict[str, Mapping[str, Any]] = dict(responses)
-        if token is not None:
-            try:
-                sealed = _answers(self._sealer.open(
-                    token, purpose, _binding(subject, arguments, principal),
-                    now=self._clock()))
-            except SealError as exc:
-                raise state_refusal(exc.reason) from None
-            answers.update(sealed)
-        return ModernAsker(answers)
+        if token is None:
+            # MRTR (2026-07-28, basic/patterns/mrtr.mdx): every InputRequiredResult of this
+            # gateway carries a requestState, and "the client MUST echo back the exact value
+            # of that field when retrying the original request"; so inputResponses without
+            # one answer no inputRequests of ours, and "if additional, unexpected parameters
+            # are provided in the InputResponses object, the server SHOULD ignore any
+            # information it does not recognize or need". The request is a first round: its
+            # responses are ignored and every ask is asked ("Servers MUST NOT assume that
+            # clients will fulfill the inputRequests").
+            return None
+        try:
+            payload, expires_at = self._sealer.open_expiring(
+                token, purpose, _binding(subject, arguments, principal), now=self._clock())
+            sealed, asked = _answers(payload)
+        except SealError as exc:
+            raise state_refusal(exc.reason) from None
+        answers: dict[str, Mapping[str, Any]] = {
+            key: value for key, value in responses.items() if asked is None or key in asked}
+        answers.update(sealed)
+        return ModernAsker(answers), SealedState(token, expires_at)
 
     def input_required_for(self, purpose: str, subject: Mapping[str, str],
                            signal: InputRequired, arguments: Mapping[str, Any],
@@ -163,7 +281,8 @@ class RequestStates:
         ``_meta``; ValueError for a state too large to seal)."""
         token = self._sealer.seal(
             purpose, _binding(subject, arguments, principal),
-            {"answers": dict(signal.answers)}, ttl_s=self._ttl_s, now=self._clock())
+            {"answers": dict(signal.answers), "asked": sorted(signal.requests)},
+            ttl_s=self._ttl_s, now=self._clock())
         if len(token) > MAX_TOKEN_CHARS:  # no gateway would open it: the handler's failure
             raise ValueError(f"requestState of {len(token)} characters; at most "
                              f"{MAX_TOKEN_CHARS}")

@@ -38,10 +38,12 @@ _MAX_KEYS: Final = 16
 
 @dataclass(frozen=True, slots=True)
 class SealingSettings:
-    """``[sealing]``: ``keys_file`` (resolved path, ``""``: none) and ``keys_env``."""
+    """``[sealing]``: ``keys_file`` (resolved path, ``""``: none), ``keys_env``, and how long
+    a call's ``requestState`` can be resumed (``request_state_ttl_s``)."""
 
     keys_file: str = ""
     keys_env: str = DEFAULT_KEYS_ENV
+    request_state_ttl_s: float = 600.0
 
 
 def parse_sealing_keys(text: str) -> tuple[bytes, ...]:
