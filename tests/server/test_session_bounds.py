@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Final
 
 import httpx
-from tenant_hunt_kit import HttpPeer
+from tenant_kit import HttpPeer
 
 from process_kit import serving_gateway
 from toolkeeper.auth.keys import issue_key
