@@ -44,16 +44,21 @@ def _child(cache: Path, role: str) -> subprocess.Popen[str]:
 
 def test_two_processes_sharing_the_cache_build_an_entry_once(tmp_path: Path) -> None:
     first = _child(tmp_path, "first")
-    assert first.stdin is not None and first.stdout is not None
-    assert first.stdout.readline() == "asking\n"
-    assert first.stdout.readline() == "building\n"  # first holds the entry's lock
-    second = _child(tmp_path, "second")
-    assert second.stdout is not None
-    assert second.stdout.readline() == "asking\n"  # and second now waits for it
-    first.stdin.write("go\n")
-    first.stdin.close()
-    out_first, _ = first.communicate(timeout=60)
-    out_second, _ = second.communicate(timeout=60)
+    second: subprocess.Popen[str] | None = None
+    try:
+        assert first.stdout is not None
+        assert first.stdout.readline() == "asking\n"
+        assert first.stdout.readline() == "building\n"  # first holds the entry's lock
+        second = _child(tmp_path, "second")
+        assert second.stdout is not None
+        assert second.stdout.readline() == "asking\n"  # and second now waits for it
+        out_first, _ = first.communicate("go\n", timeout=60)
+        out_second, _ = second.communicate(timeout=60)
+    finally:
+        for child in (first, second):
+            if child is not None and child.poll() is None:
+                child.kill()
+                child.communicate()
     assert (first.returncode, second.returncode) == (0, 0)
     assert out_first.strip() == out_second.strip() == str(tmp_path / "entry")
     assert (tmp_path / "builds.log").read_text() == "first\n"
