@@ -28,7 +28,7 @@ from typing import TypeVar
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "interop"))
+sys.path.append(str(Path(__file__).resolve().parent / "interop"))  # the interop kit and pins
 
 from interop_kit import ClientSpec, InstallError, cache_root, cached_dir, run_install
 from node_clients import install_node_clients
