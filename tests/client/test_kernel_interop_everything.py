@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernel_everything_kit import everything_argv, everything_http, install_or_skip
+from kernel_everything_kit import everything_argv, everything_http
 from kernel_live_kit import BOUNDS, toolkeeper_cli
 
+from peer_kit import Peers
 from toolkeeper.client import EraSelectionError, Target, connect
 from toolkeeper.client.kernel import Kernel
 from toolkeeper.client.kernel_outcome import CallOutcome
@@ -25,8 +26,8 @@ from toolkeeper.protocol.versions import Era
 
 
 @pytest.fixture(scope="module")
-def everything() -> Path:
-    return install_or_skip()
+def everything(peers: Peers) -> Path:
+    return peers.everything()
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
 """Whether a test that needs a real SDK client runs: an absent SDK is a skip on a workstation
-and a failure under CI (the interop job installs them into the interop cache)."""
+and a failure under CI. The cached SDKs are installed by the shared ``peers`` fixture
+(``tests/peer_kit.py``) before a test asks here."""
 
 from __future__ import annotations
 

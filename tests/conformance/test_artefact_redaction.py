@@ -20,11 +20,11 @@ from click.testing import CliRunner
 from conformance_kit import demo_app, served_url
 from sdk_kit import require_sdk
 
+from peer_kit import Peers
 from redaction_kit import CORPUS, leaks
 from toolkeeper.cli.main import cli
 from toolkeeper.conformance import Host, canonical_text, parse_transcript, run_sdk_diff
 from toolkeeper.conformance.render_evidence import sdk_diff_markdown
-from toolkeeper.conformance.sdk_clients import locate
 
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
 _HEADER_VALUE = re.compile(r"^[\x20-\x7e]+$")
@@ -159,9 +159,10 @@ def _fixtures(secret: bool) -> list[Any]:
     ]
 
 
-def test_the_sdk_diff_report_holds_no_secret(dirs: tuple[Path, Path]) -> None:
+def test_the_sdk_diff_report_holds_no_secret(dirs: tuple[Path, Path], peers: Peers) -> None:
     require_sdk("python")
-    sdks = [sdk for sdk in ("python", "typescript") if locate(sdk).reason is None]
+    sdks = [sdk for sdk, found in peers.sdks(("python", "typescript")).items()
+            if found.reason is None]
     for secret, out in zip((True, False), dirs, strict=True):
         report = run_sdk_diff(Host(SecretApp if secret else demo_app, served_url), sdks,
                               "intermediary", fixtures=_fixtures(secret))

@@ -17,19 +17,17 @@ from toolkeeper.conformance import Report, builtin_corpus
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "client"))
 
-from kernel_everything_kit import (
-    everything_argv,
-    everything_http,
-    install_or_skip,
-)
+from kernel_everything_kit import everything_argv, everything_http
+
+from peer_kit import Peers
 
 MODERN_SKIP = "the target does not serve the modern era (refused.strict_unproven)"
 UNKNOWN_TOOL = "expect.outcome: $.result: a result (isError) where the case expects error -32602"
 
 
 @pytest.fixture(scope="module")
-def everything() -> Path:
-    return install_or_skip()
+def everything(peers: Peers) -> Path:
+    return peers.everything()
 
 
 def _check(report: Report) -> None:

@@ -2,8 +2,9 @@
 venv, its newest 1.x and the TypeScript SDK's client on Node 22 from the interop cache. Each
 high-risk fixture's answer is served byte for byte from a replay origin on 127.0.0.1; what each
 SDK handed back is recorded beside the raw answer, the futureHint loss apart from the accounted
-removals, and judged by the role's policy. An SDK that is absent is skipped here with the
-reason, and fails the test under CI (the interop job installs them)."""
+removals, and judged by the role's policy. The cached SDKs are installed on first use by the
+shared ``peers`` fixture; one that cannot be installed is skipped here with the reason, and fails
+the test under CI."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from sdk_kit import HOST, require_sdk
 
+from peer_kit import Peers
 from toolkeeper.conformance import SdkDiffReport, run_sdk_diff, sdk_fixtures
 from toolkeeper.errors import ConformanceError
 
@@ -21,7 +23,8 @@ SDKS = ("python", "python1", "typescript")
 
 
 @pytest.fixture(scope="module")
-def diff() -> Iterator[SdkDiffReport]:
+def diff(peers: Peers) -> Iterator[SdkDiffReport]:
+    peers.sdks(SDKS)
     yield run_sdk_diff(HOST, SDKS, "application")
 
 

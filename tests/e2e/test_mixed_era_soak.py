@@ -7,7 +7,12 @@ result fields (modern: ``resultType``; legacy: never ``resultType``/``ttlMs``/``
 the schema-version gate's error data (SPEC 3.4), freshness (a call is judged against the
 registry as of when it arrived or later), and the call log (SPEC 3.4.4: exactly the dispatched
 calls). The gateway's tables are measured by ``len()`` after N/2 and N requests: nothing may
-grow with the request count. No 5xx, no traceback, no warning in the server's log."""
+grow with the request count. No 5xx, no traceback, no warning in the server's log.
+
+Every phase is bounded by a count of operations, never by wall time, so the file passes on a
+loaded machine: each worker runs a fixed number of requests, the registry changes at fixed
+request counts, and every wait is a bounded number of polls or a join whose limit is the
+worker's request count times the per-request timeout."""
 
 from __future__ import annotations
 
@@ -35,7 +40,10 @@ LEGACY = "2025-11-25"
 ACCEPT = "application/json, text/event-stream"
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN,
             "io.modelcontextprotocol/clientCapabilities": {}}
-TIMEOUT = httpx.Timeout(10.0)
+REQUEST_TIMEOUT_S = 30.0
+TIMEOUT = httpx.Timeout(REQUEST_TIMEOUT_S)
+POLLS = 1000
+"""The most polls of a condition (each a short wait); a count, not a deadline."""
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 DEMO = ["db.query", "payments.lookup", "soak.echo", "soak.probe", "soak.slow", "tickets.create"]
 _ids = itertools.count(1)
@@ -412,8 +420,10 @@ OPERATIONS: dict[str, tuple[int, Callable[[Worker], None]]] = {
 
 
 class Changer(threading.Thread):
-    """Publishes ``soak.echo`` 1.k.0, deprecates 1.(k-1).0 and retires 1.(k-2).0, one step
-    every ``every`` requests of the load, through the Registry API."""
+    """Publishes ``soak.echo`` 1.k.0, deprecates 1.(k-1).0 and retires 1.(k-2).0 once the load
+    has sent ``k * every`` requests, through the Registry API. The step points are absolute
+    request counts, so a slow registry step does not push the later ones past the load's end;
+    a step whose count the load already reached runs at once."""
 
     def __init__(self, soak: Soak, tally: Tally, steps: int, every: int) -> None:
         super().__init__(daemon=True)
@@ -429,7 +439,7 @@ class Changer(threading.Thread):
         registry, line = self.soak.registry, self.soak.timeline
         try:
             for k in range(1, self.steps + 1):
-                target = self.tally.requests + self.every
+                target = k * self.every
                 while self.tally.requests < target:
                     if self.stop.wait(0.005):
                         return
@@ -461,6 +471,7 @@ class Listener(threading.Thread):
         self.events: list[dict[str, Any]] = []
         self.failure: BaseException | None = None
         self.client = httpx.Client(timeout=TIMEOUT)
+        self.acknowledged = threading.Event()
 
     def run(self) -> None:
         request_id = next(_ids)
@@ -478,6 +489,8 @@ class Listener(threading.Thread):
                         if frame.startswith(b":"):
                             continue
                         self.events.extend(sse(frame + b"\r\n\r\n"))
+                        if self.events:
+                            self.acknowledged.set()
         except (httpx.ReadError, httpx.RemoteProtocolError, httpx.StreamClosed):
             pass
         except BaseException as exc:
@@ -487,22 +500,27 @@ class Listener(threading.Thread):
         self.client.close()
 
 
+def _join(thread: threading.Thread, requests: int) -> None:
+    """Wait for ``thread``, which sends at most ``requests`` requests, each bounded by the
+    client's timeout: the limit follows from the count, not from an expected speed."""
+    thread.join((requests + 1) * REQUEST_TIMEOUT_S)
+    assert not thread.is_alive(), f"a thread of {requests} requests did not end"
+
+
 def _run_load(soak: Soak, tally: Tally, *, workers: int, budget: int, seed: int,
-              changer: Changer | None = None, deadline_s: float = 40.0) -> None:
+              changer: Changer | None = None) -> None:
     threads = [Worker(soak, tally, seed * 100 + i, budget) for i in range(workers)]
     if changer is not None:
         changer.start()
     for thread in threads:
         thread.start()
-    end = time.monotonic() + deadline_s
     for thread in threads:
-        thread.join(max(0.0, end - time.monotonic()))
+        _join(thread, budget)
     if changer is not None:
         changer.stop.set()
-        changer.join(10)
+        _join(changer, 3 * changer.steps)
         assert changer.failure is None, changer.failure
     for thread in threads:
-        assert not thread.is_alive(), "a worker did not finish in time"
         if thread.failure is not None:
             raise thread.failure
 
@@ -522,12 +540,14 @@ def test_a_mixed_two_era_load_is_answered_right_while_soak_echo_is_published_dep
         listeners = [Listener(soak) for _ in range(2)]
         for listener in listeners:
             listener.start()
+        for listener in listeners:  # each stream is open before the first change
+            assert _polled(listener.acknowledged.is_set), listener.failure
         changer = Changer(soak, tally, steps=12, every=250)
         _run_load(soak, tally, workers=6, budget=600, seed=1, changer=changer)
         assert changer.done == 12, changer.done
         for listener in listeners:
             listener.close()
-            listener.join(10)
+            _join(listener, 1)
             assert listener.failure is None, listener.failure
             assert listener.events, "the listen stream saw nothing"
             assert listener.events[0]["method"] == "notifications/subscriptions/acknowledged"
@@ -624,16 +644,26 @@ def _legacy_session(http: httpx.Client, soak: Soak) -> str:
     return session
 
 
-def _settled(soak: Soak, want: Callable[[dict[str, int]], bool], deadline_s: float = 10.0
-             ) -> dict[str, int]:
-    """Poll the tables until ``want`` holds (bounded)."""
-    end = time.monotonic() + deadline_s
-    latest = sizes(soak)
+def _polled(condition: Callable[[], bool], polls: int = POLLS) -> bool:
+    """Whether ``condition`` holds within ``polls`` checks, 20 ms apart."""
     waiter = threading.Event()
-    while not want(latest) and time.monotonic() < end:
+    for _ in range(polls):
+        if condition():
+            return True
         waiter.wait(0.02)
-        latest = sizes(soak)
-    return latest
+    return condition()
+
+
+def _settled(soak: Soak, want: Callable[[dict[str, int]], bool]) -> dict[str, int]:
+    """Poll the tables until ``want`` holds (at most ``POLLS`` times)."""
+    latest = [sizes(soak)]
+
+    def holds() -> bool:
+        latest[0] = sizes(soak)
+        return want(latest[0])
+
+    _polled(holds)
+    return latest[0]
 
 
 def _churn(soak: Soak, rounds: int) -> None:
@@ -719,8 +749,7 @@ def _undispatched_phase(url: str, per_worker: int) -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(30)
-        assert not thread.is_alive()
+        _join(thread, 4 * per_worker)  # a legacy step sends four requests
     if failures:
         raise failures[0]
 

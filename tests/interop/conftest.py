@@ -1,18 +1,19 @@
 """Fixtures for the interop matrix: the demo gateway over HTTP (one per session, stopped by its
 pid), the stdio server's argv (a fresh registry per cell), and every selected client installed
-into the cache once per session, in parallel, before the first cell runs."""
+through the shared ``peers`` fixture (``tests/peer_kit.py``), in parallel, before the first cell
+runs."""
 
 from __future__ import annotations
 
 import shutil
 import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from interop_kit import ClientSpec, cache_root
+from interop_kit import ClientSpec
 
+from peer_kit import Peers
 from process_kit import SRC, serving_gateway
 
 __all__ = ["driver_prefix", "http_gateway", "stdio_argv"]
@@ -52,27 +53,8 @@ def _selected_specs(session: pytest.Session) -> set[ClientSpec]:
 
 
 @pytest.fixture(scope="session")
-def driver_prefix(request: pytest.FixtureRequest) -> Callable[[ClientSpec], list[str]]:
+def driver_prefix(request: pytest.FixtureRequest, peers: Peers) -> Callable[[ClientSpec], list[str]]:
     """Install every client the run selected (cached, in parallel), then hand out each one's
     driver argv prefix; a client whose install failed fails its cells with the install's error."""
-    specs = _selected_specs(request.session)
-    cache = cache_root()
-    prepared: dict[ClientSpec, list[str] | BaseException] = {}
-    with ThreadPoolExecutor(max_workers=max(1, len(specs))) as pool:
-        futures = {spec: pool.submit(spec.prepare, cache) for spec in specs}
-        for spec, future in futures.items():
-            try:
-                prepared[spec] = future.result()
-            except Exception as exc:
-                prepared[spec] = exc
-
-    def prefix(spec: ClientSpec) -> list[str]:
-        value = prepared.get(spec)
-        if value is None:
-            value = prepared[spec] = spec.prepare(cache)
-        if isinstance(value, BaseException):
-            pytest.fail(f"installing {spec.name} into {cache} failed: {value}", pytrace=False)
-        return value
-
-    return prefix
-
+    peers.interop_all(_selected_specs(request.session))
+    return peers.interop

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from interop_kit import OPS, ClientSpec, InstallError, cached_dir, run_install
 
-__all__ = ["NODE_CLIENTS", "NODE_MAJOR"]
+__all__ = ["NODE_CLIENTS", "NODE_MAJOR", "install_node_clients"]
 
 NODE_MAJOR = 22
 _HERE = Path(__file__).parent / "node"
@@ -62,9 +62,14 @@ def _copy_drivers(target: Path) -> None:
         shutil.copyfile(driver, target / driver.name)
 
 
+def install_node_clients(cache: Path) -> Path:
+    """The ``npm ci`` of ``node/`` in ``cache`` (Node 22 and every Node client), built once."""
+    return cached_dir(cache, f"node-{_digest([_HERE / name for name in _PACKAGE_FILES])}", _install)
+
+
 def _prepare(driver: str) -> Callable[[Path], list[str]]:
     def prepare(cache: Path) -> list[str]:
-        install = cached_dir(cache, f"node-{_digest([_HERE / name for name in _PACKAGE_FILES])}", _install)
+        install = install_node_clients(cache)
         drivers = cached_dir(install, f"drivers-{_digest(sorted(_HERE.glob('*.mjs')))}", _copy_drivers)
         return [str(install / "node_modules" / ".bin" / "node"), str(drivers / driver)]
 

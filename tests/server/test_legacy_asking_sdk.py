@@ -6,7 +6,7 @@ while its elicitation is open ends on the server too: the handler is cancelled a
 waits for an answer any more.
 
 ``mcp`` 2.3.0 runs in this process; the newest 1.x (1.30.0) runs in its own virtualenv from the
-interop cache (``tests/interop``, installed on first use), driven by
+interop cache (installed on first use through the shared ``peers`` fixture), driven by
 ``tests/interop/drivers/py_ask_driver.py``."""
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ from toolkeeper.registry import Registry
 
 BOUND_S = 10.0
 INTEROP = Path(__file__).resolve().parents[1] / "interop"
-sys.path.insert(0, str(INTEROP))  # the interop kit's client virtualenvs (cached installs)
-from interop_kit import cache_root  # noqa: E402
-from python_clients import PYTHON_PINS, client_python  # noqa: E402
+sys.path.insert(0, str(INTEROP))  # the interop clients' pins and drivers
+from python_clients import PYTHON_PINS  # noqa: E402
+
+from peer_kit import Peers  # noqa: E402
 
 NEWEST_1X = "mcp 1.30.0"
 
@@ -129,8 +130,8 @@ def _wait_for(condition: Any) -> None:
 
 
 def test_the_newest_1x_client_answers_the_same_handlers_and_cancels_mid_elicitation(
-        served: Served) -> None:
-    python = client_python(PYTHON_PINS[NEWEST_1X], cache_root())
+        served: Served, peers: Peers) -> None:
+    python = peers.python_client(PYTHON_PINS[NEWEST_1X])
     done = subprocess.run(
         [*python, str(INTEROP / "drivers" / "py_ask_driver.py"), "--url", served.url,
          "--cancel", "greet", "greet", "summarize", "roots", "all_at_once"],
