@@ -3,9 +3,13 @@ then the handler.
 
 Invalid arguments are a tool *result* with ``isError: true`` (the model can correct itself):
 ``structuredContent = {"errors": [{"path", "keyword", "message"}, ...]}`` sorted by (path,
-message), and one text block listing the same errors. The call log is only written for calls
-that reach a handler. A handler exception is an ``isError`` result with a generic text; the
-exception is logged server-side, never sent. A handler that runs past its call timeout
+message), at most ``max_reported_errors`` of them (``"omitted": N`` counts the rest), and one
+text block summarising them
+(:func:`~toolkeeper.server.call_outcomes.invalid_arguments_result`). The call log is only
+written for calls that reach a handler. A handler exception is an ``isError`` result with a
+generic text; the exception is logged server-side, never sent (an
+:class:`~toolkeeper.errors.AskError` it did not catch, the client's refusal or silence, as one
+WARNING line with its code, the traceback at DEBUG). A handler that runs past its call timeout
 (:mod:`~toolkeeper.server.limits`) is cancelled and answered with
 :func:`~toolkeeper.server.limits.timed_out_result`, its ``_meta`` marked with
 :data:`~toolkeeper.server.limits.TIMEOUT_META_KEY`; it is logged ``timeout``.
@@ -26,7 +30,7 @@ from msgspec import Raw
 
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.contracts.validate import CompiledSchema
-from toolkeeper.errors import CapabilityRequiredError, JsonRpcError
+from toolkeeper.errors import AskError, CapabilityRequiredError, JsonRpcError
 from toolkeeper.protocol import (
     Call,
     Deferred,
@@ -47,6 +51,7 @@ from toolkeeper.protocol.versions import UNSTRUCTURED_VERSIONS
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server.asking import InputAsker, InputRequired
 from toolkeeper.server.call_outcomes import (
+    DEFAULT_MAX_REPORTED_ERRORS,
     InvalidOutputError,
     cancel_requested,
     failure_result,
@@ -86,7 +91,8 @@ class ToolCalls:
     def __init__(self, registry: Registry, views: ToolViews, handlers: ToolHandlers,
                  call_log: CallLog, tools_changed: Callable[[], None] | None = None,
                  call_timeout: Callable[[str], float | None] | None = None,
-                 request_states: RequestStates | None = None) -> None:
+                 request_states: RequestStates | None = None,
+                 max_reported_errors: int = DEFAULT_MAX_REPORTED_ERRORS) -> None:
         self._routes = Routes(registry, views, handlers)
         self._states = (request_states if request_states is not None
                         else RequestStates(Sealer.ephemeral()))
@@ -94,6 +100,7 @@ class ToolCalls:
         self._log = call_log
         self._tools_changed = tools_changed
         self._last: tuple[Call, _Target] | None = None
+        self._max_errors = max_reported_errors
 
     def _target(self, call: Call) -> _Target:
         last = self._last
@@ -145,7 +152,8 @@ class ToolCalls:
         issues = route.validator.errors(arguments)
         if issues:
             self._log.invalid(route.plan.spec.name, route.version)
-            return self._wire(call, route, invalid_arguments_result(issues))
+            return self._wire(call, route, invalid_arguments_result(issues,
+                                                                       self._max_errors))
         if binding is None:
             return self._wire(call, route, ToolResult(
                 (text(f"Tool {name!r} has no handler on this gateway."),), is_error=True))
@@ -359,6 +367,13 @@ class ToolCalls:
         elif ((isinstance(exc, asyncio.CancelledError) and cancel_requested())
               or (isinstance(exc, GeneratorExit) and thrown_in(exc))):
             outcome = "cancelled"
+        elif isinstance(exc, AskError):
+            # The client's answer (or its absence), not the handler's fault: one line with the
+            # stable code, the traceback only when debugging.
+            outcome = "exception"
+            _log.warning("tool %s %s: an ask the handler did not catch got no result (%s)",
+                         spec.name, spec.version, exc.code)
+            _log.debug("tool %s %s: the uncaught ask", spec.name, spec.version, exc_info=exc)
         else:
             outcome = "exception"
             _log.exception("tool %s %s raised", spec.name, spec.version)
