@@ -65,6 +65,9 @@ def root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], logging.Logge
 
     yield bare
     logging.captureWarnings(False)
+    access = logging.getLogger("uvicorn.access")
+    for installed in [f for f in access.filters if isinstance(f, AccessFilter)]:
+        access.removeFilter(installed)
 
 
 def test_configure_logging_sends_every_logger_through_the_redacting_formatter(
@@ -114,7 +117,7 @@ def test_configure_logging_installs_one_access_filter_however_often_it_runs(
         root: Callable[[], logging.Logger]) -> None:
     root()
     out = io.StringIO()
-    configure_logging("info", out, access="all")
+    configure_logging("info", out, access="off")
     configure_logging("info", out, access="errors")
     access = logging.getLogger("uvicorn.access")
     assert [f.mode for f in access.filters if isinstance(f, AccessFilter)] == ["errors"]
@@ -122,3 +125,15 @@ def test_configure_logging_installs_one_access_filter_however_often_it_runs(
     access.handle(_access(500))
     lines = [line for line in out.getvalue().splitlines() if "uvicorn.access" in line]
     assert [line.rsplit(" ", 1)[1] for line in lines] == ["500"]
+
+
+def test_configure_logging_with_every_access_line_installs_no_filter(
+        root: Callable[[], logging.Logger]) -> None:
+    root()
+    out = io.StringIO()
+    configure_logging("info", out, access="errors")
+    configure_logging("info", out, access="all")
+    assert [f for f in logging.getLogger("uvicorn.access").filters
+            if isinstance(f, AccessFilter)] == []
+    logging.getLogger("uvicorn.access").handle(_access(200))
+    assert out.getvalue().rstrip().endswith('"POST /mcp HTTP/1.1" 200')

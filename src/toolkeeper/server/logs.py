@@ -125,4 +125,5 @@ def configure_logging(level: str, stream: TextIO, *, log_format: str = "text",
     access_logger = logging.getLogger(_ACCESS_LOGGER)
     for old in [f for f in access_logger.filters if isinstance(f, AccessFilter)]:
         access_logger.removeFilter(old)
-    access_logger.addFilter(keep)
+    if keep.mode != "all":  # "all" keeps every line: no filter to call per request
+        access_logger.addFilter(keep)
