@@ -60,8 +60,10 @@ APP: Final = _app()
 
 
 def _body(arguments: Any, request_id: int = 1) -> bytes:
+    # raw UTF-8, as short as the request can be (the answer writes non-ASCII raw as well)
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {
-        "name": TOOL, "arguments": arguments, "_meta": META}}).encode()
+        "name": TOOL, "arguments": arguments, "_meta": META}}, ensure_ascii=False,
+        separators=(",", ":")).encode()
 
 
 def _post(app: StreamableHTTPApp, body: bytes) -> tuple[int, bytes]:
