@@ -5,7 +5,10 @@ Invalid arguments are a tool *result* with ``isError: true`` (the model can corr
 ``structuredContent = {"errors": [{"path", "keyword", "message"}, ...]}`` sorted by (path,
 message), at most ``max_reported_errors`` of them (``"omitted": N`` counts the rest), and one
 text block summarising them
-(:func:`~toolkeeper.server.call_outcomes.invalid_arguments_result`). The call log is only
+(:func:`~toolkeeper.server.call_outcomes.invalid_arguments_result`). Only the first
+:func:`~toolkeeper.server.call_outcomes.collection_bound` values of the arguments are checked
+for errors: arguments of more are answered with the errors found there and
+``"truncated": true`` (``omitted`` then a lower bound), so the work is bounded too. The call log is only
 written for calls that reach a handler. A handler exception is an ``isError`` result with a
 generic text; the exception is logged server-side, never sent (an
 :class:`~toolkeeper.errors.AskError` it did not catch, the client's refusal or silence, as one
@@ -54,6 +57,7 @@ from toolkeeper.server.call_outcomes import (
     DEFAULT_MAX_REPORTED_ERRORS,
     InvalidOutputError,
     cancel_requested,
+    collection_bound,
     failure_result,
     invalid_arguments_result,
     refusal_reason,
@@ -101,6 +105,7 @@ class ToolCalls:
         self._tools_changed = tools_changed
         self._last: tuple[Call, _Target] | None = None
         self._max_errors = max_reported_errors
+        self._checked_values = collection_bound(max_reported_errors)
 
     def _target(self, call: Call) -> _Target:
         last = self._last
@@ -149,11 +154,11 @@ class ToolCalls:
         if binding is not None and binding.requires and missing_capabilities(
                 binding.requires, call.client_capabilities):
             raise capability_error(binding.requires, call.era)
-        issues = route.validator.errors(arguments)
-        if issues:
+        found = route.validator.bounded_errors(arguments, self._checked_values)
+        if found.issues:
             self._log.invalid(route.plan.spec.name, route.version)
-            return self._wire(call, route, invalid_arguments_result(issues,
-                                                                       self._max_errors))
+            return self._wire(call, route, invalid_arguments_result(
+                found.issues, self._max_errors, truncated=found.truncated))
         if binding is None:
             return self._wire(call, route, ToolResult(
                 (text(f"Tool {name!r} has no handler on this gateway."),), is_error=True))
