@@ -2,7 +2,10 @@
 the body limit carries (many extra properties, deep nesting, long strings and keys, wrong
 types, long schema messages), the answer the in-process HTTP app sends is at most twice the
 request or 64 KiB, whichever is larger; it lists each error once, the first
-``server.max_reported_errors`` of them in sorted order, and counts the rest."""
+``server.max_reported_errors`` of them in sorted order, and counts the rest. The work is
+bounded as well: at most ``collection_bound(server.max_reported_errors)`` argument values are
+checked, so the validator builds at most that many errors, and an answer for arguments of more
+values says ``truncated``."""
 
 from __future__ import annotations
 
@@ -15,8 +18,10 @@ from hypothesis import strategies as st
 from stream_kit import Pairs, body_of, sent_by, status
 
 from toolkeeper.contracts.spec import spec_from_mapping
+from toolkeeper.contracts.validate import compile_schema
 from toolkeeper.registry import Registry
 from toolkeeper.server import build_app
+from toolkeeper.server.call_outcomes import collection_bound
 from toolkeeper.transports import HttpConfig, StreamableHTTPApp
 
 VERSION: Final = "2026-07-28"
@@ -160,9 +165,8 @@ def _near_the_limit() -> list[tuple[str, Any]]:
         ("one-key-of-control-characters", {"n": 1, "\x01" * (room // 6): 0}),
         # as many extra properties as fit
         ("extra-properties", {"n": 1, **{f"a{i}": 0 for i in range(room // 20)}}),
-        # long messages (each names the 200-value enum: 8 KiB), one per item; each error of
-        # this kind costs the validator ~0.4 ms, so the count is kept to what a test can wait
-        ("wrong-enum-items", {"n": 1, "tags": [0] * 2000}),
+        # long messages (each names the 200-value enum: 8 KiB), one per item
+        ("wrong-enum-items", {"n": 1, "tags": [0] * (room // 2)}),
         ("long-string", {"n": 1, "s": "A" * room}),
         ("deep-tree", {"n": 1, "tree": _deep(300)}),
     ]
@@ -180,16 +184,87 @@ def test_an_invalid_request_near_the_body_limit_is_answered_within_the_bound(
         _result(answer)
 
 
+# The values checked by default; the arguments object itself is one of them.
+CHECKED: Final = collection_bound()
+
+
 def test_the_first_errors_are_listed_in_sorted_order_and_the_rest_counted() -> None:
-    arguments = {"n": 1, **{f"k{i:05d}": 0 for i in range(10_000)}}
+    arguments = {"n": 1, **{f"k{i:05d}": 0 for i in range(CHECKED - 100)}}
     first = _result(_modern(APP, _body(arguments)))
     again = _result(_modern(APP, _body(dict(reversed(list(arguments.items()))))))
     assert first["structuredContent"] == again["structuredContent"]
     assert [e["path"] for e in first["structuredContent"]["errors"]] == [
         f"$.k{i:05d}" for i in range(50)]
-    assert first["structuredContent"]["omitted"] == 10_000 - 50
+    assert first["structuredContent"]["omitted"] == CHECKED - 100 - 50
+    assert "truncated" not in first["structuredContent"]
     assert {e["keyword"] for e in first["structuredContent"]["errors"]} == {
         "additionalProperties"}
+
+
+def test_arguments_of_more_values_than_are_checked_are_answered_truncated_in_any_key_order(
+        ) -> None:
+    arguments = {"n": 1, **{f"k{i:05d}": 0 for i in range(10_000)}}
+    first = _result(_modern(APP, _body(arguments)))
+    again = _result(_modern(APP, _body(dict(reversed(list(arguments.items()))))))
+    assert first == again  # objects are cut by sorted key, not by the order sent
+    structured = first["structuredContent"]
+    assert [e["path"] for e in structured["errors"]] == [f"$.k{i:05d}" for i in range(50)]
+    # the first CHECKED - 1 keys in sorted order are checked ("n", sorted last, is not)
+    assert (structured["omitted"], structured["truncated"]) == (CHECKED - 1 - 50, True)
+    assert first["content"][0]["text"].splitlines()[0] == (
+        f"Invalid arguments ({CHECKED - 1} errors in the values checked, more not checked; "
+        f"50 listed, {CHECKED - 1 - 50} omitted):")
+
+
+class _Counting:
+    """Stands in for a compiled schema's jsonschema-rs validator: counts the errors it builds."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.built = 0
+
+    def iter_errors(self, instance: Any) -> Any:
+        errors = list(self.inner.iter_errors(instance))
+        self.built += len(errors)
+        return iter(errors)
+
+
+@pytest.mark.parametrize("arguments", [
+    {"n": 1, **{f"k{i:07d}": 0 for i in range(300_000)}},
+    {"n": 1, "tags": [0] * 1_400_000},
+    {"n": 1, "nested": {f"k{i:06d}": {"a": "x"} for i in range(200_000)}},
+], ids=["300000-extra-properties", "1400000-wrong-enum-items", "200000-wrong-nested-values"])
+def test_a_request_near_the_body_limit_builds_at_most_the_bound_of_errors_every_time(
+        arguments: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    body = _body(arguments)
+    assert MAX_BODY // 2 < len(body) <= MAX_BODY
+    counting = _Counting(compile_schema(SCHEMA)._validator)
+    monkeypatch.setattr(compile_schema(SCHEMA), "_validator", counting)
+    first = _modern(APP, body)
+    built = counting.built
+    assert 0 < built <= CHECKED
+    again = _modern(APP, body)
+    assert counting.built == 2 * built
+    assert first == again
+    structured = _result(first)["structuredContent"]
+    assert structured["truncated"] is True
+    assert len(structured["errors"]) + structured["omitted"] <= CHECKED
+    _within_bound(body, first)
+
+
+def test_a_listed_message_naming_a_long_enum_is_cut_to_1024_characters() -> None:
+    result = _result(_modern(APP, _body({"n": 1, "tags": [0]})))
+    (error,) = result["structuredContent"]["errors"]
+    assert (error["path"], error["keyword"], len(error["message"])) == ("$.tags[0]", "enum", 1024)
+    assert error["message"].endswith("...")
+
+
+def test_the_configured_bound_sets_the_values_checked() -> None:
+    app = _app(max_reported_errors=100)  # 20 x 100 values checked
+    result = _result(_modern(app, _body({"n": 1, **{f"k{i:05d}": 0 for i in range(1500)}})))
+    assert len(result["structuredContent"]["errors"]) == 100
+    assert result["structuredContent"]["omitted"] == 1400
+    assert "truncated" not in result["structuredContent"]
 
 
 def test_the_configured_bound_is_the_number_listed() -> None:
@@ -235,5 +310,6 @@ def test_the_legacy_era_answer_has_the_same_bounded_shape() -> None:
     result = message["result"]
     assert result["isError"] is True
     assert len(result["structuredContent"]["errors"]) == 50
-    assert result["structuredContent"]["omitted"] == 20_000 - 50
+    assert result["structuredContent"]["omitted"] == CHECKED - 1 - 50
+    assert result["structuredContent"]["truncated"] is True
     assert len(raw) <= max(2 * len(body), FLOOR)
