@@ -11,7 +11,11 @@ from gateway_kit import Driver, contract, gateway_for
 
 from toolkeeper.contracts.validate import Issue
 from toolkeeper.registry import Registry
-from toolkeeper.server.call_outcomes import DEFAULT_MAX_REPORTED_ERRORS, invalid_arguments_result
+from toolkeeper.server.call_outcomes import (
+    DEFAULT_MAX_REPORTED_ERRORS,
+    collection_bound,
+    invalid_arguments_result,
+)
 
 
 def _issues(count: int, path_chars: int = 1) -> list[Issue]:
@@ -90,3 +94,27 @@ def test_the_configured_bound_reaches_the_answer() -> None:
     result = driver.call("closed", {"a": 0, "b": 0, "c": 0})["result"]
     assert [e["path"] for e in result["structuredContent"]["errors"]] == ["$.a", "$.b"]
     assert result["structuredContent"]["omitted"] == 1
+
+
+def test_a_truncated_result_says_so_and_its_omitted_count_is_what_was_found() -> None:
+    issues = _issues(200)
+    result = invalid_arguments_result(issues, truncated=True)
+    assert result.structured["errors"] == [i.to_dict() for i in issues[:50]]
+    assert (result.structured["omitted"], result.structured["truncated"]) == (150, True)
+    assert result.content[0]["text"].splitlines()[0] == (
+        "Invalid arguments (200 errors in the values checked, more not checked; "
+        "50 listed, 150 omitted):")
+    few = invalid_arguments_result(_issues(3), truncated=True)
+    assert few.structured == {"errors": [i.to_dict() for i in _issues(3)], "truncated": True}
+
+
+def test_a_long_message_is_listed_cut_to_1024_characters() -> None:
+    issue = Issue("$.tag", "must be one of [" + '"x",' * 3000 + "]", "enum")
+    (listed,) = invalid_arguments_result([issue]).structured["errors"]
+    assert (listed["path"], listed["keyword"]) == ("$.tag", "enum")
+    assert listed["message"] == issue.message[:1021] + "..."
+
+
+def test_the_values_checked_are_the_larger_of_1000_and_20_per_listed_error() -> None:
+    assert [collection_bound(n) for n in (1, 50, 51, 10_000)] == [1000, 1000, 1020, 200_000]
+    assert collection_bound() == 1000

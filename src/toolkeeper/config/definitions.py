@@ -132,7 +132,9 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "stays usable.", minimum=0, maximum=_DAY, min_open=True),
     Setting("server.max_reported_errors", INTEGER, 50, "Validation errors an invalid-arguments "
             "result lists at most (the first, sorted; `omitted` counts the rest; at most 32 KiB "
-            "of them whatever this is).", minimum=1, maximum=10_000),
+            "of them whatever this is). At most 20 times this many argument values (at least "
+            "1,000) are checked for errors; a result for arguments of more says `truncated`.",
+            minimum=1, maximum=10_000),
     # legacy
     Setting("legacy.sse_retry_ms", INTEGER, 1000, "The `retry` hint of a resumable stream's "
             "priming event, in milliseconds: how long a client waits before it resumes.",
