@@ -102,7 +102,7 @@ def test_a_truncated_result_says_so_and_its_omitted_count_is_what_was_found() ->
     assert result.structured["errors"] == [i.to_dict() for i in issues[:50]]
     assert (result.structured["omitted"], result.structured["truncated"]) == (150, True)
     assert result.content[0]["text"].splitlines()[0] == (
-        "Invalid arguments (200 errors in the values checked, more not checked; "
+        "Invalid arguments (200 errors in the values checked, the rest not checked; "
         "50 listed, 150 omitted):")
     few = invalid_arguments_result(_issues(3), truncated=True)
     assert few.structured == {"errors": [i.to_dict() for i in _issues(3)], "truncated": True}

@@ -212,7 +212,7 @@ def test_arguments_of_more_values_than_are_checked_are_answered_truncated_in_any
     # the first CHECKED - 1 keys in sorted order are checked ("n", sorted last, is not)
     assert (structured["omitted"], structured["truncated"]) == (CHECKED - 1 - 50, True)
     assert first["content"][0]["text"].splitlines()[0] == (
-        f"Invalid arguments ({CHECKED - 1} errors in the values checked, more not checked; "
+        f"Invalid arguments ({CHECKED - 1} errors in the values checked, the rest not checked; "
         f"50 listed, {CHECKED - 1 - 50} omitted):")
 
 

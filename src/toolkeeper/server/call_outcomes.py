@@ -97,7 +97,7 @@ def _summary(issues: Sequence[Issue], listed: int, omitted: int, truncated: bool
     count = len(issues)
     head = f"Invalid arguments ({count} error{'s' if count != 1 else ''}"
     if truncated:
-        head += " in the values checked, more not checked"
+        head += " in the values checked, the rest not checked"
     head += f"; {listed} listed, {omitted} omitted):" if omitted else "):"
     lines = [head, *(f"{_short(i.path)}: {_short(i.message)} [{_short(i.keyword)}]"
                      for i in issues[:_SUMMARY_ERRORS])]
