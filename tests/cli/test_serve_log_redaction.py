@@ -71,7 +71,7 @@ def test_handler_exceptions_and_query_strings_leave_no_secret_in_the_http_server
         served: tuple[str, dict[str, str]]) -> None:
     registry_url, env = served
     proc = subprocess.Popen([*COMMAND, "--registry", registry_url, "--port", "0",
-                             "--handlers", "boom_tools:handlers"],
+                             "--handlers", "boom_tools:handlers", "--access-log", "all"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert proc.stdout is not None and proc.stderr is not None
     output: list[bytes] = []

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from toolkeeper.contracts.redaction import REDACTED
-from toolkeeper.server.logs import LOG_FORMAT, RedactingFormatter, configure_logging
+from toolkeeper.server.logs import LOG_FORMAT, AccessFilter, RedactingFormatter, configure_logging
 
 SECRET = "hunter2-Qx81vLm"
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZGEiLCJuIjoxfQ.Qm9vbXNlY3JldHNpZ25hdHVyZTE"
@@ -65,6 +65,9 @@ def root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], logging.Logge
 
     yield bare
     logging.captureWarnings(False)
+    access = logging.getLogger("uvicorn.access")
+    for installed in [f for f in access.filters if isinstance(f, AccessFilter)]:
+        access.removeFilter(installed)
 
 
 def test_configure_logging_sends_every_logger_through_the_redacting_formatter(
@@ -88,3 +91,49 @@ def test_configure_logging_sends_python_warnings_through_the_redacting_formatter
         warnings.warn(f"retrying with password={SECRET}", UserWarning, stacklevel=1)
     assert "py.warnings" in out.getvalue() and "UserWarning" in out.getvalue()
     assert SECRET not in out.getvalue() and f"password={REDACTED}" in out.getvalue()
+
+
+def _access(status: int) -> logging.LogRecord:
+    return logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
+                             ("127.0.0.1:5000", "POST", "/mcp", "1.1", status), None)
+
+
+@pytest.mark.parametrize(("mode", "kept"), [
+    ("all", [200, 204, 302, 400, 404, 503]),
+    ("errors", [400, 404, 503]),
+    ("off", []),
+])
+def test_the_access_filter_keeps_the_statuses_its_mode_names(mode: str, kept: list[int]) -> None:
+    keep = AccessFilter(mode)
+    assert [s for s in (200, 204, 302, 400, 404, 503) if keep.filter(_access(s))] == kept
+
+
+def test_an_unknown_access_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="access log mode"):
+        AccessFilter("some")
+
+
+def test_configure_logging_installs_one_access_filter_however_often_it_runs(
+        root: Callable[[], logging.Logger]) -> None:
+    root()
+    out = io.StringIO()
+    configure_logging("info", out, access="off")
+    configure_logging("info", out, access="errors")
+    access = logging.getLogger("uvicorn.access")
+    assert [f.mode for f in access.filters if isinstance(f, AccessFilter)] == ["errors"]
+    access.handle(_access(200))
+    access.handle(_access(500))
+    lines = [line for line in out.getvalue().splitlines() if "uvicorn.access" in line]
+    assert [line.rsplit(" ", 1)[1] for line in lines] == ["500"]
+
+
+def test_configure_logging_with_every_access_line_installs_no_filter(
+        root: Callable[[], logging.Logger]) -> None:
+    root()
+    out = io.StringIO()
+    configure_logging("info", out, access="errors")
+    configure_logging("info", out, access="all")
+    assert [f for f in logging.getLogger("uvicorn.access").filters
+            if isinstance(f, AccessFilter)] == []
+    logging.getLogger("uvicorn.access").handle(_access(200))
+    assert out.getvalue().rstrip().endswith('"POST /mcp HTTP/1.1" 200')

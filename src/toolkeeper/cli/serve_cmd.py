@@ -43,7 +43,7 @@ from toolkeeper.errors import PublishRefusedError, ToolkeeperError
 from toolkeeper.protocol import SessionTable
 from toolkeeper.registry import Registry
 from toolkeeper.server import Gateway, ToolHandlers, build_gateway
-from toolkeeper.server.logs import configure_logging
+from toolkeeper.server.logs import ACCESS_MODES, configure_logging
 from toolkeeper.transports import (
     DEFAULT_ALLOWED_HOSTS,
     DEFAULT_ALLOWED_ORIGINS,
@@ -169,6 +169,10 @@ def _policy(host: str, allow_hosts: tuple[str, ...], allow_origins: tuple[str, .
 @click.option("--log-format", type=click.Choice(_LOG_FORMATS),
               default=default_of("logging.format"), show_default=True,
               help="Text lines, or one JSON object per line (both redacted).")
+@click.option("--access-log", type=click.Choice(ACCESS_MODES),
+              default=default_of("logging.access"), show_default=True,
+              help="HTTP access lines: every request, only answers with status 400 or "
+                   "above, or none.")
 @click.option("--auth", "auth_methods", multiple=True, type=click.Choice(AUTH_CHOICES),
               help="Credentials accepted over HTTP (keys: API keys in the registry store; "
                    "jwt: configured issuers); repeatable. none: the anonymous local "
@@ -201,7 +205,7 @@ def _serve(config: GatewayConfig) -> None:
                              code="serve.stdio_closed"))
     protocol_out = _claim_stdout() if stdio else None
     configure_logging(config.logging.level, sys.stderr,  # every line redacted, uvicorn's too
-                      log_format=config.logging.format)
+                      log_format=config.logging.format, access=config.logging.access)
     log = logging.getLogger("toolkeeper.serve")
     try:  # estates and handlers are read before the registry is opened: bad input writes
         estate = [(directory, read_estate(Path(directory)))  # nothing
@@ -236,7 +240,8 @@ def _serve(config: GatewayConfig) -> None:
                             sealer=features.sealer,
                             list_page_size=config.server.list_page_size,
                             list_cursor_ttl_s=config.server.list_cursor_ttl_s,
-                            request_state_ttl_s=config.sealing.request_state_ttl_s)
+                            request_state_ttl_s=config.sealing.request_state_ttl_s,
+                            max_reported_errors=config.server.max_reported_errors)
     if features.sealer.ephemeral_key:
         log.warning("no sealing key configured (sealing.keys_file or %s): sealing with a "
                     "random key of this process; its cursors and request state resume only "

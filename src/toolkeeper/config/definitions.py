@@ -83,7 +83,10 @@ SECTIONS: Final[tuple[Section, ...]] = (
     Section("limits.tools.*", "Overrides for one tool (`[limits.tools.\"NAME\"]`)."),
     Section("calllog", "The durable call log in the registry store."),
     Section("metrics", "Prometheus exposition on a separate listener."),
-    Section("logging", "Log lines on standard error (always redacted)."),
+    Section("logging", "Log lines on standard error (always redacted). An ask a handler "
+            "did not catch (`AskError`: the client refused, or did not answer) is one WARNING "
+            "line with its code, the traceback at `debug` only. Access lines are logged at "
+            "`info`; `access` chooses which."),
 )
 
 SETTINGS: Final[tuple[Setting, ...]] = (
@@ -133,6 +136,11 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "change).", minimum=1, maximum=100_000),
     Setting("server.list_cursor_ttl_s", FLOAT, 3600.0, "How long a `tools/list` cursor "
             "stays usable.", minimum=0, maximum=_DAY, min_open=True),
+    Setting("server.max_reported_errors", INTEGER, 50, "Validation errors an invalid-arguments "
+            "result lists at most (the first, sorted; `omitted` counts the rest; at most 32 KiB "
+            "of them whatever this is). At most 20 times this many argument values (at least "
+            "1,000) are checked for errors; a result for arguments of more says `truncated`.",
+            minimum=1, maximum=10_000),
     # legacy
     Setting("legacy.sse_retry_ms", INTEGER, 1000, "The `retry` hint of a resumable stream's "
             "priming event, in milliseconds: how long a client waits before it resumes.",
@@ -288,6 +296,10 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting("logging.format", STRING, "text", "`text` lines or one JSON object per line.",
             flag="--log-format", choices=("text", "json")),
     Setting("logging.otel", BOOLEAN, False, "OpenTelemetry spans (needs `toolkeeper[otel]`)."),
+    Setting("logging.access", STRING, "errors", "HTTP access lines: every request, only "
+            "answers with status 400 or above, or none (the call log and "
+            "`toolkeeper_http_responses_total` count every request).", flag="--access-log",
+            choices=("all", "errors", "off")),
 )
 
 _BY_KEY: Final = {row.key: row for row in SETTINGS}

@@ -51,6 +51,7 @@ class ServerSettings:
     backlog: int = 2048
     list_page_size: int = 100
     list_cursor_ttl_s: float = 3600.0
+    max_reported_errors: int = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +123,7 @@ class LoggingSettings:
     level: str = "info"
     format: str = "text"
     otel: bool = False
+    access: str = "errors"
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,12 @@ the keyword and a message, and are post-processed by a fixed policy:
   more than 255 containers deep) still gets its errors listed: those that an instance cut at
   :data:`_CUT_DEPTH` gives exactly, plus one ``depth`` error at the first cut no listed ``type``
   error covers (see :func:`_deep_issues`).
+* :meth:`CompiledSchema.bounded_errors` lists the errors of at most a given number of the
+  instance's values, so the work of listing them is bounded whatever the instance holds
+  (jsonschema-rs builds every error of an instance before it yields the first): an instance of
+  more values is cut to the first of them (arrays by index, objects by key in sorted order, so
+  the cut depends on the value, not on its key order), and only the errors the cut cannot have
+  changed are listed, flagged ``truncated`` (see :func:`_cut_issues`).
 
 A schema that is not JSON (a lone surrogate, a non-string key, an unsupported value), is nested
 too deeply, or does not compile raises :class:`~toolkeeper.errors.SchemaError` (``schema.invalid``).
@@ -34,12 +40,14 @@ URI: whatever reaches it, it reads no file and opens no connection (``schema.ref
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from operator import attrgetter
+from typing import Any, Final
 
 import jsonschema_rs
 import msgspec
@@ -55,7 +63,8 @@ from toolkeeper.contracts.json_values import (
 from toolkeeper.contracts.references import find_reference_problem
 from toolkeeper.errors import ContractError, SchemaError
 
-__all__ = ["CompiledSchema", "Issue", "compile_schema", "format_path", "validate"]
+__all__ = ["BoundedIssues", "CompiledSchema", "Issue", "compile_schema", "format_path",
+           "validate"]
 
 _STRICT_INT = "x-toolkeeper-strict-integer"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -88,6 +97,21 @@ class Issue:
 
     def to_dict(self) -> dict[str, str]:
         return {"path": self.path, "keyword": self.keyword, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class BoundedIssues:
+    """The errors :meth:`CompiledSchema.bounded_errors` lists: ``issues`` sorted, as
+    :meth:`CompiledSchema.errors` sorts them; ``truncated`` when the instance held more values
+    than the bound and those past it were not checked (more errors may exist)."""
+
+    issues: list[Issue]
+    truncated: bool
+
+
+# Issue's own order as a key: tuples compare in C, the dataclass's __lt__ in Python (many
+# times slower for an instance with thousands of errors).
+_ORDER: Final = attrgetter("path", "message", "keyword")
 
 
 def format_path(parts: Iterable[str | int]) -> str:
@@ -264,6 +288,26 @@ class CompiledSchema:
         """Every error, policy applied, sorted; ``[]`` exactly when :meth:`is_valid`."""
         if self.is_valid(instance):
             return []
+        return self._every_error(instance)
+
+    def bounded_errors(self, instance: Any, budget: int) -> BoundedIssues:
+        """The errors of at most ``budget`` of the instance's values (every value, container or
+        scalar, counts one): exactly :meth:`errors` when the instance holds no more; else the
+        errors of the instance cut to its first ``budget`` values that the cut cannot have
+        changed, ``truncated``. The issues are empty exactly when :meth:`is_valid`."""
+        if self.is_valid(instance):
+            return BoundedIssues([], False)
+        if _fits(instance, budget):
+            return BoundedIssues(self._every_error(instance), False)
+        cut = _Cut(budget)
+        shallow = cut.copy(instance, ())
+        truncated = bool(cut.wide)
+        if not is_json_data(shallow):  # the Python API's values only: a JSON decoder makes none
+            rows = [(loc, "type", NOT_JSON_MESSAGES[why]) for loc, why in find_not_json(shallow)]
+            return BoundedIssues(_issues(self.schema, [], shallow, rows), truncated)
+        return BoundedIssues(_cut_issues(self, instance, shallow, cut), truncated)
+
+    def _every_error(self, instance: Any) -> list[Issue]:
         bad = [] if is_json_data(instance) else find_not_json(instance)
         not_json = [(loc, "type", NOT_JSON_MESSAGES[reason]) for loc, reason in bad]
         try:
@@ -281,12 +325,12 @@ def _issues(schema: Any, found: Iterable[Any], instance: Any,
     for error in found:
         raw.extend(_raw(schema, error, instance))
     typed = {loc for loc, keyword, _ in raw if keyword == "type"}
-    issues = {
-        Issue(format_path(loc), message, keyword)
+    rows = {  # deduplicated and sorted as plain tuples (Issue's field order): C, not Python
+        (format_path(loc), message, keyword)
         for loc, keyword, message in raw
         if keyword == "type" or loc not in typed
     }
-    return sorted(issues)
+    return [Issue(*row) for row in sorted(rows)]
 
 
 def _raw(schema: Any, error: Any, instance: Any) -> list[tuple[tuple[str | int, ...], str, str]]:
@@ -361,43 +405,128 @@ _SHAPE_KINDS = _TYPE_KINDS | {
 _SCALAR_KINDS = frozenset({"enum", "const"})
 _CONTENT_GATED = frozenset({"if", "then", "else", "not", "anyOf", "oneOf", "contains",
                             "unevaluatedProperties", "unevaluatedItems"})
+# At a container cut short, the errors its kept values alone prove (a ``required`` error is
+# checked against the uncut container: :func:`_exact_despite_cuts`).
+_WIDE_KINDS = _TYPE_KINDS | {"additionalProperties", "propertyNames", "maxItems",
+                             "maxProperties", "uniqueItems"}
 _TOO_DEEP = "is nested too deeply for its errors to be listed"
+_TOO_WIDE = "holds more values than are checked for errors"
 
 
 def _deep_issues(compiled: CompiledSchema, instance: Any) -> list[Issue]:
-    cuts: list[tuple[str | int, ...]] = []
-    shallow = _cut(instance, (), cuts)
+    cut = _Cut(None)
+    return _cut_issues(compiled, instance, cut.copy(instance, ()), cut)
+
+
+def _cut_issues(compiled: CompiledSchema, instance: Any, shallow: Any, cut: _Cut) -> list[Issue]:
+    """The errors of ``shallow`` (``instance`` cut by ``cut``) that hold for ``instance``. At a
+    container cut short (``cut.wide``) the kept values are real values of it: a kept property
+    that is not allowed, a bad name, a duplicate, too many items stay errors
+    (:data:`_WIDE_KINDS`), and a missing required property is one when ``instance`` lacks it
+    too. When nothing is left to list, one error says why: ``depth`` at the first deep cut no
+    ``type`` error covers, else ``size`` at the first container cut short."""
     found = list(compiled._validator.iter_errors(shallow))
-    cut_at = set(cuts)
-    kept = [error for error in found if _exact_despite_cuts(error, cut_at)]
+    deep_at, wide_at = set(cut.deep), set(cut.wide)
+    kept = [error for error in found
+            if _exact_despite_cuts(error, deep_at, wide_at, instance)]
     issues = _issues(compiled.schema, kept, shallow)
     typed = {tuple(e.instance_path) for e in kept if e.kind.name in ("type", _STRICT_INT)}
-    uncovered = [format_path(loc) for loc in cuts
+    uncovered = [format_path(loc) for loc in cut.deep
                  if not any(loc[:n] in typed for n in range(len(loc) + 1))]
-    if uncovered or not issues:
+    if uncovered or (not issues and not cut.wide):
         issues.append(Issue(min(uncovered, default="$"), _TOO_DEEP, "depth"))
-    return sorted(issues)
+    elif not issues:
+        issues.append(Issue(min(format_path(loc) for loc in cut.wide), _TOO_WIDE, "size"))
+    return sorted(issues, key=_ORDER)
 
 
-def _exact_despite_cuts(error: Any, cut_at: set[tuple[str | int, ...]]) -> bool:
-    kinds = _TYPE_KINDS if tuple(error.instance_path) in cut_at else _SHAPE_KINDS
+def _exact_despite_cuts(error: Any, deep_at: set[tuple[str | int, ...]],
+                        wide_at: set[tuple[str | int, ...]], instance: Any) -> bool:
+    loc = tuple(error.instance_path)
+    name = error.kind.name
+    if loc in deep_at:
+        kinds = _TYPE_KINDS
+    elif loc in wide_at:
+        kinds = _WIDE_KINDS
+        whole = _walk(instance, loc)
+        if name == "required" and isinstance(whole, dict) and error.kind.value not in whole:
+            kinds = kinds | {"required"}  # the uncut container lacks the property as well
+    else:
+        kinds = _SHAPE_KINDS
     if not isinstance(error.instance, (dict, list)):
         kinds = kinds | _SCALAR_KINDS  # a scalar is never cut: comparing it is exact
-    return error.kind.name in kinds and _CONTENT_GATED.isdisjoint(
+    return name in kinds and _CONTENT_GATED.isdisjoint(
         part for part in error.schema_path if isinstance(part, str))
 
 
-def _cut(value: Any, loc: tuple[str | int, ...], cuts: list[tuple[str | int, ...]]) -> Any:
-    """A copy of ``value`` with each non-empty container :data:`_CUT_DEPTH` deep emptied (its
-    location appended to ``cuts``); recursion bounded by the cut depth."""
-    if not isinstance(value, (dict, list)) or not value:
-        return value
-    if len(loc) >= _CUT_DEPTH:
-        cuts.append(loc)
-        return {} if isinstance(value, dict) else []
-    if isinstance(value, dict):
-        return {key: _cut(item, (*loc, key), cuts) for key, item in value.items()}
-    return [_cut(item, (*loc, index), cuts) for index, item in enumerate(value)]
+def _fits(value: Any, budget: int) -> bool:
+    """Whether ``value`` holds at most ``budget`` values (a walk of at most ``budget + 1``)."""
+    stack = [value]
+    left = budget
+    while stack:
+        node = stack.pop()
+        left -= 1
+        if left < 0:
+            return False
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return True
+
+
+class _Cut:
+    """Copies an instance keeping at most ``budget`` values (None: any number): each non-empty
+    container :data:`_CUT_DEPTH` deep is emptied (its location appended to ``deep``), each
+    container whose values past the budget are left out is cut short (its location appended to
+    ``wide``). Values are taken depth first, an array's by index, an object's by key in sorted
+    order; recursion is bounded by the cut depth."""
+
+    __slots__ = ("deep", "left", "wide")
+
+    def __init__(self, budget: int | None) -> None:
+        self.left = budget
+        self.deep: list[tuple[str | int, ...]] = []
+        self.wide: list[tuple[str | int, ...]] = []
+
+    def copy(self, value: Any, loc: tuple[str | int, ...]) -> Any:
+        if self.left is not None:
+            self.left -= 1
+        if not isinstance(value, (dict, list)) or not value:
+            return value
+        if len(loc) >= _CUT_DEPTH:
+            self.deep.append(loc)
+            return {} if isinstance(value, dict) else []
+        if self.left is None:
+            if isinstance(value, dict):
+                return {key: self.copy(item, (*loc, key)) for key, item in value.items()}
+            return [self.copy(item, (*loc, index)) for index, item in enumerate(value)]
+        if isinstance(value, list):
+            items: list[Any] = []
+            for index, item in enumerate(value):
+                if self.left <= 0:
+                    break
+                items.append(self.copy(item, (*loc, index)))
+            if len(items) < len(value):
+                self.wide.append(loc)
+            return items
+        members: dict[Any, Any] = {}
+        for key in _first_keys(value, self.left):
+            if self.left <= 0:
+                break
+            members[key] = self.copy(value[key], (*loc, key))
+        if len(members) < len(value):
+            self.wide.append(loc)
+        return members
+
+
+def _first_keys(value: dict[Any, Any], count: int) -> list[Any]:
+    """The ``count`` smallest keys, sorted (insertion order when keys do not compare: a value
+    that is not JSON data, from the Python API)."""
+    try:
+        return sorted(value) if len(value) <= count else heapq.nsmallest(count, value)
+    except TypeError:
+        return list(value)[:count]
 
 
 _NICE: dict[str, str] = {

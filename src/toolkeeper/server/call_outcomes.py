@@ -6,14 +6,20 @@ refused call is counted under (:mod:`toolkeeper.server.calls` uses them)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from typing import Any, Final
+
+import msgspec
 
 from toolkeeper.contracts.validate import Issue
 from toolkeeper.errors import JsonRpcError
 from toolkeeper.server.content import ToolResult, text
 
 __all__ = [
+    "DEFAULT_MAX_REPORTED_ERRORS",
     "InvalidOutputError",
     "cancel_requested",
+    "collection_bound",
     "failure_result",
     "invalid_arguments_result",
     "refusal_reason",
@@ -21,13 +27,83 @@ __all__ = [
 ]
 
 
-def invalid_arguments_result(issues: list[Issue]) -> ToolResult:
-    """The isError result for arguments that fail validation (sorted, one line per error)."""
-    errors = [issue.to_dict() for issue in issues]
-    lines = "\n".join(f"{i.path}: {i.message} [{i.keyword}]" for i in issues)
-    return ToolResult((text(f"Invalid arguments ({len(issues)} error"
-                            f"{'s' if len(issues) != 1 else ''}):\n{lines}"),),
-                      {"errors": errors}, is_error=True)
+DEFAULT_MAX_REPORTED_ERRORS: Final = 50
+"""Errors an invalid-arguments result lists at most (``server.max_reported_errors``)."""
+
+_COLLECTED_MIN: Final = 1000
+_COLLECTED_PER_LISTED: Final = 20
+# The values of the arguments checked for errors at most (collection_bound): enough to list
+# the first errors of any request an agent means, few enough that building them is cheap
+# (jsonschema-rs builds every error of what it checks; a message naming a long enum costs it
+# tens of microseconds).
+_MESSAGE_CHARS: Final = 1024
+# A listed message is cut to this many characters ("..." at the end): one naming a long enum
+# ("must be one of [...]") would otherwise fill the byte bound alone.
+_LISTED_BYTES: Final = 32768
+# The encoded errors one result lists, whatever the count bound: the bound on the answer's size
+# however long the paths (an extra property's name is its path) or messages are.
+_SUMMARY_ERRORS: Final = 5
+_SUMMARY_CHARS: Final = 120
+# The text summary names the first few errors, each path and message cut to a fixed length: a
+# client that shows only text (2024-11-05, 2025-03-26: no structuredContent) still sees them.
+
+
+def collection_bound(max_reported: int = DEFAULT_MAX_REPORTED_ERRORS) -> int:
+    """How many of a call's argument values are checked for errors at most, for a result that
+    lists ``max_reported`` (``server.max_reported_errors``): the larger of 1,000 and 20 times
+    it (:meth:`~toolkeeper.contracts.validate.CompiledSchema.bounded_errors`)."""
+    return max(_COLLECTED_MIN, _COLLECTED_PER_LISTED * max_reported)
+
+
+def invalid_arguments_result(issues: Sequence[Issue],
+                             limit: int = DEFAULT_MAX_REPORTED_ERRORS, *,
+                             truncated: bool = False) -> ToolResult:
+    """The isError result for arguments that fail validation. ``issues`` come sorted (path,
+    message); ``structuredContent.errors`` lists the first of them, at most ``limit`` and
+    :data:`_LISTED_BYTES` of JSON (a prefix: the same errors every time; each message cut to
+    :data:`_MESSAGE_CHARS`), and ``structuredContent.omitted`` counts the rest (absent when
+    none is left out). ``truncated`` (the arguments held more values than were checked: more
+    errors may exist) adds ``"truncated": true``, and ``omitted`` is then a lower bound. One
+    text block summarises: the counts and the first :data:`_SUMMARY_ERRORS` errors, shortened.
+    Each error is listed once, so the answer is bounded whatever the request holds."""
+    listed: list[dict[str, str]] = []
+    used = 0
+    for issue in issues[:limit]:
+        entry = issue.to_dict()
+        entry["message"] = _cut_text(entry["message"], _MESSAGE_CHARS)
+        used += len(msgspec.json.encode(entry)) + 1
+        if used > _LISTED_BYTES:
+            break
+        listed.append(entry)
+    omitted = len(issues) - len(listed)
+    structured: dict[str, Any] = {"errors": listed}
+    if omitted:
+        structured["omitted"] = omitted
+    if truncated:
+        structured["truncated"] = True
+    return ToolResult((text(_summary(issues, len(listed), omitted, truncated)),), structured,
+                      is_error=True)
+
+
+def _cut_text(value: str, chars: int) -> str:
+    return value if len(value) <= chars else value[:chars - 3] + "..."
+
+
+def _short(value: str) -> str:
+    return _cut_text(value, _SUMMARY_CHARS)
+
+
+def _summary(issues: Sequence[Issue], listed: int, omitted: int, truncated: bool) -> str:
+    count = len(issues)
+    head = f"Invalid arguments ({count} error{'s' if count != 1 else ''}"
+    if truncated:
+        head += " in the values checked, the rest not checked"
+    head += f"; {listed} listed, {omitted} omitted):" if omitted else "):"
+    lines = [head, *(f"{_short(i.path)}: {_short(i.message)} [{_short(i.keyword)}]"
+                     for i in issues[:_SUMMARY_ERRORS])]
+    if count > _SUMMARY_ERRORS:
+        lines.append(f"... {count - _SUMMARY_ERRORS} more")
+    return "\n".join(lines)
 
 
 class InvalidOutputError(Exception):

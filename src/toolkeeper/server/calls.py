@@ -3,9 +3,16 @@ then the handler.
 
 Invalid arguments are a tool *result* with ``isError: true`` (the model can correct itself):
 ``structuredContent = {"errors": [{"path", "keyword", "message"}, ...]}`` sorted by (path,
-message), and one text block listing the same errors. The call log is only written for calls
-that reach a handler. A handler exception is an ``isError`` result with a generic text; the
-exception is logged server-side, never sent. A handler that runs past its call timeout
+message), at most ``max_reported_errors`` of them (``"omitted": N`` counts the rest), and one
+text block summarising them
+(:func:`~toolkeeper.server.call_outcomes.invalid_arguments_result`). Only the first
+:func:`~toolkeeper.server.call_outcomes.collection_bound` values of the arguments are checked
+for errors: arguments of more are answered with the errors found there and
+``"truncated": true`` (``omitted`` then a lower bound), so the work is bounded too. The call log is only
+written for calls that reach a handler. A handler exception is an ``isError`` result with a
+generic text; the exception is logged server-side, never sent (an
+:class:`~toolkeeper.errors.AskError` it did not catch, the client's refusal or silence, as one
+WARNING line with its code, the traceback at DEBUG). A handler that runs past its call timeout
 (:mod:`~toolkeeper.server.limits`) is cancelled and answered with
 :func:`~toolkeeper.server.limits.timed_out_result`, its ``_meta`` marked with
 :data:`~toolkeeper.server.limits.TIMEOUT_META_KEY`; it is logged ``timeout``.
@@ -26,7 +33,7 @@ from msgspec import Raw
 
 from toolkeeper.contracts.spec import SideEffect, ToolSpec
 from toolkeeper.contracts.validate import CompiledSchema
-from toolkeeper.errors import CapabilityRequiredError, JsonRpcError, StoreError
+from toolkeeper.errors import AskError, CapabilityRequiredError, JsonRpcError, StoreError
 from toolkeeper.protocol import (
     Call,
     Deferred,
@@ -47,8 +54,10 @@ from toolkeeper.protocol.versions import UNSTRUCTURED_VERSIONS
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server.asking import InputAsker, InputRequired
 from toolkeeper.server.call_outcomes import (
+    DEFAULT_MAX_REPORTED_ERRORS,
     InvalidOutputError,
     cancel_requested,
+    collection_bound,
     failure_result,
     invalid_arguments_result,
     refusal_reason,
@@ -88,7 +97,8 @@ class ToolCalls:
     def __init__(self, registry: Registry, views: ToolViews, handlers: ToolHandlers,
                  call_log: CallLog, tools_changed: Callable[[], None] | None = None,
                  call_timeout: Callable[[str], float | None] | None = None,
-                 request_states: RequestStates | None = None) -> None:
+                 request_states: RequestStates | None = None,
+                 max_reported_errors: int = DEFAULT_MAX_REPORTED_ERRORS) -> None:
         self._routes = Routes(registry, views, handlers)
         self._states = (request_states if request_states is not None
                         else RequestStates(Sealer.ephemeral()))
@@ -96,6 +106,8 @@ class ToolCalls:
         self._log = call_log
         self._tools_changed = tools_changed
         self._last: tuple[Call, _Target] | None = None
+        self._max_errors = max_reported_errors
+        self._checked_values = collection_bound(max_reported_errors)
 
     def _target(self, call: Call) -> _Target:
         last = self._last
@@ -144,10 +156,11 @@ class ToolCalls:
         if binding is not None and binding.requires and missing_capabilities(
                 binding.requires, call.client_capabilities):
             raise capability_error(binding.requires, call.era)
-        issues = route.validator.errors(arguments)
-        if issues:
+        found = route.validator.bounded_errors(arguments, self._checked_values)
+        if found.issues:
             self._log.invalid(route.plan.spec.name, route.version)
-            return self._wire(call, route, invalid_arguments_result(issues))
+            return self._wire(call, route, invalid_arguments_result(
+                found.issues, self._max_errors, truncated=found.truncated))
         if binding is None:
             return self._wire(call, route, ToolResult(
                 (text(f"Tool {name!r} has no handler on this gateway."),), is_error=True))
@@ -387,6 +400,13 @@ class ToolCalls:
         elif ((isinstance(exc, asyncio.CancelledError) and cancel_requested())
               or (isinstance(exc, GeneratorExit) and thrown_in(exc))):
             outcome = "cancelled"
+        elif isinstance(exc, AskError):
+            # The client's answer (or its absence), not the handler's fault: one line with the
+            # stable code, the traceback only when debugging.
+            outcome = "exception"
+            _log.warning("tool %s %s: an ask the handler did not catch got no result (%s)",
+                         spec.name, spec.version, exc.code)
+            _log.debug("tool %s %s: the uncaught ask", spec.name, spec.version, exc_info=exc)
         else:
             outcome = "exception"
             _log.exception("tool %s %s raised", spec.name, spec.version)

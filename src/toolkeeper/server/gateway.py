@@ -35,6 +35,7 @@ from toolkeeper.protocol.sealing import Sealer
 from toolkeeper.protocol.versions import UNSTRUCTURED_VERSIONS
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.registry.spent_states import SpentStateStore
+from toolkeeper.server.call_outcomes import DEFAULT_MAX_REPORTED_ERRORS
 from toolkeeper.server.calllog import CallLog, InMemoryCallLog
 from toolkeeper.server.calls import ToolCalls
 from toolkeeper.server.changes import ChangeHub
@@ -121,7 +122,8 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
                   legacy_sessions: str = "stateful", sealer: Sealer | None = None,
                   list_page_size: int | None = None,
                   list_cursor_ttl_s: float = DEFAULT_CURSOR_TTL_S,
-                  request_state_ttl_s: float = DEFAULT_TTL_S) -> Gateway:
+                  request_state_ttl_s: float = DEFAULT_TTL_S,
+                  max_reported_errors: int = DEFAULT_MAX_REPORTED_ERRORS) -> Gateway:
     """Assemble a gateway over ``registry``. Defaults: no handlers, an in-memory call log,
     the anonymous :class:`LocalPrincipal`, ``ttlMs`` 0 (``tools/list`` is ``private``,
     ``server/discover`` ``public``), a change hub subscribed to ``registry``, no limits
@@ -133,7 +135,9 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     call's ``requestState`` is sealed with the same sealer, good for ``request_state_ttl_s``
     seconds (:mod:`~toolkeeper.server.resuming`); a state that ran a ``write`` or
     ``destructive`` tool is spent in the registry's store (every replica sharing it refuses
-    it again; a store that keeps no spent states: this process only)."""
+    it again; a store that keeps no spent states: this process only). An invalid-arguments
+    result lists at most ``max_reported_errors`` errors
+    (:func:`~toolkeeper.server.call_outcomes.invalid_arguments_result`)."""
     handlers = handlers if handlers is not None else ToolHandlers()
     call_log = call_log if call_log is not None else InMemoryCallLog()
     if resolve_principal is not None and _is_async(resolve_principal):
@@ -150,7 +154,8 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     states = RequestStates(sealer, ttl_s=request_state_ttl_s, spent=SpentStates(
         store if isinstance(store, SpentStateStore) else None))
     calls = ToolCalls(registry, views, handlers, call_log, hub.tools_changed,
-                      limits.call_timeout if limits is not None else None, states)
+                      limits.call_timeout if limits is not None else None, states,
+                      max_reported_errors=max_reported_errors)
     list_tools = _list_tools(views, ListCursors(sealer, ttl_s=list_cursor_ttl_s))
     call_method = Method("tools/call", calls, header_schema=calls.header_schema,
                          express=calls.express)

@@ -10,6 +10,11 @@ propagate there too, as Python's warnings do (``py.warnings``).
 ``configure_logging(..., log_format="json")`` writes one JSON object a line instead
 (:class:`JsonFormatter`: ``time``, ``level``, ``logger``, ``message``, ``exc``), each text field
 through the same redaction.
+
+uvicorn's access lines (``uvicorn.access``, at INFO) pass through :class:`AccessFilter`
+(``logging.access``): ``all`` keeps every line, ``errors`` (the default) only those of an answer
+with status 400 or above, ``off`` none. A successful request is already counted by the call log
+and ``toolkeeper_http_responses_total``; a line for each would only repeat them.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from typing import Final, TextIO
 
 from toolkeeper.contracts.redaction import redact_text
 
-__all__ = ["LOG_FORMAT", "JsonFormatter", "RedactingFormatter", "configure_logging"]
+__all__ = ["ACCESS_MODES", "LOG_FORMAT", "AccessFilter", "JsonFormatter", "RedactingFormatter",
+           "configure_logging"]
 
 LOG_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -64,16 +70,48 @@ _FORMATTERS: Final[dict[str, Callable[[], logging.Formatter]]] = {
 """``logging.format`` (``--log-format``) to the formatter of each line."""
 
 
-_SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
+ACCESS_MODES: Final = ("all", "errors", "off")
+"""The values of ``logging.access``."""
+
+_ACCESS_LOGGER: Final = "uvicorn.access"
+_STATUS_ARG: Final = 4  # uvicorn's access record: (client, method, path, http version, status)
+
+
+class AccessFilter(logging.Filter):
+    """Keeps the access lines ``mode`` asks for (one of :data:`ACCESS_MODES`). ``errors``
+    reads the status from uvicorn's record arguments; a record of another shape is kept."""
+
+    def __init__(self, mode: str) -> None:
+        if mode not in ACCESS_MODES:
+            raise ValueError(f"access log mode must be one of {ACCESS_MODES}, not {mode!r}")
+        super().__init__()
+        self.mode = mode
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.mode == "all":
+            return True
+        if self.mode == "off":
+            return False
+        args = record.args
+        if isinstance(args, tuple) and len(args) > _STATUS_ARG:
+            status = args[_STATUS_ARG]
+            if type(status) is int:
+                return status >= 400
+        return True
+
+
+_SERVER_LOGGERS = ("uvicorn", "uvicorn.error", _ACCESS_LOGGER)
 """uvicorn's loggers: they must reach the root handler (``log_config=None`` in the runner)."""
 
 
-def configure_logging(level: str, stream: TextIO, *, log_format: str = "text") -> None:
+def configure_logging(level: str, stream: TextIO, *, log_format: str = "text",
+                      access: str = "errors") -> None:
     """Log to ``stream`` at ``level`` (a name such as ``info``) through a redacting formatter
     (``log_format`` ``text`` or ``json``), unless the root logger is already configured (as
     :func:`logging.basicConfig`); and send Python's warnings to the ``py.warnings`` logger, so
     that they are redacted too (a warning's message can quote a value as well as an
-    exception's can)."""
+    exception's can). ``access``: which access lines are kept (:class:`AccessFilter`)."""
+    keep = AccessFilter(access)
     handler = logging.StreamHandler(stream)
     handler.setFormatter(_FORMATTERS[log_format]())
     logging.basicConfig(level=level.upper(), handlers=[handler])
@@ -84,3 +122,8 @@ def configure_logging(level: str, stream: TextIO, *, log_format: str = "text") -
         logger.setLevel(logging.NOTSET)
         logger.propagate = True
         logger.disabled = False
+    access_logger = logging.getLogger(_ACCESS_LOGGER)
+    for old in [f for f in access_logger.filters if isinstance(f, AccessFilter)]:
+        access_logger.removeFilter(old)
+    if keep.mode != "all":  # "all" keeps every line: no filter to call per request
+        access_logger.addFilter(keep)

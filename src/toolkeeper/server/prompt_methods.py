@@ -41,7 +41,7 @@ from typing import Any, Final
 
 from msgspec import Raw
 
-from toolkeeper.errors import JsonRpcError
+from toolkeeper.errors import AskError, JsonRpcError
 from toolkeeper.protocol import (
     CacheHint,
     Call,
@@ -172,6 +172,11 @@ class PromptMethods:
             return self._ask_back(call, prompt, arguments, signal)
         except JsonRpcError:
             raise  # the handler's own protocol error (-32021 for a capability it lacks)
+        except AskError as exc:  # the client's refusal or silence: one line, as for a tool
+            _log.warning("prompt %s: an ask the handler did not catch got no result (%s)",
+                         prompt.name, exc.code)
+            _log.debug("prompt %s: the uncaught ask", prompt.name, exc_info=exc)
+            raise internal_error() from None
         except Exception:
             _log.exception("prompt %s raised", prompt.name)
             raise internal_error() from None
