@@ -4,11 +4,14 @@ passes, with the same case names and outcomes on all three."""
 
 from __future__ import annotations
 
+import pytest
 from conformance_kit import CAPABILITY_TOOL, STDIO_COMMAND, demo_app, outcomes, run, served_url
 
 from toolkeeper.client import Target
 from toolkeeper.conformance import RunOptions, builtin_corpus
-from toolkeeper.conformance.replay import CAPABILITY_TOOL_REASON
+from toolkeeper.conformance.replay import CAPABILITY_TOOL_REASON, Estate
+from toolkeeper.errors import ConformanceError
+from toolkeeper.protocol.versions import Era
 
 
 def test_every_case_passes_in_process_over_http_and_over_stdio_with_identical_outcomes(
@@ -42,15 +45,43 @@ def test_cases_of_an_era_not_named_are_skipped_with_the_reason() -> None:
     assert {c.name for c in report.cases if c.outcome == "pass"} >= legacy
 
 
-def test_cases_that_need_a_tool_are_skipped_when_the_named_tool_is_not_listed() -> None:
-    report = run(Target.from_asgi(demo_app()), options=RunOptions(tool="no.such.tool"))
-    needing = {t.name for t in builtin_corpus() if "tool" in t.needs}
-    assert needing
+def test_a_named_tool_the_target_does_not_list_is_a_usage_error() -> None:
+    with pytest.raises(ConformanceError) as caught:
+        run(Target.from_asgi(demo_app()), options=RunOptions(tool="no.such.tool"))
+    assert caught.value.code == "conformance.tool_not_listed"
+    assert caught.value.data["tool"] == "no.such.tool"
+
+
+def test_live_and_recorded_cases_are_counted_apart_and_each_names_its_requirement() -> None:
+    report = run(Target.from_asgi(demo_app()))
+    corpus = builtin_corpus()
+    live = sum(1 for t in corpus if t.mode == "live")
+    recorded = len(corpus) - live
+    assert report.live == {"passed": live - 1, "failed": 0, "warned": 0, "noted": 0,
+                           "skipped": 1}
+    assert report.selfcheck == {"passed": recorded, "failed": 0}
+    assert report.passed == live - 1
     for case in report.cases:
-        if case.name in needing:
-            assert case.outcome == "skip", case.name
-            assert case.finding == "needs a tool: 'no.such.tool' is not in the target's tools/list"
-    assert report.failed == 0
+        assert case.mode in ("live", "recorded")
+        assert case.level in ("MUST", "SHOULD", "reference"), case.name
+        assert case.citation is not None and case.citation["file"].endswith(".mdx")
+    called = next(c for c in report.cases if c.name == "golden-modern-tools-call")
+    assert (called.tool, called.arguments) == ("db.query", {})
+    assert next(c for c in report.cases if c.name == "negative-legacy-unknown-tool").tool \
+        == "toolkeeper-conformance-no-such-tool"
+
+
+def test_a_case_needing_a_capability_the_target_did_not_advertise_is_skipped() -> None:
+    listen = next(t for t in builtin_corpus()
+                  if t.name == "golden-modern-subscriptions-listen-sse")
+    estate_reason = "needs a capability the target did not advertise (one of " \
+        + ", ".join(listen.requires) + ")"
+    bare = Estate(None, False, Era.MODERN, "2026-07-28", None, None, "", None, 1.0, 1,
+                  capabilities={"tools": {}})
+    assert bare.unadvertised(listen.requires) == estate_reason
+    advertised = Estate(None, False, Era.MODERN, "2026-07-28", None, None, "", None, 1.0, 1,
+                        capabilities={"tools": {"listChanged": True}})
+    assert advertised.unadvertised(listen.requires) is None
 
 
 def test_a_tool_that_needs_a_capability_is_refused_with_32021_when_named() -> None:

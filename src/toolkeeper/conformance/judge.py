@@ -16,7 +16,7 @@ from typing import Any, Final, TypeAlias
 
 from toolkeeper.client.raw import RawAnswer
 from toolkeeper.conformance.normalize import matches, normalized
-from toolkeeper.conformance.transcript import ABSENT, Expectation, Transcript
+from toolkeeper.conformance.transcript import ABSENT, LEVELS, Expectation, Transcript
 from toolkeeper.protocol.responses import (
     check_error_status,
     check_notification_answer,
@@ -24,7 +24,7 @@ from toolkeeper.protocol.responses import (
     validate_response,
 )
 
-__all__ = ["Finding", "Observation", "Verdict", "judge", "problem_code"]
+__all__ = ["Finding", "Observation", "Verdict", "graded", "judge", "problem_code"]
 
 
 @dataclass(frozen=True)
@@ -146,6 +146,8 @@ def _stream(case: _Case) -> Iterator[Finding]:
     seen, want = case.seen, case.expect.stream
     if seen.status is None or want == "any":
         return
+    if case.expect.outcome == "accepted" and _rejected(case.response):
+        return  # what was observed is the rejection (:func:`_outcome` names it), not a format
     if want in ("sse", "open") and not seen.streamed:
         yield Finding("stream.not_sse", "$: the answer did not come as server-sent events")
     elif want == "json" and seen.streamed:
@@ -158,6 +160,11 @@ def _stream(case: _Case) -> Iterator[Finding]:
                       "(the stream was buffered before it was forwarded)")
 
 
+def _rejected(response: Any) -> bool:
+    return isinstance(response, dict) and "result" not in response \
+        and isinstance(response.get("error"), dict)
+
+
 def _outcome(case: _Case) -> Iterator[Finding]:
     expect, response = case.expect, case.response
     if expect.answer != "response" or not isinstance(response, dict):
@@ -166,8 +173,9 @@ def _outcome(case: _Case) -> Iterator[Finding]:
     if expect.outcome == "accepted":
         if "result" not in response:
             code = error.get("code") if isinstance(error, dict) else None
-            yield Finding("expect.outcome", f"$.error: rejected with {code} where the case "
-                          "expects acceptance")
+            status = "" if case.seen.status is None else f" (HTTP {case.seen.status})"
+            yield Finding("expect.outcome", f"$.error: rejected with {code}{status} where the "
+                          "case expects acceptance")
         return
     if expect.boundary == "tool" and expect.code is None:
         result = response.get("result")
@@ -231,6 +239,23 @@ def _observed_code(findings: tuple[Finding, ...], case: _Case) -> int | str | No
     error = response.get("error") if isinstance(response, dict) else None
     code = error.get("code") if isinstance(error, dict) else None
     return code if type(code) is int else None
+
+
+_OUTCOME_OF_LEVEL: Final = {"MUST": "fail", "SHOULD": "warn", "reference": "note"}
+
+
+def graded(transcript: Transcript, verdict: Verdict) -> tuple[str, Finding | None]:
+    """The case's outcome and the finding that decides it. A recorded case (a self-check of
+    the judgment) passes or fails; a live one passes without findings, and otherwise takes
+    the strongest level among its findings (:meth:`Transcript.level_of`): a broken MUST is a
+    ``fail``, a SHOULD a ``warn``, a reference behaviour a ``note``."""
+    first = verdict.findings[0] if verdict.findings else None
+    if transcript.mode == "recorded":
+        return ("pass" if verdict.passed else "fail"), first
+    if first is None:
+        return "pass", None
+    worst = min(verdict.findings, key=lambda f: LEVELS.index(transcript.level_of(f.code)))
+    return _OUTCOME_OF_LEVEL[transcript.level_of(worst.code)], worst
 
 
 def judge(transcript: Transcript, expect: Expectation, seen: Observation, body: Any
