@@ -1,8 +1,10 @@
 """The corpus against ``@modelcontextprotocol/server-everything`` (npm, pinned; the kernel's
 interop install, started here over Streamable HTTP on 127.0.0.1 and over stdio): it speaks the
 legacy era only, so the report's era is 2025-11-25, its modern cases are skipped with the
-decision's verdict (never failed, never crashed), and its one deviation is a named finding:
-an unknown tool answered with an ``isError`` result (issue 16, acceptance 2)."""
+decision's verdict (one ``era.unserved`` verdict, never failed, never crashed), and its one
+deviation is a named finding at its level: an unknown tool answered with an ``isError``
+result (server/tools.mdx, "Error Handling": a warn). Naming the modern era it does not serve
+is that one verdict too, with every live modern case skipped."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 from conformance_kit import run
 
 from toolkeeper.client import Target
-from toolkeeper.conformance import Report, builtin_corpus
+from toolkeeper.conformance import Report, RunOptions, builtin_corpus
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "client"))
 
@@ -25,6 +27,7 @@ from kernel_everything_kit import (
 
 MODERN_SKIP = "the target does not serve the modern era (refused.strict_unproven)"
 UNKNOWN_TOOL = "expect.outcome: $.result: a result (isError) where the case expects error -32602"
+FOREIGN_ORIGIN = "expect.status: $: HTTP 200 where the case expects 403"
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +35,7 @@ def everything() -> Path:
     return install_or_skip()
 
 
-def _check(report: Report) -> None:
+def _check(report: Report, **extra: tuple[str, str]) -> None:
     assert report.era == "2025-11-25"
     assert report.era_decision is not None
     assert report.era_decision["verdict"] == "legacy.initialized"
@@ -40,8 +43,11 @@ def _check(report: Report) -> None:
                    if t.mode == "live" and t.version == "2026-07-28"}
     assert {c.name: c.finding for c in report.cases if c.outcome == "skip"} == {
         name: MODERN_SKIP for name in live_modern}
-    assert {c.name: c.finding for c in report.cases if c.outcome == "fail"} == {
-        "negative-legacy-unknown-tool": UNKNOWN_TOOL}
+    assert [(v.era, v.verdict, v.reason) for v in report.eras] == [
+        ("2026-07-28", "era.unserved", MODERN_SKIP)]
+    assert {c.name: (c.outcome, c.finding) for c in report.cases
+            if c.outcome in ("fail", "warn", "note")} == {
+        "negative-legacy-unknown-tool": ("warn", UNKNOWN_TOOL), **extra}
 
 
 def test_over_stdio_only_the_legacy_era_runs_and_the_unknown_tool_is_a_finding(
@@ -52,3 +58,11 @@ def test_over_stdio_only_the_legacy_era_runs_and_the_unknown_tool_is_a_finding(
 def test_over_http_the_same(everything: Path) -> None:
     with everything_http(everything) as url:
         _check(run(Target.from_url(url)))
+
+
+def test_naming_the_modern_era_it_does_not_serve_is_one_verdict(everything: Path) -> None:
+    report = run(Target.from_stdio(everything_argv(everything, "stdio")),
+                 options=RunOptions(era="2026-07-28"))
+    assert [(v.era, v.verdict) for v in report.eras] == [("2026-07-28", "era.unserved")]
+    assert report.live["failed"] == report.live["passed"] == 0
+    assert report.live["skipped"] == sum(1 for c in report.cases if c.mode == "live")

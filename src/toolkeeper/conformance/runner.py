@@ -22,7 +22,7 @@ from toolkeeper.client import Target, TargetKind
 from toolkeeper.conformance.judge import Finding
 from toolkeeper.conformance.replay import Estate, failed, judge_recorded, replay, skipped
 from toolkeeper.conformance.report import CaseResult, EraVerdict, Report
-from toolkeeper.conformance.sessions import ERA_CHOICES, RunOptions, RunSessions
+from toolkeeper.conformance.sessions import ERA_CHOICES, ERA_VERSION, RunOptions, RunSessions
 from toolkeeper.conformance.transcript import Transcript
 from toolkeeper.errors import ConformanceError
 from toolkeeper.protocol.versions import Era
@@ -53,9 +53,9 @@ async def run_transcripts(target: Target, transcripts: Sequence[Transcript],
                 on_case(result)
     finally:
         await sessions.aclose()
-    verdicts = tuple(EraVerdict(era.value, "era.unserved", reason)
-                     for era, reason in sorted(sessions.unserved.items(),
-                                               key=lambda item: item[0].value))
+    verdicts = tuple(sorted((EraVerdict(ERA_VERSION[era], "era.unserved", reason)
+                             for era, reason in sessions.unserved.items()),
+                            key=lambda verdict: verdict.era))
     return Report(label or target.origin, sessions.era, sessions.decision, tuple(results),
                   verdicts)
 

@@ -31,11 +31,13 @@ from toolkeeper.errors import ClientError, ConformanceError, EraSelectionError
 from toolkeeper.protocol.client_requests import modern_request
 from toolkeeper.protocol.versions import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION, Era
 
-__all__ = ["ERA_CHOICES", "RunOptions", "RunSessions", "pick_tool"]
+__all__ = ["ERA_CHOICES", "ERA_VERSION", "RunOptions", "RunSessions", "pick_tool"]
 
 ERA_CHOICES: Final[Mapping[str, Era | None]] = MappingProxyType({
     LATEST_MODERN_VERSION: Era.MODERN, LATEST_HANDSHAKE_VERSION: Era.LEGACY, "auto": None})
 _CONNECT: Final = {Era.MODERN: "modern", Era.LEGACY: "legacy"}
+ERA_VERSION: Final = {Era.MODERN: LATEST_MODERN_VERSION, Era.LEGACY: LATEST_HANDSHAKE_VERSION}
+"""The version an era is named by in reports (``--era``'s choices)."""
 _UNREACHABLE: Final = frozenset({REFUSED})
 _PROBE_ID: Final = "toolkeeper-conformance-probe"
 _ACCEPT: Final = (("Accept", "application/json, text/event-stream"),
@@ -172,10 +174,11 @@ class RunSessions:
             # of skips, or dozens of failures), one refusal naming each era's reason.
             raise ConformanceError(
                 "the target serves neither protocol era: " + "; ".join(
-                    f"{era.value}: {reason}" for era, reason in sorted(
-                        self.unserved.items(), key=lambda item: item[0].value)),
+                    f"{ERA_VERSION[era]}: {reason}" for era, reason in sorted(
+                        self.unserved.items(), key=lambda item: ERA_VERSION[item[0]])),
                 code="conformance.unserved",
-                data={"eras": {era.value: reason for era, reason in self.unserved.items()}})
+                data={"eras": {ERA_VERSION[era]: reason
+                               for era, reason in self.unserved.items()}})
 
     async def _open_era(self, era: Era, *, primary: bool, fatal: bool) -> None:
         try:
