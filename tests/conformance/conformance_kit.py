@@ -11,13 +11,15 @@ from typing import Any
 
 from toolkeeper.client import Target
 from toolkeeper.conformance import Report, RunOptions, Transcript, builtin_corpus, run_transcripts
+from toolkeeper.conformance.replay import CAPABILITY_TOOL_REASON
 from toolkeeper.contracts.spec import spec_from_mapping
 from toolkeeper.demo import demo_handlers, install_demo
 from toolkeeper.registry import Registry
 from toolkeeper.server import build_app
 from toolkeeper.transports import serve_in_thread
 
-__all__ = ["CAPABILITY_TOOL", "STDIO_COMMAND", "demo_app", "outcomes", "run", "served_url"]
+__all__ = ["CAPABILITY_TOOL", "STDIO_COMMAND", "UNADVERTISED", "demo_app", "expected_skips",
+           "outcomes", "run", "served_url"]
 
 STDIO_COMMAND = (sys.executable, "-m", "toolkeeper", "serve", "--demo", "--stdio",
                  "--registry", "memory:")
@@ -58,3 +60,19 @@ def run(target: Target, transcripts: Sequence[Transcript] | None = None,
 
 def outcomes(report: Report) -> dict[str, str]:
     return {case.name: case.outcome for case in report.cases}
+
+
+UNADVERTISED = {name: f"needs a capability the target did not advertise (one of {what})"
+                for name, what in (("golden-legacy-prompts-list", "prompts"),
+                                   ("golden-legacy-resources-list", "resources"),
+                                   ("golden-modern-prompts-list", "prompts"),
+                                   ("golden-modern-resources-list", "resources"))}
+"""The demo estate has tools only: the prompt and resource cases are skipped with the reason."""
+
+
+def expected_skips(stdio: bool) -> dict[str, str]:
+    transport = "stdio" if stdio else "http"
+    elsewhere = {t.name: "not defined on this transport" for t in builtin_corpus()
+                 if t.mode == "live" and transport not in t.transports}
+    return {**elsewhere, **UNADVERTISED,
+            "negative-missing-required-capability": CAPABILITY_TOOL_REASON}

@@ -28,11 +28,13 @@ from toolkeeper.errors import ClientError
 from toolkeeper.protocol.client_requests import legacy_request, modern_request
 from toolkeeper.protocol.versions import Era
 
-__all__ = ["CAPABILITY_TOOL_REASON", "Estate", "failed", "judge_recorded", "replay", "skipped"]
+__all__ = ["CAPABILITY_TOOL_REASON", "SESSION_REASON", "Estate", "failed", "judge_recorded",
+           "replay", "skipped"]
 
 _PLACEHOLDER: Final = ("{{", "}}")
 CAPABILITY_TOOL_REASON: Final = ("needs a tool that requires a client capability (name one "
                                  "with --capability-tool)")
+SESSION_REASON: Final = "needs a legacy session id (the target issued none: it is sessionless)"
 _barrier_ids = itertools.count(1)
 
 
@@ -68,6 +70,8 @@ class Estate:
             return self.tool_reason
         if "capabilityTool" in needs and self.capability_tool is None:
             return CAPABILITY_TOOL_REASON
+        if "session" in needs and self.session_id is None:
+            return SESSION_REASON
         return None
 
     def unadvertised(self, requires: tuple[str, ...]) -> str | None:
