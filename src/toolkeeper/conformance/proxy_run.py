@@ -212,13 +212,13 @@ def _speaks_modern(value: Any) -> bool:
 
 def origin_not_modern(exchanges: Iterable[ExchangeEvidence]) -> ProxyFinding | None:
     """One finding when the origin does not speak the 2026-07-28 era at all (None when it
-    does, or when it cannot be told): every origin answer is JSON, and none is a result with
-    ``resultType`` or an error only the modern era sends. Then the exchanges' deliberate
-    header/body mismatches and the proxy's handling of them judge nothing about the hops (a
-    legacy-only origin answers each one the same way, -32000 without a session, say), so
-    this finding replaces the hop detectors' findings and blames no hop."""
+    does, or when it cannot be told): every origin answer is JSON (and whole), and none is a
+    result with ``resultType`` or an error only the modern era sends. Then the exchanges'
+    deliberate header/body mismatches and the proxy's handling of them judge nothing about the
+    hops (a legacy-only origin answers each one the same way, -32000 without a session, say),
+    so this finding replaces the hop detectors' findings and blames no hop."""
     views = [e.origin for e in exchanges if e.origin is not None]
-    if not views or any(view.body.kind != "json" for view in views):
+    if not views or any(view.body.kind != "json" or view.body.truncated for view in views):
         return None
     if any(_speaks_modern(view.body.value) for view in views):
         return None
