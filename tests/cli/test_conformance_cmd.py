@@ -19,8 +19,9 @@ from toolkeeper.cli.main import cli
 from toolkeeper.conformance import canonical_text
 
 CORPUS = resources.files("toolkeeper.conformance").joinpath("transcripts")
-CASE_FIELDS = {"name", "class", "requirements", "outcome", "boundary", "expectedCode",
-               "observedStatus", "observedCode", "finding"}
+CASE_FIELDS = {"name", "class", "mode", "requirements", "level", "citation", "outcome",
+               "boundary", "expectedCode", "observedStatus", "observedCode", "tool",
+               "arguments", "finding"}
 
 
 def _invoke(*args: str) -> Any:
@@ -49,20 +50,29 @@ def test_json_report_has_exactly_the_issue_fields_and_exit_0_against_the_demo_ap
     result = _invoke("--app", "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert set(report) == {"target", "era", "eraDecision", "passed", "failed", "skipped",
+    assert set(report) == {"target", "era", "eraDecision", "eras", "live", "selfcheck",
                            "total", "cases"}
     assert report["target"] == "app:toolkeeper-demo"
     assert report["era"] == "2026-07-28"
     assert report["eraDecision"]["verdict"] == "modern.discovered"
-    assert report["failed"] == 0 and report["total"] == len(report["cases"]) >= 40
-    assert report["passed"] + report["skipped"] == report["total"]
+    live, selfcheck = report["live"], report["selfcheck"]
+    assert live["failed"] == live["warned"] == live["noted"] == selfcheck["failed"] == 0
+    assert report["eras"] == []
+    assert report["total"] == len(report["cases"]) >= 40
+    assert live["passed"] + live["skipped"] == sum(c["mode"] == "live" for c in report["cases"])
+    assert selfcheck["passed"] == sum(c["mode"] == "recorded" for c in report["cases"])
     for case in report["cases"]:
         assert set(case) == CASE_FIELDS
     mismatch = next(c for c in report["cases"] if c["name"] == "negative-header-body-mismatch")
     assert mismatch == {"name": "negative-header-body-mismatch", "class": "negative",
-                        "requirements": mismatch["requirements"], "outcome": "pass",
-                        "boundary": "transport", "expectedCode": -32020,
-                        "observedStatus": 400, "observedCode": -32020, "finding": None}
+                        "mode": "live", "requirements": mismatch["requirements"],
+                        "level": "MUST", "citation": {
+                            "file": "2026-07-28/basic/transports/streamable-http.mdx",
+                            "section": "Server Validation"},
+                        "outcome": "pass", "boundary": "transport", "expectedCode": -32020,
+                        "observedStatus": 400, "observedCode": -32020,
+                        "tool": mismatch["tool"], "arguments": {}, "finding": None}
+    assert isinstance(mismatch["tool"], str)
 
 
 @pytest.mark.parametrize(("name", "change", "finding"), [
@@ -88,7 +98,29 @@ def test_a_flipped_expectation_in_a_copy_of_a_fixture_makes_the_run_fail(
     case = next(c for c in report["cases"] if c["name"] == name)
     assert case["outcome"] == "fail"
     assert case["finding"].split(":")[0] == finding
-    assert report["failed"] == 1 and report["passed"] == 1
+    assert report["live"]["failed"] + report["selfcheck"]["failed"] == 1
+    assert report["live"]["passed"] == 1
+
+
+def test_a_broken_should_warns_and_exits_1_only_under_strict(tmp_path: Path) -> None:
+    _copy(tmp_path, "negative-unknown-tool")
+    _mutate(tmp_path, "negative-unknown-tool",
+            lambda v: v["expect"].__setitem__("code", -32099))
+    result = _invoke("--app", "--json", "--transcripts", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    case = json.loads(result.stdout)["cases"][0]
+    assert (case["outcome"], case["level"]) == ("warn", "SHOULD")
+    assert case["finding"].startswith("expect.code: ")
+    strict = _invoke("--app", "--strict", "--transcripts", str(tmp_path))
+    assert strict.exit_code == 1, strict.output
+    assert strict.stdout.splitlines()[0].startswith(
+        "WARN  negative-unknown-tool [SHOULD]  expect.code: ")
+
+
+def test_a_tool_the_target_does_not_list_is_a_usage_error() -> None:
+    result = _invoke("--app", "--json", "--tool", "no.such.tool")
+    assert result.exit_code == 2, result.output
+    assert json.loads(result.stdout)["error"]["code"] == "conformance.tool_not_listed"
 
 
 def test_a_non_canonical_fixture_is_refused_with_exit_2(tmp_path: Path) -> None:
@@ -135,7 +167,8 @@ def test_markdown_page_has_a_row_per_case_and_text_output_a_summary(tmp_path: Pa
     result = _invoke("--app", "--transcripts", str(tmp_path), "--markdown", str(page))
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
-        "2 passed, 0 failed, 0 skipped of 2 against app:toolkeeper-demo (era 2026-07-28)"]
+        "live: 2 passed, 0 failed, 0 warned, 0 noted, 0 skipped; selfcheck: 0 passed, 0 failed "
+        "against app:toolkeeper-demo (era 2026-07-28)"]
     rows = [line for line in page.read_text().splitlines() if line.startswith("| ")]
     assert [row.split(" | ")[0] for row in rows[1:]] == [
         "| golden-modern-tools-list", "| negative-unknown-method"]
@@ -147,4 +180,4 @@ def test_stdio_command_is_one_shell_quoted_string() -> None:
     result = _invoke("--stdio", command, "--era", "2025-11-25", "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["era"] == "2025-11-25" and report["failed"] == 0
+    assert report["era"] == "2025-11-25" and report["live"]["failed"] == 0

@@ -1,7 +1,9 @@
 """``toolkeeper conformance run`` against a target that answers but serves no MCP era at all
 (an HTML 500 to every request, a stdio command that writes lines that are not JSON): under
-``--era auto`` every live case fails with the era's refusal and the run exits 1; a report of
-nothing but skipped cases (exit 0) would call a broken server conformant."""
+``--era auto`` there is nothing to judge, so there is no report (neither a green run of skips
+nor dozens of failures): one refusal, ``conformance.unserved``, naming each era's reason, and
+exit 2. Naming an era the target does not serve is one ``era.unserved`` verdict with that
+era's cases skipped, and exit 2."""
 
 from __future__ import annotations
 
@@ -51,19 +53,29 @@ def _html_500_server() -> Iterator[str]:
 
 
 def _check(result: Result) -> None:
-    assert result.exit_code == 1, result.output[-300:]
-    report = json.loads(result.stdout)
-    assert report["era"] is None
-    assert report["failed"] > 0 and report["skipped"] == 0
-    live = [c for c in report["cases"] if c["outcome"] == "fail"]
-    assert all(c["finding"].startswith("era.unselected: ") for c in live)
+    assert result.exit_code == 2, result.output[-300:]
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "conformance.unserved"
+    assert sorted(error["data"]["eras"]) == ["2025-11-25", "2026-07-28"]
 
 
-def test_an_http_target_that_answers_html_500_to_everything_fails_every_live_case() -> None:
+def test_an_http_target_that_answers_html_500_to_everything_is_refused_once() -> None:
     with _html_500_server() as url:
         _check(CliRunner().invoke(cli, ["conformance", "run", "--url", url, "--json"]))
 
 
-def test_a_stdio_command_that_answers_no_json_fails_every_live_case() -> None:
+def test_a_named_era_the_target_does_not_serve_is_one_verdict_and_its_cases_skip() -> None:
+    with _html_500_server() as url:
+        result = CliRunner().invoke(cli, ["conformance", "run", "--url", url, "--era",
+                                          "2026-07-28", "--json"])
+    assert result.exit_code == 2, result.output[-300:]
+    report = json.loads(result.stdout)
+    assert [v["era"] for v in report["eras"]] == ["2026-07-28"]
+    assert report["eras"][0]["verdict"] == "era.unserved"
+    assert report["live"]["failed"] == 0 and report["live"]["passed"] == 0
+    assert report["live"]["skipped"] == sum(c["mode"] == "live" for c in report["cases"])
+
+
+def test_a_stdio_command_that_answers_no_json_is_refused_once() -> None:
     command = shlex.join([sys.executable, "-c", GARBAGE_LINES])
     _check(CliRunner().invoke(cli, ["conformance", "run", "--stdio", command, "--json"]))

@@ -92,7 +92,12 @@ def faulty(app: Any, fault: Fault) -> Any:
 
 
 async def _release(start: dict[str, Any], raw: bytes, fault: Fault, send: Any) -> None:
-    body = json.loads(raw) if raw.strip() else None
+    try:
+        body = json.loads(raw) if raw.strip() else None
+    except ValueError:  # not JSON (a transport refusal's text): the fault is for JSON answers
+        await send(start)
+        await send({"type": "http.response.body", "body": raw})
+        return
     status, changed = fault(start["status"], body)
     data = b"" if changed is None and body is None else json.dumps(changed).encode()
     headers = [(k, v) for k, v in start.get("headers", [])

@@ -95,11 +95,40 @@ def test_every_spec_5_3_case_has_a_transcript_of_its_class() -> None:
 
 
 def test_every_negative_case_asserts_its_boundary_and_a_code_or_status() -> None:
+    # (an ``answered`` case, where the text sets no outcome, asserts only a valid answer)
     for transcript in builtin_corpus():
         if transcript.case_class == "negative":
             expect = transcript.expect
             assert expect.boundary in ("transport", "envelope", "method", "tool"), transcript.name
-            assert expect.code is not None or isinstance(expect.status, int), transcript.name
+            assert expect.outcome == "answered" or expect.code is not None \
+                or isinstance(expect.status, int) or (
+                isinstance(expect.status, list)
+                and all(isinstance(s, int) for s in expect.status)), transcript.name
+
+
+SPEC_ROOT = Path("/work/shared/spec/docs/specification")
+
+
+def test_every_case_names_a_level_and_a_section_that_exists_in_the_spec_text() -> None:
+    if not SPEC_ROOT.is_dir():
+        pytest.skip(f"the spec text is not at {SPEC_ROOT}")
+    for transcript in builtin_corpus():
+        assert transcript.level in ("MUST", "SHOULD", "reference"), transcript.name
+        cited = transcript.citation
+        assert cited is not None, transcript.name
+        page = SPEC_ROOT / cited.file
+        headings = {line.lstrip("#").strip() for line in page.read_text("utf-8").splitlines()
+                    if line.startswith("#")}
+        assert cited.section in headings, (transcript.name, cited.section)
+
+
+def test_a_live_case_without_its_level_or_citation_is_refused() -> None:
+    source = json.loads(CORPUS.joinpath("golden-modern-tools-list.json").read_text("utf-8"))
+    for missing in ("level", "citation"):
+        value = {k: v for k, v in source.items() if k != missing}
+        with pytest.raises(ConformanceError) as caught:
+            parse_transcript(canonical_text(value).encode("utf-8"), "golden-modern-tools-list")
+        assert caught.value.code == "conformance.transcript_invalid"
 
 
 def test_sse_is_covered_live_and_recorded() -> None:

@@ -146,14 +146,24 @@ def test_param_headers_are_checked_against_the_tool_schema(kernel: ServerKernel)
     [modern("tools/list")],
     {**modern("tools/list"), "id": 1.0},
     {**modern("tools/list"), "id": None},
-    {**modern("tools/list"), "jsonrpc": "1.0"},
-    {**modern("tools/list"), "params": [1]},
     {"jsonrpc": "2.0", "id": 1, "result": {}},
 ])
 def test_anything_but_one_valid_request_is_invalid_request_with_a_null_id(
         kernel: ServerKernel, message: Any) -> None:
     assert error_of(post(kernel, message, modern_headers("tools/list"))) == \
         (400, None, INVALID_REQUEST)
+
+
+@pytest.mark.parametrize("message", [
+    {**modern("tools/list"), "jsonrpc": "1.0"},
+    {**modern("tools/list"), "params": [1]},
+])
+def test_an_invalid_request_whose_id_could_be_read_is_answered_with_that_id(
+        kernel: ServerKernel, message: Any) -> None:
+    # 2026-07-28 basic/index.mdx, "Error Responses": the same id as the request, except
+    # where it could not be read.
+    assert error_of(post(kernel, message, modern_headers("tools/list"))) == \
+        (400, message["id"], INVALID_REQUEST)
 
 
 def test_a_modern_notification_is_accepted_without_a_response(kernel: ServerKernel) -> None:

@@ -6,9 +6,13 @@
 other era the target proves it serves); ``--transcripts DIR`` replaces the built-in corpus with
 an estate-specific set; ``--tool`` names the tool the cases call (default: a read-only tool
 the target lists); ``--capability-tool`` one that refuses callers without a client capability
-(the -32021 case). ``--json`` prints the report object; ``--markdown FILE`` writes it as a page.
-Progress goes to stderr on a terminal only. Exit 0 when every case passed or was skipped, 1
-when any failed, 2 when the target cannot be reached or the input is refused.
+(the -32021 case); a ``--tool`` the target does not list is a usage error. ``--json`` prints the
+report object; ``--markdown FILE`` writes it as a page. Every live case names its requirement
+(spec file and section) and level: a broken MUST is a ``fail``, a SHOULD a ``warn``, what the
+official SDK does beyond the text a ``note``; recorded cases are self-checks of the harness,
+counted apart. Progress goes to stderr on a terminal only. Exit 0 without a fail, 1 on any fail
+(``--strict``: also on any warn), 2 when the target cannot be reached, serves neither era, does
+not serve the era named, or the input is refused.
 """
 
 from __future__ import annotations
@@ -100,12 +104,13 @@ def conformance() -> None:
                    "case; skipped without one).")
 @click.option("--token", envvar=TOKEN_ENV, default=None, metavar="T",
               help=f"Bearer token for HTTP (env {TOKEN_ENV}).")
+@click.option("--strict", is_flag=True, help="A warn (a broken SHOULD) also exits 1.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), default=None,
               metavar="FILE", help="Also write the report as Markdown.")
 def run_cmd(url: str | None, stdio: str | None, app: bool, era: str,
             transcripts: Path | None, tool: str | None, capability_tool: str | None,
-            token: str | None, as_json: bool, markdown: Path | None) -> None:
+            token: str | None, strict: bool, as_json: bool, markdown: Path | None) -> None:
     """Replay the transcripts against one endpoint and report every case."""
     options = RunOptions(era=era, tool=tool, token=token, capability_tool=capability_tool)
     try:
@@ -119,7 +124,9 @@ def run_cmd(url: str | None, stdio: str | None, app: bool, era: str,
             fail(ToolkeeperError(f"--markdown: cannot write the file ({type(exc).__name__})",
                                  code="cli.bad_output"), as_json=as_json)
     _print(report, as_json)
-    raise SystemExit(EXIT_FAILED if report.failed else 0)
+    if report.eras and era != "auto":
+        raise SystemExit(EXIT_BAD_INPUT)  # the era named is one the target does not serve
+    raise SystemExit(report.exit_code(strict))
 
 
 def _print(report: Report, as_json: bool) -> None:
@@ -127,8 +134,10 @@ def _print(report: Report, as_json: bool) -> None:
         echo_json(report.to_json())
         return
     for case in report.cases:
-        if case.outcome == "fail":
+        if case.outcome in ("fail", "warn", "note"):
             click.echo(progress_line(case))
+    for verdict in report.eras:
+        click.echo(f"{verdict.verdict}  {verdict.era}: {verdict.reason}")
     click.echo(summary_line(report))
 
 

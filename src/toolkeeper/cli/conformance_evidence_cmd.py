@@ -9,10 +9,14 @@ installed is skipped with the reason, except under ``CI=true``, where that is a 
 Exit 0 when the policy accepts every run, 1 when it refuses one, 2 on a setup failure (an SDK
 missing under CI, none installed, an unknown fixture, a bad policy file).
 
-``proxy (--origin URL | --app) [--config correct|faulty|PATH] [--json] [--markdown FILE]``:
-proxy evidence through a real nginx started on 127.0.0.1 in front of the origin (``--app``:
-the demo gateway, served on 127.0.0.1, with a call of one of its tools added to the default
-exchanges). The report lists every finding and, once each, the distinct ``issues``. Exit 0
+``proxy (--origin URL | --app) [--config correct|faulty|PATH] [--content-type TYPE ...]
+[--accept TYPE ...] [--json] [--markdown FILE]``: proxy evidence through a real nginx started
+on 127.0.0.1 in front of the origin (``--app``: the demo gateway, served on 127.0.0.1, with a
+call of one of its tools added to the default exchanges). ``--content-type`` and ``--accept``
+are the deployment's assertions (the media types an egress body may have; the media types
+every hop's ``Accept`` must list). The report lists every finding and, once each, the distinct
+``issues``; an origin that does not speak the modern era is one ``origin.not_modern`` finding,
+and no hop is blamed. Exit 0
 without findings, 1 with any, 2 on a setup failure (nginx missing or not starting, an
 unreadable configuration, no origin).
 """
@@ -33,6 +37,7 @@ from toolkeeper.conformance import (
     CONFIGS,
     DEFAULT_EXCHANGES,
     ROLES,
+    DeploymentAssertions,
     Host,
     ProxyReport,
     SdkDiffReport,
@@ -137,14 +142,26 @@ def sdk_diff_cmd(sdks: tuple[str, ...], role: str, fixtures: tuple[str, ...],
     raise SystemExit(EXIT_REFUSED if report.refused else 0)
 
 
-def _proxy(origin: str | None, app: bool, config: str) -> ProxyReport:
+def _proxy(origin: str | None, app: bool, config: str,
+           assertions: DeploymentAssertions | None = None) -> ProxyReport:
     if (origin is None) == (not app):
         raise ToolkeeperError("give exactly one of --origin and --app", code="cli.bad_target")
     chosen: str | Path = config if config in CONFIGS else Path(config)
     if origin is not None:
-        return run_proxy_evidence(origin, chosen)
+        return run_proxy_evidence(origin, chosen, assertions=assertions)
     with _serve(_demo_app()) as url:
-        return run_proxy_evidence(url, chosen, DEMO_EXCHANGES)
+        return run_proxy_evidence(url, chosen, DEMO_EXCHANGES, assertions=assertions)
+
+
+def _assertions(content_types: tuple[str, ...], accept: tuple[str, ...]
+                ) -> DeploymentAssertions | None:
+    for value in (*content_types, *accept):
+        if not value or "/" not in value or any(c in value for c in "\r\n,;"):
+            raise ToolkeeperError(f"not a media type: {value!r}", code="cli.bad_media_type",
+                                  data={"value": value})
+    if not content_types and not accept:
+        return None
+    return DeploymentAssertions(tuple(content_types) or None, tuple(accept) or None)
 
 
 @click.command("proxy")
@@ -152,14 +169,19 @@ def _proxy(origin: str | None, app: bool, config: str) -> ProxyReport:
 @click.option("--app", is_flag=True, help="toolkeeper's demo gateway as the origin.")
 @click.option("--config", default="correct", show_default=True, metavar="correct|faulty|PATH",
               help="A shipped nginx configuration by name, or a template file.")
+@click.option("--content-type", "content_types", multiple=True, metavar="TYPE",
+              help="A media type an egress body may have (repeatable; the deployment's "
+                   "assertion).")
+@click.option("--accept", "accept", multiple=True, metavar="TYPE",
+              help="A media type every hop's Accept must list (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), default=None,
               metavar="FILE", help="Also write the report as Markdown.")
-def proxy_cmd(origin: str | None, app: bool, config: str, as_json: bool,
-              markdown: Path | None) -> None:
+def proxy_cmd(origin: str | None, app: bool, config: str, content_types: tuple[str, ...],
+              accept: tuple[str, ...], as_json: bool, markdown: Path | None) -> None:
     """Send exchanges through a real nginx in front of the origin and report the findings."""
     try:
-        report = _proxy(origin, app, config)
+        report = _proxy(origin, app, config, _assertions(content_types, accept))
     except ToolkeeperError as exc:
         fail(exc, as_json=as_json, code=EXIT_BAD_INPUT)
     _write(markdown, lambda: proxy_markdown(report), as_json)

@@ -16,7 +16,7 @@ from typing import Any, Final, TypeAlias
 
 from toolkeeper.client.raw import RawAnswer
 from toolkeeper.conformance.normalize import matches, normalized
-from toolkeeper.conformance.transcript import ABSENT, Expectation, Transcript
+from toolkeeper.conformance.transcript import ABSENT, LEVELS, Expectation, Transcript
 from toolkeeper.protocol.responses import (
     check_error_status,
     check_notification_answer,
@@ -24,7 +24,7 @@ from toolkeeper.protocol.responses import (
     validate_response,
 )
 
-__all__ = ["Finding", "Observation", "Verdict", "judge", "problem_code"]
+__all__ = ["Finding", "Observation", "Verdict", "graded", "judge", "problem_code"]
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,8 @@ class _Case:
 def _wire(case: _Case) -> Iterator[Finding]:
     """The era's rules on whatever answered (protocol/)."""
     seen = case.seen
+    if case.expect.answer == "status":
+        return  # a transport refusal: its body may be anything (or a JSON-RPC error, no id)
     if seen.undecodable:
         # The status names what answered instead (a proxy's HTML 500 page, say).
         answer = "the answer" if seen.status is None else f"the HTTP {seen.status} answer"
@@ -118,8 +120,6 @@ def _wire(case: _Case) -> Iterator[Finding]:
     if case.expect.answer == "none":
         for problem in check_notification_answer(seen.status, seen.body, seen.messages):
             yield Finding("notification.answered", problem)
-        return
-    if case.expect.answer == "status":
         return
     if case.expect.stream == "open":
         for problem in check_stream(seen.messages, case.request_id):
@@ -146,6 +146,8 @@ def _stream(case: _Case) -> Iterator[Finding]:
     seen, want = case.seen, case.expect.stream
     if seen.status is None or want == "any":
         return
+    if case.expect.outcome == "accepted" and _rejected(case.response):
+        return  # what was observed is the rejection (:func:`_outcome` names it), not a format
     if want in ("sse", "open") and not seen.streamed:
         yield Finding("stream.not_sse", "$: the answer did not come as server-sent events")
     elif want == "json" and seen.streamed:
@@ -158,16 +160,24 @@ def _stream(case: _Case) -> Iterator[Finding]:
                       "(the stream was buffered before it was forwarded)")
 
 
+def _rejected(response: Any) -> bool:
+    return isinstance(response, dict) and "result" not in response \
+        and isinstance(response.get("error"), dict)
+
+
 def _outcome(case: _Case) -> Iterator[Finding]:
     expect, response = case.expect, case.response
     if expect.answer != "response" or not isinstance(response, dict):
         return
     error = response.get("error")
+    if expect.outcome == "answered":
+        return  # a result or an error: the wire rules (:func:`_wire`) judged its shape
     if expect.outcome == "accepted":
         if "result" not in response:
             code = error.get("code") if isinstance(error, dict) else None
-            yield Finding("expect.outcome", f"$.error: rejected with {code} where the case "
-                          "expects acceptance")
+            status = "" if case.seen.status is None else f" (HTTP {case.seen.status})"
+            yield Finding("expect.outcome", f"$.error: rejected with {code}{status} where the "
+                          "case expects acceptance")
         return
     if expect.boundary == "tool" and expect.code is None:
         result = response.get("result")
@@ -188,8 +198,12 @@ def _outcome(case: _Case) -> Iterator[Finding]:
 
 def _status(case: _Case) -> Iterator[Finding]:
     want, got = case.expect.status, case.seen.status
-    if want is not ABSENT and got is not None and want != got:
-        yield Finding("expect.status", f"$: HTTP {got} where the case expects {want}")
+    if want is ABSENT or got is None:
+        return
+    allowed = list(want) if isinstance(want, (list, tuple)) else [want]
+    if got not in allowed:
+        shown = " or ".join(str(s) for s in allowed)
+        yield Finding("expect.status", f"$: HTTP {got} where the case expects {shown}")
 
 
 def _headers(case: _Case) -> Iterator[Finding]:
@@ -231,6 +245,23 @@ def _observed_code(findings: tuple[Finding, ...], case: _Case) -> int | str | No
     error = response.get("error") if isinstance(response, dict) else None
     code = error.get("code") if isinstance(error, dict) else None
     return code if type(code) is int else None
+
+
+_OUTCOME_OF_LEVEL: Final = {"MUST": "fail", "SHOULD": "warn", "reference": "note"}
+
+
+def graded(transcript: Transcript, verdict: Verdict) -> tuple[str, Finding | None]:
+    """The case's outcome and the finding that decides it. A recorded case (a self-check of
+    the judgment) passes or fails; a live one passes without findings, and otherwise takes
+    the strongest level among its findings (:meth:`Transcript.level_of`): a broken MUST is a
+    ``fail``, a SHOULD a ``warn``, a reference behaviour a ``note``."""
+    first = verdict.findings[0] if verdict.findings else None
+    if transcript.mode == "recorded":
+        return ("pass" if verdict.passed else "fail"), first
+    if first is None:
+        return "pass", None
+    worst = min(verdict.findings, key=lambda f: LEVELS.index(transcript.level_of(f.code)))
+    return _OUTCOME_OF_LEVEL[transcript.level_of(worst.code)], worst
 
 
 def judge(transcript: Transcript, expect: Expectation, seen: Observation, body: Any

@@ -35,7 +35,7 @@ from toolkeeper.protocol.meta import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_K
 from toolkeeper.protocol.versions import LATEST_MODERN_VERSION
 
 __all__ = ["DEFAULT_BODY_BOUND", "DEFAULT_EXCHANGES", "ProxyReport", "ProxyRequest", "exchange",
-           "modern_request", "run_proxy_evidence"]
+           "modern_request", "origin_not_modern", "run_proxy_evidence"]
 
 _TIMEOUT_S: Final = 30.0
 _ACCEPT: Final = "application/json, text/event-stream"
@@ -190,5 +190,43 @@ def run_proxy_evidence(origin_url: str, config: str | Path = "correct",
                                            answered=answered, received_at=received_at,
                                            sent_at=time.time(), body_bound=body_bound))
     exchanges_done = tuple(evidence)
+    not_modern = origin_not_modern(exchanges_done)
     return ProxyReport(_config_name(config), exchanges_done,
-                       detect_all(exchanges_done, assertions))
+                       (not_modern,) if not_modern is not None
+                       else detect_all(exchanges_done, assertions))
+
+
+_MODERN_ERRORS: Final = frozenset({-32020, -32021, -32022})
+"""Error codes only a 2026-07-28 server sends (header mismatch, missing capability,
+unsupported version)."""
+
+
+def _speaks_modern(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    result, error = value.get("result"), value.get("error")
+    if isinstance(result, dict) and "resultType" in result:
+        return True
+    return isinstance(error, dict) and error.get("code") in _MODERN_ERRORS
+
+
+def origin_not_modern(exchanges: Iterable[ExchangeEvidence]) -> ProxyFinding | None:
+    """One finding when the origin does not speak the 2026-07-28 era at all (None when it
+    does, or when it cannot be told): every origin answer is JSON (and whole), and none is a
+    result with ``resultType`` or an error only the modern era sends. Then the exchanges'
+    deliberate header/body mismatches and the proxy's handling of them judge nothing about the
+    hops (a legacy-only origin answers each one the same way, -32000 without a session, say),
+    so this finding replaces the hop detectors' findings and blames no hop."""
+    views = [e.origin for e in exchanges if e.origin is not None]
+    if not views or any(view.body.kind != "json" or view.body.truncated for view in views):
+        return None
+    if any(_speaks_modern(view.body.value) for view in views):
+        return None
+    codes = sorted({code for view in views
+                    if isinstance(view.body.value, dict)
+                    and isinstance(error := view.body.value.get("error"), dict)
+                    and type(code := error.get("code")) is int})
+    return ProxyFinding("origin.not_modern",
+                        "origin does not speak the 2026-07-28 era", "", "origin",
+                        {"statuses": sorted({view.status for view in views}),
+                         "errorCodes": codes, "exchanges": len(views)})

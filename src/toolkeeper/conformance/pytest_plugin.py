@@ -7,6 +7,13 @@ names, and gets that case's :class:`~toolkeeper.conformance.CaseResult`::
     def test_mcp_conformance(mcp_conformance_case):
         assert mcp_conformance_case.outcome != "fail", mcp_conformance_case.finding
 
+A case that did not run (an era the target does not serve, a capability it did not
+advertise) is a pytest skip with the reason before the test body runs; a ``warn`` (a broken
+SHOULD) is a :class:`MCPConformanceWarning`; a ``note`` (the target differs from the official
+SDK where the text sets nothing) is listed in the terminal summary, with the live and
+self-check counts (``live: {passed, failed, warned, noted, skipped}``, ``selfcheck: {passed,
+failed}``; the recorded cases check the harness's own validators, never the target).
+
     pytest --mcp-conformance-url http://127.0.0.1:8000/mcp
     pytest --mcp-conformance-stdio "python -m my_server"
 
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +36,22 @@ import pytest
 
 from toolkeeper.client import Target
 from toolkeeper.conformance.corpus import builtin_corpus, load_directory
+from toolkeeper.conformance.render import counts_text
 from toolkeeper.conformance.report import CaseResult, Report
 from toolkeeper.conformance.runner import run_transcripts
 from toolkeeper.conformance.sessions import ERA_CHOICES, RunOptions
 from toolkeeper.conformance.transcript import Transcript
 from toolkeeper.errors import ToolkeeperError
 
-__all__ = ["mcp_conformance_case", "mcp_conformance_report", "pytest_addoption",
-           "pytest_generate_tests"]
+__all__ = ["MCPConformanceWarning", "mcp_conformance_case", "mcp_conformance_report",
+           "pytest_addoption", "pytest_generate_tests", "pytest_terminal_summary"]
+
+
+class MCPConformanceWarning(UserWarning):
+    """A conformance case whose SHOULD the target broke (outcome ``warn``)."""
 
 _PREFIX = "--mcp-conformance-"
+_REPORT = pytest.StashKey[Report]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -93,11 +107,13 @@ def mcp_conformance_report(request: pytest.FixtureRequest) -> Report:
                          token=_option(config, "token"),
                          capability_tool=_option(config, "capability-tool"))
     try:
-        return asyncio.run(run_transcripts(target, _transcripts(config), options))
+        report = asyncio.run(run_transcripts(target, _transcripts(config), options))
     except ToolkeeperError as exc:
         # A target the harness cannot reach is no report: each case errors with the stable
         # code, not with a traceback through the harness.
         pytest.fail(f"{exc.code}: {exc.message}", pytrace=False)
+    config.stash[_REPORT] = report
+    return report
 
 
 @pytest.fixture
@@ -105,4 +121,26 @@ def mcp_conformance_case(request: pytest.FixtureRequest,
                          mcp_conformance_report: Report) -> CaseResult:
     """The result of the transcript this test instance is parametrized with."""
     name = request.param
-    return next(case for case in mcp_conformance_report.cases if case.name == name)
+    case = next(case for case in mcp_conformance_report.cases if case.name == name)
+    if case.outcome == "skip":
+        pytest.skip(case.finding or "not run")
+    if case.outcome == "warn":
+        warnings.warn(MCPConformanceWarning(f"{case.name} [{case.level}]: {case.finding}"),
+                      stacklevel=1)
+    return case
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config
+                            ) -> None:
+    """The run's counts and every note, once, after the tests."""
+    del exitstatus
+    report = config.stash.get(_REPORT, None)
+    if report is None:
+        return
+    terminalreporter.section("mcp conformance")
+    terminalreporter.write_line(counts_text(report))
+    for verdict in report.eras:
+        terminalreporter.write_line(f"{verdict.verdict} {verdict.era}: {verdict.reason}")
+    for case in report.cases:
+        if case.outcome == "note":
+            terminalreporter.write_line(f"note {case.name} [{case.level}]: {case.finding}")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from toolkeeper.client.raw import RawRequest, as_raw
-from toolkeeper.conformance.judge import Finding, Observation, Verdict, judge
+from toolkeeper.conformance.judge import Finding, Observation, Verdict, graded, judge
 from toolkeeper.conformance.report import CaseResult
 from toolkeeper.conformance.transcript import ABSENT, Recorded, Transcript
 from toolkeeper.contracts.canonical import canonical_json
@@ -28,11 +28,13 @@ from toolkeeper.errors import ClientError
 from toolkeeper.protocol.client_requests import legacy_request, modern_request
 from toolkeeper.protocol.versions import Era
 
-__all__ = ["CAPABILITY_TOOL_REASON", "Estate", "failed", "judge_recorded", "replay", "skipped"]
+__all__ = ["CAPABILITY_TOOL_REASON", "SESSION_REASON", "Estate", "failed", "judge_recorded",
+           "replay", "skipped"]
 
 _PLACEHOLDER: Final = ("{{", "}}")
 CAPABILITY_TOOL_REASON: Final = ("needs a tool that requires a client capability (name one "
                                  "with --capability-tool)")
+SESSION_REASON: Final = "needs a legacy session id (the target issued none: it is sessionless)"
 _barrier_ids = itertools.count(1)
 
 
@@ -53,6 +55,8 @@ class Estate:
     timeout_s: float
     max_bytes: int
     capability_tool: str | None = None
+    capabilities: Mapping[str, Any] | None = None
+    """The capabilities the target advertised in this era (None: unknown, nothing skipped)."""
 
     def values(self) -> dict[str, str | None]:
         encoded = None if self.tool is None else "=?base64?" + base64.b64encode(
@@ -66,7 +70,27 @@ class Estate:
             return self.tool_reason
         if "capabilityTool" in needs and self.capability_tool is None:
             return CAPABILITY_TOOL_REASON
+        if "session" in needs and self.session_id is None:
+            return SESSION_REASON
         return None
+
+    def unadvertised(self, requires: tuple[str, ...]) -> str | None:
+        """Why a case that needs one of the capabilities ``requires`` cannot run here (None:
+        one is advertised, or nothing is required)."""
+        if not requires or self.capabilities is None \
+                or any(_advertised(self.capabilities, path) for path in requires):
+            return None
+        return (f"needs a capability the target did not advertise "
+                f"(one of {', '.join(requires)})")
+
+
+def _advertised(capabilities: Mapping[str, Any], path: str) -> bool:
+    value: Any = capabilities
+    for part in path.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return False
+        value = value[part]
+    return value is not None and value is not False
 
 
 def _fill(value: Any, values: Mapping[str, str | None]) -> Any:
@@ -116,23 +140,47 @@ def _raw_request(transcript: Transcript, estate: Estate) -> tuple[RawRequest, An
                       barrier=_barrier(estate) if estate.stdio else None), body
 
 
-def _result(transcript: Transcript, verdict: Verdict) -> CaseResult:
+def _citation(transcript: Transcript) -> dict[str, str] | None:
+    return None if transcript.citation is None else transcript.citation.to_json()
+
+
+def _called(body: Any) -> tuple[str | None, Any]:
+    """The tool a ``tools/call`` body names and its arguments (None, None for other bodies)."""
+    if not isinstance(body, dict) or body.get("method") != "tools/call":
+        return None, None
+    params = body.get("params")
+    if not isinstance(params, dict):
+        return None, None
+    name = params.get("name")
+    return (name if isinstance(name, str) else None), params.get("arguments")
+
+
+def _result(transcript: Transcript, verdict: Verdict, body: Any = ABSENT) -> CaseResult:
     expect = transcript.expect
+    outcome, finding = graded(transcript, verdict)
+    tool, arguments = _called(body) if transcript.mode == "live" else (None, None)
     return CaseResult(transcript.name, transcript.case_class, transcript.requirements,
-                      "pass" if verdict.passed else "fail", expect.boundary, expect.code,
-                      verdict.observed_status, verdict.observed_code, verdict.finding)
+                      outcome, expect.boundary, expect.code,
+                      verdict.observed_status, verdict.observed_code,
+                      None if finding is None else str(finding), transcript.mode,
+                      transcript.level, _citation(transcript), tool, arguments)
 
 
 def skipped(transcript: Transcript, reason: str) -> CaseResult:
     expect = transcript.expect
     return CaseResult(transcript.name, transcript.case_class, transcript.requirements, "skip",
-                      expect.boundary, expect.code, finding=reason)
+                      expect.boundary, expect.code, finding=reason, mode=transcript.mode,
+                      level=transcript.level, citation=_citation(transcript))
 
 
 def failed(transcript: Transcript, finding: Finding) -> CaseResult:
+    """A case that could not be judged normally (the exchange itself failed), at its level."""
     expect = transcript.expect
-    return CaseResult(transcript.name, transcript.case_class, transcript.requirements, "fail",
-                      expect.boundary, expect.code, finding=str(finding))
+    outcome, _ = graded(transcript, Verdict(False, None, None, (finding,)))
+    return CaseResult(transcript.name, transcript.case_class, transcript.requirements, outcome,
+                      expect.boundary, expect.code, finding=str(finding),
+                      mode=transcript.mode, level=transcript.level,
+                      citation=_citation(transcript))
 
 
 def _recorded_observation(recorded: Recorded) -> Observation:
@@ -161,7 +209,7 @@ async def replay(transcript: Transcript, estate: Estate,
     """Send a live case over ``estate``'s transport and judge the answer; a case that must
     be a connection's first message goes over a transport from ``fresh`` (stdio), closed
     after it."""
-    reason = estate.missing(transcript.needs)
+    reason = estate.missing(transcript.needs) or estate.unadvertised(transcript.requires)
     if reason is not None:
         return skipped(transcript, reason)
     if transcript.fresh and fresh is not None:
@@ -186,4 +234,4 @@ async def replay(transcript: Transcript, estate: Estate,
         return failed(transcript, Finding("target." + exc.code.split(".")[-1],
                                           f"$: {exc.message}"))
     expect = transcript.expectation_for(estate.stdio)
-    return _result(transcript, judge(transcript, expect, answer, body))
+    return _result(transcript, judge(transcript, expect, answer, body), body)

@@ -4,10 +4,13 @@ The target is a :class:`~toolkeeper.client.Target` (an ASGI app in process, a St
 URL, a stdio command). The connections, one per era, are :mod:`.sessions`'s: the era named by
 ``era`` (``2026-07-28`` or ``2025-11-25``; the other era's cases are skipped), or with
 ``auto`` the era SPEC 5.1's fallback policy selects (reported with its recorded decision)
-and then every other era the target serves. Cases run in name order; recorded cases are
-judged without the target; a case a transport does not define is skipped. A target that
-cannot be reached at all is a :class:`~toolkeeper.errors.ConformanceError`
-(``conformance.unreachable``), not a report.
+and then every other era the target serves. An era the target does not serve is one
+``era.unserved`` verdict in the report and its cases are skipped. Cases run in name order;
+recorded cases (self-checks of the judgment) are judged without the target; a case a transport
+does not define, or that needs a capability the target did not advertise, is skipped. A target
+that cannot be reached at all is a :class:`~toolkeeper.errors.ConformanceError`
+(``conformance.unreachable``), and so is one that serves neither era
+(``conformance.unserved``): neither is a report.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ from typing import Any
 from toolkeeper.client import Target, TargetKind
 from toolkeeper.conformance.judge import Finding
 from toolkeeper.conformance.replay import Estate, failed, judge_recorded, replay, skipped
-from toolkeeper.conformance.report import CaseResult, Report
-from toolkeeper.conformance.sessions import ERA_CHOICES, RunOptions, RunSessions
+from toolkeeper.conformance.report import CaseResult, EraVerdict, Report
+from toolkeeper.conformance.sessions import ERA_CHOICES, ERA_VERSION, RunOptions, RunSessions
 from toolkeeper.conformance.transcript import Transcript
 from toolkeeper.errors import ConformanceError
 from toolkeeper.protocol.versions import Era
@@ -50,7 +53,11 @@ async def run_transcripts(target: Target, transcripts: Sequence[Transcript],
                 on_case(result)
     finally:
         await sessions.aclose()
-    return Report(label or target.origin, sessions.era, sessions.decision, tuple(results))
+    verdicts = tuple(sorted((EraVerdict(ERA_VERSION[era], "era.unserved", reason)
+                             for era, reason in sessions.unserved.items()),
+                            key=lambda verdict: verdict.era))
+    return Report(label or target.origin, sessions.era, sessions.decision, tuple(results),
+                  verdicts)
 
 
 async def _run_one(transcript: Transcript, estates: Mapping[Era, Estate],

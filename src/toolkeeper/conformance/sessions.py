@@ -31,11 +31,13 @@ from toolkeeper.errors import ClientError, ConformanceError, EraSelectionError
 from toolkeeper.protocol.client_requests import modern_request
 from toolkeeper.protocol.versions import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION, Era
 
-__all__ = ["ERA_CHOICES", "RunOptions", "RunSessions", "pick_tool"]
+__all__ = ["ERA_CHOICES", "ERA_VERSION", "RunOptions", "RunSessions", "pick_tool"]
 
 ERA_CHOICES: Final[Mapping[str, Era | None]] = MappingProxyType({
     LATEST_MODERN_VERSION: Era.MODERN, LATEST_HANDSHAKE_VERSION: Era.LEGACY, "auto": None})
 _CONNECT: Final = {Era.MODERN: "modern", Era.LEGACY: "legacy"}
+ERA_VERSION: Final = {Era.MODERN: LATEST_MODERN_VERSION, Era.LEGACY: LATEST_HANDSHAKE_VERSION}
+"""The version an era is named by in reports (``--era``'s choices)."""
 _UNREACHABLE: Final = frozenset({REFUSED})
 _PROBE_ID: Final = "toolkeeper-conformance-probe"
 _ACCEPT: Final = (("Accept", "application/json, text/event-stream"),
@@ -110,6 +112,19 @@ def _modern_answered(answer: RawAnswer) -> bool:
                for m in answer.messages)
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _capabilities(messages: Sequence[Any]) -> dict[str, Any]:
+    """The capabilities a raw ``server/discover`` result advertised."""
+    for message in messages:
+        result = message.get("result") if isinstance(message, dict) else None
+        if isinstance(result, dict):
+            return _mapping(result.get("capabilities"))
+    return {}
+
+
 class RunSessions:
     """Opens the run's connections (:meth:`open`) and closes them (:meth:`aclose`)."""
 
@@ -118,6 +133,8 @@ class RunSessions:
         self.estates: dict[Era, Estate] = {}
         self.refused: dict[Era, tuple[str, bool]] = {}
         """Era -> (why it has no estate, whether its cases fail rather than skip)."""
+        self.unserved: dict[Era, str] = {}
+        """Era -> why the target does not serve it (one ``era.unserved`` verdict each)."""
         self.decision: dict[str, Any] | None = None
         self.era: str | None = None
         self._closers: list[Any] = []
@@ -137,7 +154,9 @@ class RunSessions:
     async def open(self, eras: set[Era]) -> None:
         named = ERA_CHOICES[self.options.era]
         if named is not None:
-            await self._open_era(named, primary=True, fatal=True)
+            await self._open_era(named, primary=True, fatal=False)
+            if named in self.refused and not self.refused[named][1]:
+                self.unserved[named] = self.refused[named][0]
             for era in eras - {named}:
                 self.refused[era] = (f"era not selected (--era {self.options.era})", False)
             return
@@ -148,10 +167,18 @@ class RunSessions:
             _raise_if_gone(self.decision or {})
         for era in sorted(eras - set(self.estates), key=lambda e: e.value):
             await self._open_era(era, primary=False, fatal=False)
-        if not self.estates:
-            # A target that answers but serves no era at all is not conformant: its cases
-            # fail with each era's refusal instead of all being skipped (a green run).
-            self.refused = {era: (reason, True) for era, (reason, _) in self.refused.items()}
+        self.unserved = {era: reason for era, (reason, fatal) in self.refused.items()
+                         if not fatal}
+        if not self.estates and self.unserved and len(self.unserved) == len(self.refused):
+            # A target that serves no era at all has nothing to judge: no report (a green run
+            # of skips, or dozens of failures), one refusal naming each era's reason.
+            raise ConformanceError(
+                "the target serves neither protocol era: " + "; ".join(
+                    f"{ERA_VERSION[era]}: {reason}" for era, reason in sorted(
+                        self.unserved.items(), key=lambda item: ERA_VERSION[item[0]])),
+                code="conformance.unserved",
+                data={"eras": {ERA_VERSION[era]: reason
+                               for era, reason in self.unserved.items()}})
 
     async def _open_era(self, era: Era, *, primary: bool, fatal: bool) -> None:
         try:
@@ -200,7 +227,8 @@ class RunSessions:
             transport, self.stdio, Era.MODERN, LATEST_MODERN_VERSION, None, None,
             f"needs a tool: {reason}",
             self.options.token, self.options.case_timeout_s,
-            self.options.timeouts.max_response_bytes, self.options.capability_tool)
+            self.options.timeouts.max_response_bytes, self.options.capability_tool,
+            _capabilities(answer.messages))
         return True
 
     async def _keep(self, session: ClientSession, *, primary: bool) -> None:
@@ -209,14 +237,22 @@ class RunSessions:
             self.decision = session.decision.to_json()
             self.era = session.version
         try:
-            tool, reason = pick_tool((await session.list_tools()).tools, self.options.tool,
-                                     self.options.capability_tool)
+            listed = (await session.list_tools()).tools
         except ClientError as exc:
             tool, reason = None, f"needs a tool: tools/list failed ({exc.code})"
+        else:
+            tool, reason = pick_tool(listed, self.options.tool, self.options.capability_tool)
+            if self.options.tool is not None and tool is None:
+                raise ConformanceError(
+                    f"--tool {self.options.tool!r}: the target does not list it in the "
+                    f"{session.era.value} era", code="conformance.tool_not_listed",
+                    data={"tool": self.options.tool, "era": session.era.value,
+                          "listed": sorted(str(t.get("name")) for t in listed)[:50]})
         self.estates[session.era] = Estate(
             session.transport, self.stdio, session.era, session.version, session.session_id,
             tool, reason, self.options.token, self.options.case_timeout_s,
-            self.options.timeouts.max_response_bytes, self.options.capability_tool)
+            self.options.timeouts.max_response_bytes, self.options.capability_tool,
+            _mapping(session.server.get("capabilities")))
 
     async def aclose(self) -> None:
         for closer in reversed(self._closers):

@@ -30,6 +30,8 @@ from toolkeeper.protocol.versions import Era, era_of
 
 __all__ = [
     "ABSENT",
+    "LEVELS",
+    "Citation",
     "Expectation",
     "Recorded",
     "RequestShape",
@@ -130,6 +132,26 @@ class Recorded:
                    bool(value.get("ended", True)))
 
 
+LEVELS: Final = ("MUST", "SHOULD", "reference")
+"""The spec's word for a requirement, strongest first: broken, a MUST is a ``fail``, a SHOULD a
+``warn`` and a reference behaviour (what the official SDK does beyond the text) a ``note``."""
+
+
+@dataclass(frozen=True)
+class Citation:
+    """Where a requirement is written: a file under the spec's ``docs/specification/`` and its
+    section heading."""
+
+    file: str
+    section: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"file": self.file, "section": self.section}
+
+    def __str__(self) -> str:
+        return f"{self.file}, \"{self.section}\""
+
+
 @dataclass(frozen=True)
 class Transcript:
     """One case. ``source`` is the value as read (what :func:`canonical_text` writes back)."""
@@ -150,6 +172,15 @@ class Transcript:
     normalize: Mapping[str, str]
     fresh: bool = False
     source: Mapping[str, Any] = field(repr=False, compare=False, default_factory=dict)
+    level: str = "MUST"
+    citation: Citation | None = None
+    levels: Mapping[str, str] = field(default_factory=dict)
+    requires: tuple[str, ...] = ()
+
+    def level_of(self, code: str) -> str:
+        """The level a finding with ``code`` is judged at (the case's unless ``levels`` says
+        otherwise)."""
+        return self.levels.get(code, self.level)
 
     def expectation_for(self, stdio: bool) -> Expectation:
         """The expectation on stdio (the ``stdio`` override) or over HTTP."""
@@ -165,7 +196,8 @@ def _check_rules(value: Mapping[str, Any], name: str) -> None:
     if value["name"] != name:
         raise _invalid(name, f"its name {value['name']!r} is not its file's", "$.name")
     for case_class, outcome in _PAIR_RULES:
-        if value["class"] == case_class and value["expect"]["outcome"] != outcome:
+        if value["class"] == case_class and value["expect"]["outcome"] not in (outcome,
+                                                                              "answered"):
             raise _invalid(name, f"a {case_class} case expects {outcome}", "$.expect.outcome")
     if value["class"] == "negative" and value["expect"].get("boundary") is None:
         raise _invalid(name, "a negative case names its rejection boundary",
@@ -213,4 +245,8 @@ def parse_transcript(data: bytes, name: str) -> Transcript:
         None if stdio is None else Expectation.from_json({**_inherited(value["expect"]),
                                                           **stdio}),
         None if "response" not in value else Recorded.from_json(value["response"]),
-        dict(value.get("normalize", {})), value.get("connection") == "fresh", value)
+        dict(value.get("normalize", {})), value.get("connection") == "fresh", value,
+        value.get("level", "MUST"),
+        None if "citation" not in value else Citation(value["citation"]["file"],
+                                                      value["citation"]["section"]),
+        dict(value.get("levels", {})), tuple(value.get("requires", ())))

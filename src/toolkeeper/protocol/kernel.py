@@ -359,13 +359,14 @@ def _owner(principal: Any) -> SessionOwner | None:
 
 def _initialize_on_modern(message: dict[str, Any]) -> Reply:
     """``initialize`` on a modern stream connection: -32022 naming the modern versions, once
-    the message is a valid request (rung 7 first: a malformed one is -32600, id null)."""
+    the message is a valid request (rung 7 first: a malformed one is -32600, with its id when
+    that could be read)."""
     try:
         request = classify_inbound(message)
         if not isinstance(request, InboundRequest):  # it has an id and a method: a request
             raise invalid_request("Body must be a single JSON-RPC request")
     except JsonRpcError as exc:
-        return error_reply(None, exc)
+        return error_reply(safe_id(message), exc)
     requested = request.params.get("protocolVersion")
     return error_reply(request.id, unsupported_version(
         requested if isinstance(requested, str) else "", list(reversed(MODERN_VERSIONS)),

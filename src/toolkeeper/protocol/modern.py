@@ -37,6 +37,7 @@ from toolkeeper.protocol.envelope import (
     InboundResponse,
     classify_inbound,
     is_request_id,
+    safe_id,
 )
 from toolkeeper.protocol.faults import (
     header_mismatch,
@@ -64,6 +65,14 @@ _MODERN = Era.MODERN
 _MODERN_BY_RAW: dict[bytes, str] = {v.encode(): v for v in MODERN_VERSIONS}
 
 
+def _readable_id(message: Any) -> Any:
+    """The id an envelope error answers: the request's own when it could be read (a request
+    object with a method and a valid id, whatever else is malformed; 2026-07-28
+    basic/index.mdx, "Error Responses"), else None (a batch, a null or fractional id, a
+    response object)."""
+    return safe_id(message) if isinstance(message, dict) and "method" in message else None
+
+
 class ModernPipeline:
     """The modern ladder and dispatch; stateless across requests."""
 
@@ -86,7 +95,7 @@ class ModernPipeline:
                 raise invalid_request("Body must be a single JSON-RPC request or notification "
                                       "object")
         except JsonRpcError as exc:
-            return error_reply(None, exc)
+            return error_reply(_readable_id(message), exc)
         try:
             call, method = self._ladder(inbound, facts, http=http)
         except Exception as exc:
