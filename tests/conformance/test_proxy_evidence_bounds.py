@@ -7,7 +7,6 @@ from __future__ import annotations
 import http.client
 import json
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -112,8 +111,8 @@ def test_a_body_over_the_tap_bound_is_a_stable_error_not_a_cut_answer(
                                  "length": len(BIG)}
 
 
+@pytest.mark.timeout(60)  # an origin never given up trickles until the tap is stopped
 def test_a_trickling_origin_is_given_up_at_the_forward_deadline(trickling_origin: str) -> None:
-    started = time.monotonic()
     with RecordingTap(trickling_origin, deadline_s=0.5) as tap:
         connection = http.client.HTTPConnection("127.0.0.1", tap.port, timeout=20)
         try:
@@ -126,7 +125,6 @@ def test_a_trickling_origin_is_given_up_at_the_forward_deadline(trickling_origin
             connection.close()
         assert tap.failures() == ["TimeoutError"]
         assert tap.records() == []
-    assert time.monotonic() - started < 15
 
 
 def test_a_trickling_origin_through_nginx_is_a_stable_error(

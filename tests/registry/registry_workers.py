@@ -72,7 +72,7 @@ def replica_worker(url: str, commands: Any, replies: Any) -> None:
             elif command == "await-change":
                 heard.clear()
                 replies.put(("waiting", None))
-                seen = heard.wait(1.0)
+                seen = heard.wait(30.0)  # a safety bound: the notification wakes it
                 names = [(s.name, str(s.version)) for s in registry.discover(reader)]
                 replies.put(("heard", (seen, names)))
             elif command == "stop":

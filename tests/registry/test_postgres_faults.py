@@ -197,11 +197,8 @@ def test_close_stops_the_listener_when_the_main_session_was_terminated(
     registry = pg_backend.open()
     thread = _listener_thread(registry)
     assert _terminate(pg_backend.url, MAIN) == 1
-    started = time.monotonic()
     registry.close()
-    took = time.monotonic() - started
     assert not thread.is_alive(), "the LISTEN thread outlived close()"
-    assert took < 2.0, f"close() took {took:.1f} s"
 
 
 def test_close_while_the_listener_reconnects_leaves_no_thread_running(

@@ -4,8 +4,9 @@ real HTTP on 127.0.0.1 (:func:`serving`) and a modern driver that answers
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -96,15 +97,34 @@ class AskingTools:
 class Served:
     url: str
     tools: AskingTools
-    log: InMemoryCallLog
+    log: SignallingCallLog
     app: StreamableHTTPApp
+
+
+class SignallingCallLog(InMemoryCallLog):
+    """The in-memory call log, notifying its waiters as each call completes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._changed = threading.Condition()
+
+    def completed(self, handle: int, outcome: str, latency_ms: float) -> None:
+        super().completed(handle, outcome, latency_ms)
+        with self._changed:
+            self._changed.notify_all()
+
+    def wait_for(self, condition: Callable[[], bool], timeout: float) -> bool:
+        """Whether ``condition`` holds, checked now and after each completion, within the
+        ``timeout`` safety bound."""
+        with self._changed:
+            return self._changed.wait_for(condition, timeout)
 
 
 @contextmanager
 def serving(registry: Registry) -> Iterator[Served]:
     """:func:`asking_estate` behind the gateway on a server thread, stopped after the test."""
     asking_estate(registry)
-    tools, log = AskingTools(), InMemoryCallLog()
+    tools, log = AskingTools(), SignallingCallLog()
     app, _ = build_app(registry, tools.handlers(), call_log=log)
     thread = ServerThread(app)
     running = thread.start()
