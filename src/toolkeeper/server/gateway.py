@@ -44,6 +44,7 @@ from toolkeeper.server.listen import listen_method
 from toolkeeper.server.principal import LocalPrincipal, PrincipalResolver
 from toolkeeper.server.prompt_methods import PromptMethods
 from toolkeeper.server.resuming import DEFAULT_TTL_S, RequestStates
+from toolkeeper.server.runnable import CanRun
 from toolkeeper.server.views import Page, ToolViews, View
 
 __all__ = ["Gateway", "build_gateway", "default_identity"]
@@ -120,7 +121,8 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
                   legacy_sessions: str = "stateful", sealer: Sealer | None = None,
                   list_page_size: int | None = None,
                   list_cursor_ttl_s: float = DEFAULT_CURSOR_TTL_S,
-                  request_state_ttl_s: float = DEFAULT_TTL_S) -> Gateway:
+                  request_state_ttl_s: float = DEFAULT_TTL_S,
+                  runs: CanRun | None = None) -> Gateway:
     """Assemble a gateway over ``registry``. Defaults: no handlers, an in-memory call log,
     the anonymous :class:`LocalPrincipal`, ``ttlMs`` 0 (``tools/list`` is ``private``,
     ``server/discover`` ``public``), a change hub subscribed to ``registry``, no limits
@@ -129,7 +131,13 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     sealer, and one ``tools/list`` page however long the list (``list_page_size``: tools per
     page, later pages reached by sealed cursors, :mod:`~toolkeeper.server.cursors`). A
     call's ``requestState`` is sealed with the same sealer, good for ``request_state_ttl_s``
-    seconds (:mod:`~toolkeeper.server.resuming`)."""
+    seconds (:mod:`~toolkeeper.server.resuming`). Only versions that can run in this process
+    are listed and served (``runs``, :mod:`~toolkeeper.server.runnable`; default: the bound
+    ``handlers`` when they are given; a gateway built without any ``handlers`` and ``runs``
+    lists what the registry holds, as a view of the estate, and answers each call with an
+    ``isError`` "no handler" result; ``toolkeeper serve`` always passes its handlers)."""
+    if runs is None and handlers is not None:
+        runs = handlers
     handlers = handlers if handlers is not None else ToolHandlers()
     call_log = call_log if call_log is not None else InMemoryCallLog()
     if resolve_principal is not None and _is_async(resolve_principal):
@@ -138,7 +146,7 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
                         "not an async one: resolve credentials the transport already has")
     resolver: PrincipalResolver = (resolve_principal if resolve_principal is not None
                                    else LocalPrincipal(registry))
-    views = ToolViews(registry, page_size=list_page_size)
+    views = ToolViews(registry, page_size=list_page_size, runs=runs)
     sealer = sealer if sealer is not None else Sealer.ephemeral()
     hub = changes if changes is not None else ChangeHub.for_registry(registry)
     identity = identity or default_identity()

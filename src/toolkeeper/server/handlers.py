@@ -405,6 +405,15 @@ class ToolHandlers:
         """The binding for that exact version, else the one for the name, else None."""
         return self._by_version.get((name, version)) or self._by_name.get(name)
 
+    def can_run(self, name: str, version: Version) -> bool:
+        """Whether a handler is bound to that version (exactly, or to every version of the
+        name): the handlers' answer to :class:`~toolkeeper.server.runnable.CanRun`."""
+        return (name, version) in self._by_version or name in self._by_name
+
+    def bound(self) -> list[tuple[str, Version | None]]:
+        """Every binding's (name, version), None for a binding to every version of the name."""
+        return [*((name, None) for name in self._by_name), *self._by_version]
+
     def merge(self, other: ToolHandlers) -> None:
         """Add every binding of ``other`` (duplicates are refused)."""
         for binding in [*other._by_name.values(), *other._by_version.values()]:
