@@ -60,7 +60,8 @@ def echo_handlers() -> ToolHandlers:
     handlers = ToolHandlers()
     for name in ("calc", "vault", "secret"):
         handlers.bind(name, lambda arguments, ctx: {"echo": arguments,
-                                                    "ran": str(ctx.version)})
+                                                    "ran": str(ctx.version)},
+                      inline=True)  # quick; settled() steps calls without an event loop
     return handlers
 
 

@@ -448,7 +448,7 @@ class Replica:
 def echo_handlers() -> ToolHandlers:
     handlers = ToolHandlers()
     for name in NAMES:
-        handlers.bind(name, lambda arguments, ctx: {"ran": str(ctx.version)})
+        handlers.bind(name, lambda arguments, ctx: {"ran": str(ctx.version)}, inline=True)
     return handlers
 
 
