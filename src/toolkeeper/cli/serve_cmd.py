@@ -14,9 +14,20 @@ through the publish guard (all of them or none: a breaking change without a MAJO
 refused with the guard's rule id and each change's classifier rule id, exit 1). The registry
 is ``--registry URL``, else ``TOOLKEEPER_REGISTRY``, else the default SQLite file.
 Logs go to stderr (stdout carries the protocol under ``--stdio``), as text or JSON lines.
+
+Only what this process can run is listed and served (:mod:`~toolkeeper.server.runnable`): at
+start a warning line names each callable contract without a handler here
+(``serve.contract_unbound``) and each handler without a contract
+(``serve.handler_uncontracted``); ``--strict`` refuses the start instead
+(``serve.estate_unbound``). A start that fails stores nothing: files are read and handler
+modules imported before the registry is opened, the HTTP listener is bound and the
+configuration checked before anything is published, and everything the start publishes (the
+demo estate, the estates, the typed contracts) goes through the guard in one transaction.
+
 Exit codes: 0 after a clean shutdown, 1 the registry refused the demo estate or an estate
-contract, 2 bad input (configuration, registry URL, handlers reference, estate file,
-unusable address).
+contract, or ``--strict`` refused the start; 2 bad input (configuration, registry URL,
+handlers reference, estate file, an address that cannot be listened on:
+``serve.listen_failed``).
 """
 
 from __future__ import annotations
