@@ -15,6 +15,10 @@ cancelled out:
   thread's work, its SQLite writes included, is counted too: callgrind counts every thread);
 * ``observed-path``: ``observed`` with the flusher parked (a one-hour interval, never a full
   batch), so only the call's own path is counted;
+* ``sync-inline`` and ``sync-thread``: ``dispatch`` with ``payments.lookup`` bound to one
+  plain ``def`` handler (no context, the same answer without progress or log lines), bound
+  ``inline=True`` (run inside dispatch, on the event loop) and by default (run in a worker
+  thread): their difference is the cost of the thread hop;
 * ``jwt`` and ``key``: ``dispatch`` with ``Authorization: Bearer`` on every request, through
   the resolver ``build_resolver`` makes: an RS256 JWT (PEM key) or an API key, each already
   verified and cached, for a principal with the anonymous one's entitlement (the ratio to
@@ -40,7 +44,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 LOOPS = ("dispatch", "floor", "observed", "observed-path", "jwt", "key", "observed-jwt",
-         "observed-key")
+         "observed-key", "sync-inline", "sync-thread")
 PAGE_LOOPS = {"page-one": "one page", "page-first": "first page", "page-cached": "cached page",
               "page-write": "write bytes"}
 """The ``bench/pages.py`` rows counted by ``--pages``."""
@@ -74,14 +78,35 @@ def _child(loop: str, calls: int) -> None:
     if loop in ("jwt", "key", "observed-jwt", "observed-key"):
         _credential(loop, calls, registry, handlers)
         return
+    if loop in ("sync-inline", "sync-thread"):
+        handlers = _sync_handlers(inline=loop == "sync-inline")
     _, gw = build_app(registry, handlers, call_log=CountingCallLog())
     first: Any = asyncio.run(gateway._dispatch_loop(gw.kernel, 1))
+    if loop in ("sync-inline", "sync-thread"):
+        asyncio.run(gateway._dispatch_loop(gw.kernel, calls))
+        return
     if loop == "dispatch":
         asyncio.run(gateway._dispatch_loop(gw.kernel, calls))
         return
     floor = Floor(registry, handlers, gw.resolve_principal(TransportFacts("http", None)),
                   CountingCallLog())
     bench_floor(floor, gateway.BODY, gateway.asgi_pairs(), first[3].body, calls)
+
+
+def _sync_handlers(*, inline: bool) -> Any:
+    """``payments.lookup`` as one plain ``def`` (no context), inline or threaded."""
+    from toolkeeper.server import ToolHandlers, ToolResult, text
+
+    def lookup(arguments: dict[str, Any]) -> ToolResult:
+        reference = arguments["reference"]
+        line = f"{reference}: HELD, 250000 AED, beneficiary ACME TRADING LLC"
+        return ToolResult((text(line),), {
+            "reference": reference, "status": "HELD", "amount": 250000, "currency": "AED",
+            "beneficiary": "ACME TRADING LLC"})
+
+    handlers = ToolHandlers()
+    handlers.bind("payments.lookup", lookup, inline=inline)
+    return handlers
 
 
 def _observability(tmp: str, registry: Any, parked: bool = False) -> Any:
@@ -249,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     for loop in ("page-one", "page-first", "page-cached"):
         if loop in results and "page-write" in results:
             print(f"{loop} / page-write {results[loop] / results['page-write']:.2f}x")
+    if "sync-inline" in results and "sync-thread" in results:
+        print(f"thread hop {results['sync-thread'] - results['sync-inline']:,.0f} instructions")
     if "dispatch" in results and "floor" in results:
         print(f"dispatch / floor {results['dispatch'] / results['floor']:.2f}x")
     for loop in ("jwt", "key", "observed", "observed-jwt", "observed-key"):

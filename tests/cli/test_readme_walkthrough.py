@@ -493,7 +493,12 @@ def test_the_anonymous_local_principal_sees_every_contract_except_tenant_limited
             "name": f"t.{name}", "version": "1.0.0", "title": name, "description": name,
             "inputSchema": {"type": "object"}, "dataClassification": "public",
             "sideEffect": "read", **extra}))
+    (tmp_path / "every_tool.py").write_text(  # a gateway lists only what it can run
+        "from toolkeeper.server import ToolHandlers\nhandlers = ToolHandlers()\n"
+        "for _name in ('t.open', 't.secret', 't.acme'):\n"
+        "    handlers.bind(_name, lambda arguments: 'ran')\n")
     code, out, err = tk(tmp_path, "serve", "--estate", "estate", "--registry", "memory:",
+                        "--handlers", "every_tool.py:handlers",
                         "--stdio", stdin=json.dumps(LIST) + "\n")
     assert code == 0, err
     assert [t["name"] for t in json.loads(out)["result"]["tools"]] == ["t.open", "t.secret"]

@@ -245,7 +245,9 @@ def _in_thread(work: Any) -> tuple[threading.Thread, list[Any]]:
 def test_publishing_a_remote_ref_is_refused_while_the_gateway_keeps_answering() -> None:
     registry = Registry.open("memory:")
     registry.publish(spec_from_mapping({**contract({"type": "object"}), "name": "steady"}))
-    kernel = build_gateway(registry, ToolHandlers(),
+    handlers = ToolHandlers()
+    handlers.bind("steady", lambda arguments: "steady", inline=True)  # listed: it can run
+    kernel = build_gateway(registry, handlers,
                            resolve_principal=fixed_principal(_PRINCIPAL)).kernel
     with schema_host(silent=True) as host:
         data = contract(with_x({"$ref": f"{host.url}/never.json"}))
@@ -280,6 +282,7 @@ def test_a_stored_record_with_a_remote_ref_fails_its_call_without_a_connection(
         registry = Registry.open(url)
         handlers = ToolHandlers()
         handlers.bind("lookup", lambda arguments, ctx: {"ok": True})
+        handlers.bind("steady", lambda arguments: "steady", inline=True)
         kernel = build_gateway(registry, handlers,
                                resolve_principal=fixed_principal(_PRINCIPAL)).kernel
         call = {**_LIST, "method": "tools/call",

@@ -36,13 +36,16 @@ def replicas(pg_url: str, tmp_path: Path) -> Iterator[list[str]]:
     procs: list[subprocess.Popen[bytes]] = []
     logs: list[IO[bytes]] = []
     urls: list[str] = []
+    module = tmp_path / "refund_handlers.py"  # a replica lists only what it can run
+    module.write_text("from toolkeeper.server import ToolHandlers\nhandlers = ToolHandlers()\n"
+                      "handlers.bind('payments.refund', lambda arguments: 'refunded')\n")
     try:
         for _ in range(2):
             log = (tmp_path / f"replica{len(procs)}.log").open("wb")
             logs.append(log)
             proc = subprocess.Popen(
                 _toolkeeper("serve", "--demo", "--registry", pg_url, "--port", "0",
-                            "--log-level", "warning"),
+                            "--log-level", "warning", "--handlers", f"{module}:handlers"),
                 stdout=log, stderr=subprocess.PIPE)
             procs.append(proc)
             assert proc.stderr is not None

@@ -93,6 +93,22 @@ def test_a_patch_change_may_ship_as_a_minor_release() -> None:
     assert decision.verdict is not None and decision.verdict.bump.value == "patch"
 
 
+@pytest.mark.parametrize("candidate", ["1.2.1", "1.3.0", "2.0.0", "3.0.0", "7.1.4"])
+def test_a_patch_change_may_ship_as_any_greater_version_a_new_major_included(
+        candidate: str) -> None:
+    """Seed 000 section 4: a PATCH-level change has no bump rule, only monotonicity (an
+    operator marks a behavioural break the schema cannot show with a new major)."""
+    decision = check_publish(history("1.2.0"), evolved(NAME, candidate, shape="1.2.1"),
+                             classify)
+    assert decision.verdict is not None and decision.verdict.bump.value == "patch"
+    assert decision.existing is None and str(decision.reference.version) == "1.2.0"
+
+
+def test_a_patch_change_still_needs_a_greater_version() -> None:
+    error = refusal(history("1.2.0"), evolved(NAME, "1.1.9", shape="1.2.1"))
+    assert error.code == "publish.not_monotonic"
+
+
 @pytest.mark.parametrize(("previous", "content_of", "candidate", "rule", "minimum"), [
     # a breaking change published as a minor or patch release
     ("1.0.0", "2.0.0", "1.1.0", "publish.bump_required", "2.0.0"),
@@ -101,9 +117,8 @@ def test_a_patch_change_may_ship_as_a_minor_release() -> None:
     ("1.0.0", "2.0.0", "3.0.0", "publish.bump_required", "2.0.0"),
     # an addition published as a patch release
     ("1.2.0", "1.3.0", "1.2.1", "publish.bump_required", "1.3.0"),
-    # an addition or a cosmetic change published as a new major
+    # an addition published as a new major
     ("1.2.0", "1.3.0", "2.0.0", "publish.bump_unjustified", "1.3.0"),
-    ("1.2.0", "1.2.1", "2.0.0", "publish.bump_unjustified", "1.2.1"),
 ])
 def test_a_version_that_misstates_the_change_is_refused_with_the_smallest_passing_version(
         previous: str, content_of: str, candidate: str, rule: str, minimum: str) -> None:

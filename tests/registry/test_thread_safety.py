@@ -85,7 +85,7 @@ def listed(gateway: Gateway) -> list[dict[str, Any]]:
 def version_handlers(names: Iterable[str]) -> ToolHandlers:
     handlers = ToolHandlers()
     for name in names:
-        handlers.bind(name, lambda arguments, ctx: {"ran": str(ctx.version)})
+        handlers.bind(name, lambda arguments, ctx: {"ran": str(ctx.version)}, inline=True)
     return handlers
 
 

@@ -60,7 +60,8 @@ def echo_handlers() -> ToolHandlers:
     handlers = ToolHandlers()
     for name in ("calc", "vault", "secret"):
         handlers.bind(name, lambda arguments, ctx: {"echo": arguments,
-                                                    "ran": str(ctx.version)})
+                                                    "ran": str(ctx.version)},
+                      inline=True)  # quick; settled() steps calls without an event loop
     return handlers
 
 
@@ -68,8 +69,20 @@ USER = Principal("acme", frozenset({"payments.read"}), Principal.parse(
     "x", [], "internal").clearance)
 
 
+class ListsEverything:
+    """A :class:`~toolkeeper.server.runnable.CanRun` that says every version can run: for the
+    listing tests, which publish tools of every name (a call to one without a handler answers
+    the "no handler" result)."""
+
+    revision = 0
+
+    def can_run(self, name: str, version: Version) -> bool:
+        return True
+
+
 def gateway_for(registry: Registry, handlers: ToolHandlers | None = None,
                 principal: Principal | None = None, **options: Any) -> Gateway:
+    options.setdefault("runs", ListsEverything())
     return build_gateway(registry, handlers if handlers is not None else echo_handlers(),
                          resolve_principal=fixed_principal(principal or USER), **options)
 

@@ -1,6 +1,7 @@
-"""``tools/call`` with a plain handler that takes no context: it runs inside dispatch itself
-(no Deferred, Pending or coroutine), decided when it is bound; every other handler is
-deferred. The results and the call log are the same either way."""
+"""``tools/call`` with a plain handler that takes no context, bound ``inline=True``: it runs
+inside dispatch itself (no Deferred, Pending or coroutine), decided when it is bound; every
+other handler is deferred (a plain one bound by default, to a worker thread). The results and
+the call log are the same either way."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def _gateway(handler: Any) -> Gateway:
     registry = Registry.open("memory:")
     registry.publish(contract("t", "1.0.0", {"type": "object", "properties": {}}))
     handlers = ToolHandlers()
-    handlers.bind("t", handler)
+    handlers.bind("t", handler, inline=True)
     return gateway_for(registry, handlers)
 
 

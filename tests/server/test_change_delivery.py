@@ -466,11 +466,23 @@ def test_a_publish_by_another_replica_on_postgresql_reaches_a_listen_stream_by_n
 # --- the CLI's stdio server, another process writing the SQLite file --------------------------
 
 
+_NAMED_HANDLERS = """from toolkeeper.server import ToolHandlers
+
+handlers = ToolHandlers()
+for _name in ("first.tool", "second.tool", "third.tool"):
+    handlers.bind(_name, lambda arguments: "ran")
+"""
+
+
 def cli_params(db: Path) -> StdioServerParameters:
+    """A CLI stdio server on ``db`` with handlers for the three tools these tests publish (a
+    gateway lists only what it can run)."""
+    module = db.parent / "named_handlers.py"
+    module.write_text(_NAMED_HANDLERS)
     env = {**get_default_environment(), "PYTHONPATH": str(Path(toolkeeper.__file__).parents[1])}
     return StdioServerParameters(command=sys.executable, env=env, args=[
-        "-m", "toolkeeper", "serve", "--stdio", "--log-level", "warning",
-        "--registry", f"sqlite:///{db}"])
+        "-m", "toolkeeper", "serve", "--stdio", "--log-level", "error",
+        "--registry", f"sqlite:///{db}", "--handlers", f"{module}:handlers"])
 
 
 async def _cli_modern(params: StdioServerParameters, other: Registry) -> tuple[str, list[str]]:

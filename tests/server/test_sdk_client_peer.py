@@ -568,7 +568,9 @@ def test_a_cached_tools_list_is_refetched_fresh_after_the_sdk_hears_list_changed
         kind: str) -> None:
     probe = Probe()
     registry = hunt_registry()
-    app, gateway = build_app(registry, hunt_handlers(probe), list_ttl_ms=60_000)
+    handlers = hunt_handlers(probe)
+    handlers.bind("hunt.fresh", lambda arguments: "fresh")  # listed once it is published
+    app, gateway = build_app(registry, handlers, list_ttl_ms=60_000)
     try:
         if kind == "stdio":
             fresh = anyio.run(_relist_after_event, stdio_transport(gateway.kernel), registry)

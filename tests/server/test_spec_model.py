@@ -266,7 +266,7 @@ class Model:
             if cm > rm:
                 return "publish.bump_unjustified"
             return None if cm == rm and cn > rn else "publish.bump_required"
-        return "publish.bump_unjustified" if cm != rm else None
+        return None  # a PATCH-level change: any greater version (seed 000 section 4)
 
     def passing(self, name: str, shape: Shape) -> tuple[str, ...]:
         """Every unpublished release in a grid around the history that passes every rule, in
@@ -448,7 +448,7 @@ class Replica:
 def echo_handlers() -> ToolHandlers:
     handlers = ToolHandlers()
     for name in NAMES:
-        handlers.bind(name, lambda arguments, ctx: {"ran": str(ctx.version)})
+        handlers.bind(name, lambda arguments, ctx: {"ran": str(ctx.version)}, inline=True)
     return handlers
 
 

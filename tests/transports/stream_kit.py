@@ -36,15 +36,16 @@ def contract(name: str) -> Any:
         "sideEffect": "read"})
 
 
-def demo_gateway(extra: dict[str, Callable[..., Any]] | None = None, **options: Any) -> Gateway:
-    """The demo estate plus one public, argument-less tool per ``extra`` handler (``options``:
-    for :func:`~toolkeeper.server.build_gateway`)."""
+def demo_gateway(extra: dict[str, Callable[..., Any]] | None = None, *, inline: bool = False,
+                 **options: Any) -> Gateway:
+    """The demo estate plus one public, argument-less tool per ``extra`` handler, bound
+    ``inline`` when asked (``options``: for :func:`~toolkeeper.server.build_gateway`)."""
     registry = Registry.open("memory:")
     install_demo(registry)
     handlers = demo_handlers()
     for name, function in (extra or {}).items():
         registry.publish(contract(name))
-        handlers.bind(name, function)
+        handlers.bind(name, function, inline=inline)
     return build_gateway(registry, handlers, **options)
 
 

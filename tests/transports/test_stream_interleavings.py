@@ -93,7 +93,7 @@ def test_a_cancel_before_an_inline_handlers_awaitable_runs_logs_the_call_as_canc
     lazy = LazyAwaitables()
 
     async def scenario() -> tuple[Gateway, Lines]:
-        gateway = demo_gateway({"t.lazy": lazy.handler()})
+        gateway = demo_gateway({"t.lazy": lazy.handler()}, inline=True)
         lines = Lines()
         if era == "legacy":
             lines.put(INIT, INITIALIZED)

@@ -1,4 +1,5 @@
-"""Registry commands: publish, versions, deprecate, retire, discover, audit (SPEC 2).
+"""Registry commands: publish (and ``--dry-run``), show, versions, deprecate, retire, discover,
+audit (SPEC 2).
 
 Every command takes ``--registry URL`` (or ``TOOLKEEPER_REGISTRY``; default: the SQLite file in
 the user data directory; an empty URL is an error, never the default). Exit codes: 0 done, 1 the
@@ -8,7 +9,8 @@ store, or a store that is not a toolkeeper registry: missing, empty, damaged, an
 program's database, or from a newer toolkeeper).
 
 Only ``publish`` creates a registry. ``deprecate`` and ``retire`` change one that exists;
-``versions``, ``discover`` and ``audit`` open it read-only and never write to it.
+``versions``, ``discover``, ``audit``, ``show`` and ``publish --dry-run`` open it read-only
+and never write to it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import click
 
 from toolkeeper.cli.documents import read_document
 from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, change_lines, echo_json, fail
+from toolkeeper.contracts.canonical import canonical_json
+from toolkeeper.contracts.classify import classify
 from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping, spec_to_mapping
 from toolkeeper.errors import (
@@ -32,9 +36,10 @@ from toolkeeper.errors import (
     ToolkeeperError,
 )
 from toolkeeper.registry import Principal, Registry
+from toolkeeper.registry.guard import check_publish
 from toolkeeper.registry.location import ENV_VAR
 
-__all__ = ["register"]
+__all__ = ["register", "stored_contract"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -128,17 +133,24 @@ def _emit_records(specs: tuple[ToolSpec, ...] | list[ToolSpec], as_json: bool) -
 @click.command("publish")
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @click.option("--actor", default="anonymous", show_default=True, help="Recorded in the audit.")
+@click.option("--dry-run", is_flag=True,
+              help="Run the guard against the stored history and print the verdict; store "
+                   "nothing (the registry is opened read-only).")
 @_options
-def publish_cmd(files: tuple[str, ...], actor: str, registry_url: str | None,
+def publish_cmd(files: tuple[str, ...], actor: str, dry_run: bool, registry_url: str | None,
                 as_json: bool) -> None:
     """Publish contract files (JSON or YAML) under the guard, in order; stop at a refusal.
 
-    With --json, prints each stored record as one JSON line.
+    With --json, prints each stored record as one JSON line. With --dry-run, prints what the
+    guard would decide for each file (exit 1 when it would refuse one) and stores nothing.
     """
     try:  # read and check every file before publishing any
         specs = [spec_from_mapping(read_document(path)) for path in files]
     except ToolkeeperError as exc:
         _report(exc, as_json)
+    if dry_run:
+        _dry_run(specs, registry_url, as_json)
+        return
     with _registry(registry_url, as_json) as registry:
         for spec in specs:
             outcome = registry.publish_outcome(spec, actor=actor)
@@ -147,6 +159,70 @@ def publish_cmd(files: tuple[str, ...], actor: str, registry_url: str | None,
             else:  # the guard's decision in the transaction, not a look at the store after it
                 verb = "published" if outcome.created else "unchanged"
                 click.echo(f"{verb} {_line(outcome.record)}")
+
+
+def _dry_run(specs: list[ToolSpec], registry_url: str | None, as_json: bool) -> None:
+    """Each file judged by the publish guard against the stored history of its name and the
+    earlier files of the batch, as a publish would judge it; nothing is written (not even the
+    audit of a refusal). A refusal is reported as ``publish`` reports it (exit 1)."""
+    with _registry(registry_url, as_json, create=False, read_only=True) as registry:
+        accepted: dict[str, list[ToolSpec]] = {}
+        for spec in specs:
+            history = [*registry.versions(spec.name), *accepted.get(spec.name, [])]
+            decision = check_publish(history, spec, classify)  # raises the refusal
+            verdict = decision.verdict
+            if decision.existing is None:
+                accepted.setdefault(spec.name, []).append(spec)
+            outcome = "unchanged" if decision.existing is not None else "would publish"
+            if as_json:
+                echo_json({"name": spec.name, "version": str(spec.version),
+                           "outcome": outcome.replace(" ", "_"),
+                           "against": (str(decision.reference.version)
+                                       if decision.reference is not None else None),
+                           "bump": verdict.bump.value if verdict is not None else None,
+                           "changes": [c.to_dict() for c in verdict.changes]
+                           if verdict is not None else []})
+                continue
+            judged = ""
+            if decision.reference is not None and verdict is not None:
+                judged = f" ({verdict.bump.value.upper()} against {decision.reference.version})"
+            click.echo(f"{outcome} {spec.name} {spec.version}{judged}")
+
+
+def _name_at_version(reference: str, as_json: bool) -> tuple[str, Version | None]:
+    name, sep, version = reference.partition("@")
+    if not name or (sep and not version):
+        _report(ToolkeeperError(f"{reference!r}: expected TOOL or TOOL@VERSION",
+                                code="cli.tool_reference"), as_json)
+    return name, _version(version, as_json) if sep else None
+
+
+@click.command("show")
+@click.argument("reference", metavar="TOOL[@VERSION]")
+@_options
+def show_cmd(reference: str, registry_url: str | None, as_json: bool) -> None:
+    """Print a stored contract as canonical JSON, in the contract file form (publish and diff
+    read it back): TOOL@VERSION that version (any status), TOOL the newest active one (else
+    the newest of any status). Exit 1 when it is not published."""
+    name, version = _name_at_version(reference, as_json)
+    with _registry(registry_url, as_json, create=False, read_only=True) as registry:
+        spec = stored_contract(registry, name, version)
+        click.echo(canonical_json(spec_to_mapping(spec, lifecycle=False)).decode())
+
+
+def stored_contract(registry: Registry, name: str, version: Version | None) -> ToolSpec:
+    """The stored contract ``show`` and ``diff TOOL@A TOOL@B`` read (NotFoundError if none)."""
+    if version is not None:
+        found = registry.get(name, version)
+        if found is None:
+            raise NotFoundError(f"{name} {version} is not published",
+                                data={"name": name, "version": str(version)})
+        return found
+    versions = registry.versions(name)
+    if not versions:
+        raise NotFoundError(f"{name} is not published", data={"name": name})
+    latest = registry.latest(name)
+    return latest if latest is not None else versions[-1]
 
 
 @click.command("versions")
@@ -226,7 +302,7 @@ def audit_cmd(registry_url: str | None, as_json: bool) -> None:
             click.echo(f"{e.seq} {e.at} {e.actor} {e.action} {e.name} {e.version} {outcome}")
 
 
-_COMMANDS = (publish_cmd, versions_cmd, deprecate_cmd, retire_cmd, discover_cmd, audit_cmd)
+_COMMANDS = (publish_cmd, show_cmd, versions_cmd, deprecate_cmd, retire_cmd, discover_cmd, audit_cmd)
 
 
 def register(group: click.Group) -> None:

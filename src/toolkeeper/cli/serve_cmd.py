@@ -14,9 +14,20 @@ through the publish guard (all of them or none: a breaking change without a MAJO
 refused with the guard's rule id and each change's classifier rule id, exit 1). The registry
 is ``--registry URL``, else ``TOOLKEEPER_REGISTRY``, else the default SQLite file.
 Logs go to stderr (stdout carries the protocol under ``--stdio``), as text or JSON lines.
+
+Only what this process can run is listed and served (:mod:`~toolkeeper.server.runnable`): at
+start a warning line names each callable contract without a handler here
+(``serve.contract_unbound``) and each handler without a contract
+(``serve.handler_uncontracted``); ``--strict`` refuses the start instead
+(``serve.estate_unbound``). A start that fails stores nothing: files are read and handler
+modules imported before the registry is opened, the HTTP listener is bound and the
+configuration checked before anything is published, and everything the start publishes (the
+demo estate, the estates, the typed contracts) goes through the guard in one transaction.
+
 Exit codes: 0 after a clean shutdown, 1 the registry refused the demo estate or an estate
-contract, 2 bad input (configuration, registry URL, handlers reference, estate file,
-unusable address).
+contract, or ``--strict`` refused the start; 2 bad input (configuration, registry URL,
+handlers reference, estate file, an address that cannot be listened on:
+``serve.listen_failed``).
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,7 +44,7 @@ from typing import Any, BinaryIO
 import click
 
 from toolkeeper.cli.documents import read_document
-from toolkeeper.cli.handler_refs import load_handlers, publish_contracts
+from toolkeeper.cli.handler_refs import load_handlers
 from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, fail, fail_refused
 from toolkeeper.cli.serve_config import AUTH_CHOICES, config_from_flags
 from toolkeeper.cli.serve_features import ServeFeatures, build_features
@@ -44,6 +56,7 @@ from toolkeeper.protocol import SessionTable
 from toolkeeper.registry import Registry
 from toolkeeper.server import Gateway, ToolHandlers, build_gateway
 from toolkeeper.server.logs import ACCESS_MODES, configure_logging
+from toolkeeper.server.runnable import CONTRACT_UNBOUND, HANDLER_UNCONTRACTED, coverage
 from toolkeeper.transports import (
     DEFAULT_ALLOWED_HOSTS,
     DEFAULT_ALLOWED_ORIGINS,
@@ -56,6 +69,7 @@ from toolkeeper.transports import (
 )
 from toolkeeper.transports.asks import PendingAsks
 from toolkeeper.transports.replay import ReplayConfig
+from toolkeeper.transports.runner import listen
 
 __all__ = ["install_estate", "read_estate", "register", "serve"]
 
@@ -140,6 +154,9 @@ def _policy(host: str, allow_hosts: tuple[str, ...], allow_origins: tuple[str, .
               help="A ToolHandlers (or a function returning one) to serve; MODULE may be a "
                    "path/to/file.py; its typed tools' contracts are published through the "
                    "publish guard at start; repeatable.")
+@click.option("--strict", is_flag=True,
+              help="Refuse to start (exit 1, nothing published) when a contract has no "
+                   "handler here or a handler has no contract (otherwise a warning each).")
 @click.option("--allow-host", multiple=True, metavar="HOST[:PORT|:*]",
               help="Also accept this Host header (DNS-rebinding allow list); repeatable.")
 @click.option("--allow-origin", multiple=True, metavar="SCHEME://HOST[:PORT|:*]",
@@ -207,6 +224,7 @@ def _serve(config: GatewayConfig) -> None:
     configure_logging(config.logging.level, sys.stderr,  # every line redacted, uvicorn's too
                       log_format=config.logging.format, access=config.logging.access)
     log = logging.getLogger("toolkeeper.serve")
+    sock: socket.socket | None = None
     try:  # estates and handlers are read before the registry is opened: bad input writes
         estate = [(directory, read_estate(Path(directory)))  # nothing
                   for directory in config.estate.dirs]
@@ -214,25 +232,31 @@ def _serve(config: GatewayConfig) -> None:
                   for reference in config.estate.handlers]
         registry = Registry.open(config.registry.url or None)
         handlers = ToolHandlers()
+        batch: list[tuple[str, ToolSpec]] = []
         if config.estate.demo:
-            from toolkeeper.demo import demo_handlers, install_demo
+            from toolkeeper.demo import demo_contracts, demo_handlers
 
-            for line in install_demo(registry):
-                log.info("demo estate: %s", line)
+            batch += [("demo estate", spec) for spec in demo_contracts()
+                      if registry.get(spec.name, spec.version) is None]
             handlers.merge(demo_handlers())
         for directory, specs in estate:
-            for line in install_estate(registry, specs):
-                log.info("estate %s: %s", directory, line)
-        for reference, user_handlers in loaded:  # typed tools' contracts, all or none
-            for line in publish_contracts(registry, user_handlers.contracts(),
-                                          actor=ESTATE_ACTOR):
-                log.info("handlers %s: %s", reference, line)
+            batch += [(f"estate {directory}", spec) for spec in specs]
+        for reference, user_handlers in loaded:  # typed tools' contracts
+            batch += [(f"handlers {reference}", spec) for spec in user_handlers.contracts()]
             handlers.merge(user_handlers)
         features = build_features(config, registry, stdio=stdio)
+        if not stdio:  # the listener is bound before anything is published
+            sock = _bind(config)
+        _report_coverage(registry, [spec for _, spec in batch], handlers,
+                         strict=config.estate.strict, log=log)
+        _publish(registry, batch, demo=config.estate.demo, log=log)
     except PublishRefusedError as exc:
         fail_refused(exc)
     except (ToolkeeperError, ValueError) as exc:
-        fail(exc if isinstance(exc, ToolkeeperError) else str(exc), code=EXIT_BAD_INPUT)
+        if sock is not None:
+            sock.close()
+        fail(exc if isinstance(exc, ToolkeeperError) else str(exc),
+             code=EXIT_REFUSED if isinstance(exc, _Unbound) else EXIT_BAD_INPUT)
     gateway = build_gateway(registry, handlers, call_log=features.observability.call_log,
                             resolve_principal=features.resolver, limits=features.limits,
                             legacy_sessions=config.server.legacy_sessions,
@@ -247,14 +271,71 @@ def _serve(config: GatewayConfig) -> None:
                     "random key of this process; its cursors and request state resume only "
                     "here, until it stops", config.sealing.keys_env or "sealing.keys_env")
     try:
-        _run(config, gateway, features, protocol_out, log)
+        _run(config, gateway, features, protocol_out, log, sock)
     finally:
         features.stop()  # writes the last call-log rows: before the registry closes
         registry.close()
 
 
+class _Unbound(ToolkeeperError):
+    """``--strict``: the estate and the handlers do not match (exit 1)."""
+
+
+def _bind(config: GatewayConfig) -> socket.socket:
+    server = config.server
+    try:
+        return listen(server.host, server.port, server.backlog)
+    except OSError as exc:
+        raise ToolkeeperError(
+            f"cannot listen on {server.host}:{server.port}: {exc.strerror or exc}",
+            code="serve.listen_failed",
+            data={"host": server.host, "port": server.port}) from None
+
+
+def _report_coverage(registry: Registry, batch: Sequence[ToolSpec], handlers: ToolHandlers,
+                     *, strict: bool, log: logging.Logger) -> None:
+    """A warning line for each callable contract (stored, or about to be published) that no
+    handler here runs, and for each handler without a contract; under ``strict`` either
+    refuses the start (:class:`_Unbound`, before anything is published)."""
+    stored = {spec.key: spec for name in registry.names() for spec in registry.versions(name)}
+    for spec in batch:
+        stored.setdefault(spec.key, spec)
+    report = coverage(stored.values(), handlers, handlers.bound())
+    for name, version in report.unbound:
+        log.warning("%s: contract %s %s has no handler here: not listed, and a call pinned "
+                    "to it is refused (schema_version_unavailable)", CONTRACT_UNBOUND, name,
+                    version)
+    for name, bound in report.uncontracted:
+        log.warning("%s: handler for %s %s has no contract: it cannot be called",
+                    HANDLER_UNCONTRACTED, name, bound or "(every version)")
+    if strict and not report.complete:
+        raise _Unbound(
+            f"--strict: {len(report.unbound)} contract version(s) without a handler, "
+            f"{len(report.uncontracted)} handler(s) without a contract; nothing published",
+            code="serve.estate_unbound",
+            data={"unbound": [f"{n} {v}" for n, v in report.unbound],
+                  "uncontracted": [f"{n} {v or '*'}" for n, v in report.uncontracted]})
+
+
+def _publish(registry: Registry, batch: Sequence[tuple[str, ToolSpec]], *, demo: bool,
+             log: logging.Logger) -> None:
+    """The demo estate, the estate directories and the handlers' typed contracts, published
+    through the publish guard in one transaction (all or none), then the demo's retirement
+    of ``db.query`` 3.0.0."""
+    outcomes = registry.publish_all([spec for _, spec in batch], actor=ESTATE_ACTOR)
+    for (source, spec), outcome in zip(batch, outcomes, strict=True):
+        if outcome.created:
+            log.info("%s: published %s %s", source, spec.name, spec.version)
+    if demo:
+        from toolkeeper.demo import install_demo
+
+        for line in install_demo(registry):
+            log.info("demo estate: %s", line)
+
+
 def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
-         protocol_out: BinaryIO | None, log: logging.Logger) -> None:
+         protocol_out: BinaryIO | None, log: logging.Logger,
+         sock: socket.socket | None = None) -> None:
     server = config.server
     if protocol_out is not None:
         log.info("serving on stdio")
@@ -293,7 +374,7 @@ def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
     try:  # SIGTERM and SIGINT end it gracefully, with status 0
         run_foreground(features.observability.wrap_app(app), host=server.host,
                        port=server.port, path=server.path, log_level=config.logging.level,
-                       on_ready=ready)
+                       on_ready=ready, sock=sock)
     except OSError as exc:
         fail(f"cannot listen on {server.host}:{server.port}: {exc.strerror or exc}",
              code=EXIT_BAD_INPUT)

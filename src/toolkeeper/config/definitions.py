@@ -192,6 +192,11 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting("estate.handlers", STRINGS, [], "Handler modules to serve, `module:ATTR` or "
             "`path/to/file.py:ATTR`; the contracts their typed tools derive are published "
             "through the publish guard at start.", flag="--handlers", check="handlers_ref"),
+    Setting("estate.strict", BOOLEAN, False, "Refuse to start (exit 1, nothing published) "
+            "when a callable contract has no handler here (`serve.contract_unbound`) or a "
+            "handler has no contract (`serve.handler_uncontracted`); without it each is a "
+            "warning line at start, and a contract without a handler is not listed.",
+            flag="--strict"),
     # auth
     Setting("auth.methods", STRINGS, [], "Credentials accepted over HTTP; empty: the "
             "anonymous local principal (loopback hosts only).", flag="--auth",

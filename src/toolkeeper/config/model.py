@@ -77,6 +77,7 @@ class EstateSettings:
     demo: bool = False
     dirs: tuple[str, ...] = ()
     handlers: tuple[str, ...] = ()
+    strict: bool = False
 
 
 @dataclass(frozen=True, slots=True)

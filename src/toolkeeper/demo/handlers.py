@@ -77,7 +77,8 @@ def demo_handlers() -> ToolHandlers:
     """Handlers for every demo contract."""
     handlers = ToolHandlers()
     handlers.bind("payments.lookup", payments_lookup)
-    handlers.bind("db.query", db_query_v3, version="3.0.0")
-    handlers.bind("db.query", db_query_v4, version="4.0.0")
-    handlers.bind("tickets.create", tickets_create)
+    # quick, pure functions: kept on the event loop, no worker-thread hop
+    handlers.bind("db.query", db_query_v3, version="3.0.0", inline=True)
+    handlers.bind("db.query", db_query_v4, version="4.0.0", inline=True)
+    handlers.bind("tickets.create", tickets_create, inline=True)
     return handlers

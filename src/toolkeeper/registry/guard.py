@@ -12,10 +12,11 @@ Choices the spec leaves open (documented here because they are decisions, not ac
 * The major number is a promise in both directions. A MAJOR change needs exactly
   ``previous.major + 1`` (``0.x`` gets no exemption: our callers pin versions, so an unstable
   line is named by a pre-release tag, not by a zero major). A MINOR change needs the same major
-  and a higher minor (SPEC 2.1). A PATCH change (descriptions, opening a closed object) needs the
-  same major and nothing else: any higher minor or patch is honest. A new major for a change
-  that breaks nobody is refused as ``publish.bump_unjustified``: clients would migrate for
-  nothing, and a pinned client would be stranded on the old line.
+  and a higher minor (SPEC 2.1); a new major for one is refused as ``publish.bump_unjustified``
+  (seed 000 section 4: "major changed or minor did not increase"). A PATCH change
+  (descriptions, opening a closed object) accepts any greater version, a new major included
+  (seed 000 section 4 has no rule for it): an operator needs a new major for a behavioural
+  break the schema cannot show.
 * Pre-releases (semver item 9) promise nothing among themselves: while ``previous`` is a
   pre-release of the same ``major.minor.patch`` as the candidate (iterating ``2.0.0-rc.1`` to
   ``-rc.2`` or releasing ``2.0.0``), the bump is measured against the newest active version
@@ -48,7 +49,8 @@ RULES: Mapping[str, str] = MappingProxyType({
                          "a published version is never replaced",
     "publish.not_monotonic": "the version is not greater than the latest active version",
     "publish.bump_required": "the version does not carry the bump the change requires",
-    "publish.bump_unjustified": "a new major version for a change that breaks no caller",
+    "publish.bump_unjustified": "a new major version for a change that only adds to the "
+                                "contract (a MINOR change keeps its major)",
 })
 
 
@@ -67,7 +69,7 @@ def _bump_minor(ref: Version, new: Version) -> str | None:
 
 
 def _bump_patch(ref: Version, new: Version) -> str | None:
-    return "publish.bump_unjustified" if new.major != ref.major else None
+    return None  # any greater version (monotonicity is checked before the bump rules)
 
 
 # Bump rule per verdict: (reference version, candidate version) -> refusal rule id or None.

@@ -8,7 +8,7 @@ PostgreSQL's LISTEN/NOTIFY).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -84,6 +84,24 @@ class MemoryStore:
             for record in tx.audit:
                 self._audit.append(AuditEntry.from_record(len(self._audit) + 1, record))
             watchers = list(self._watchers) if tx.audit else []
+        for callback in watchers:
+            callback()
+
+    @contextmanager
+    def change_many(self, names: Sequence[str]) -> Iterator[dict[str, _MemoryTransaction]]:
+        with self._lock:
+            self._check_open()
+            txs = {name: _MemoryTransaction(name, self._records.get(name, {}))
+                   for name in names}
+            yield txs  # an exception here leaves the store untouched: nothing was applied yet
+            audited = False
+            for name, tx in txs.items():
+                if tx.staged:
+                    self._records.setdefault(name, {}).update(tx.staged)
+                for record in tx.audit:
+                    self._audit.append(AuditEntry.from_record(len(self._audit) + 1, record))
+                    audited = True
+            watchers = list(self._watchers) if audited else []
         for callback in watchers:
             callback()
 

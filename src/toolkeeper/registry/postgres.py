@@ -17,7 +17,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -248,6 +248,19 @@ class PostgresStore:
             yield tx
             if tx.audited:
                 conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{self._origin} {name}"))
+
+    @contextmanager
+    def change_many(self, names: Sequence[str]) -> Iterator[dict[str, _PgTransaction]]:
+        with self._transaction() as conn:
+            for name in sorted(set(names)):  # one order for every writer: no deadlock
+                conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+                             (_NAME_LOCK, name))
+            txs = {name: _PgTransaction(conn, name) for name in names}
+            yield txs
+            for name, tx in txs.items():
+                if tx.audited:
+                    conn.execute("SELECT pg_notify(%s, %s)",
+                                 (CHANNEL, f"{self._origin} {name}"))
 
     def snapshot(self) -> Snapshot:
         with self._transaction(read_only=True) as conn:

@@ -12,7 +12,7 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +35,10 @@ from toolkeeper.registry.store import (
 )
 
 __all__ = ["PublishOutcome", "Registry"]
+
+
+class _BatchRefused(Exception):
+    """Rolls back a batch publish whose guard refused one of its specs."""
 
 _log = logging.getLogger(__name__)
 
@@ -155,6 +159,55 @@ class Registry:
             raise refusal
         self._after_commit()
         return PublishOutcome(stored, created=True)
+
+    def publish_all(self, specs: Sequence[ToolSpec], *, actor: str = "anonymous"
+                    ) -> list[PublishOutcome]:
+        """:meth:`publish_outcome` for a batch in one store transaction, all or none: each spec
+        is judged by the guard against the stored history of its name and the batch's earlier
+        versions of it. On a refusal nothing of the batch is stored, the refusal is audited in
+        a transaction of its own, and PublishRefusedError is raised. An identical re-publish is
+        an outcome with ``created`` false."""
+        for spec in specs:
+            spec_from_mapping(spec_to_mapping(spec, lifecycle=False))
+        if not specs:
+            return []
+        names = list(dict.fromkeys(spec.name for spec in specs))
+        outcomes: list[PublishOutcome] = []
+        refused: tuple[ToolSpec, PublishRefusedError] | None = None
+        try:
+            with self._change_many(names) as txs:
+                histories = {name: txs[name].versions() for name in names}
+                for spec in specs:
+                    history = histories[spec.name]
+                    try:
+                        decision = check_publish(history, spec, self._classify)
+                    except PublishRefusedError as exc:
+                        refused = (spec, exc)
+                        raise _BatchRefused from None
+                    if decision.existing is not None:
+                        outcomes.append(PublishOutcome(decision.existing, created=False))
+                        continue
+                    now = utc_now()
+                    stored = spec.with_lifecycle(status=Status.ACTIVE, deprecation_message=None,
+                                                 successor=None, publisher=actor,
+                                                 published_at=now)
+                    txs[spec.name].insert(stored)
+                    history.append(stored)
+                    verdict = decision.verdict.to_dict() if decision.verdict else None
+                    txs[spec.name].append_audit(AuditRecord(
+                        now, actor, "publish", spec.name, str(spec.version), None, verdict))
+                    outcomes.append(PublishOutcome(stored, created=True))
+        except _BatchRefused:
+            assert refused is not None
+            spec, refusal = refused
+            with self._change(spec.name) as tx:
+                tx.append_audit(AuditRecord(utc_now(), actor, "publish", spec.name,
+                                            str(spec.version), refusal.code,
+                                            _verdict_of(refusal)))
+            raise refusal from None
+        if any(outcome.created for outcome in outcomes):
+            self._after_commit()
+        return outcomes
 
     def deprecate(self, name: str, version: Version | str, *, message: str | None = None,
                   successor: Version | str | None = None, actor: str = "anonymous") -> ToolSpec:
@@ -334,6 +387,16 @@ class Registry:
         try:
             with self._store.change(name) as tx:
                 yield tx
+        except StoreError:
+            self._mark_behind()
+            raise
+
+    @contextmanager
+    def _change_many(self, names: Sequence[str]) -> Iterator[Mapping[str, StoreTransaction]]:
+        """:meth:`_change` over several names in one store transaction."""
+        try:
+            with self._store.change_many(names) as txs:
+                yield txs
         except StoreError:
             self._mark_behind()
             raise

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from urllib.parse import quote
@@ -234,6 +234,11 @@ class SQLiteStore:
     def change(self, name: str) -> Iterator[_SQLiteTransaction]:
         with self._write() as conn:
             yield _SQLiteTransaction(conn, name)
+
+    @contextmanager
+    def change_many(self, names: Sequence[str]) -> Iterator[dict[str, _SQLiteTransaction]]:
+        with self._write() as conn:
+            yield {name: _SQLiteTransaction(conn, name) for name in names}
 
     # --- reads -----------------------------------------------------------------------------
 

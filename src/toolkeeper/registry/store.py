@@ -21,7 +21,7 @@ backend must give (the shared contract suite in ``tests/registry`` holds every b
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -133,6 +133,12 @@ class RegistryStore(Protocol):
 
     def change(self, name: str) -> AbstractContextManager[StoreTransaction]:
         """A transaction over one name; commits on normal exit, rolls back on an exception."""
+        ...
+
+    def change_many(self, names: Sequence[str]
+                    ) -> AbstractContextManager[Mapping[str, StoreTransaction]]:
+        """One transaction over several names (a transaction of each, by name), all committed
+        together on normal exit or none, rolled back on an exception."""
         ...
 
     def snapshot(self) -> Snapshot:

@@ -14,7 +14,7 @@ from toolkeeper.server.content import (
     text,
     to_tool_result,
 )
-from toolkeeper.server.gate import RETIRED, UNKNOWN, Plan, plan_call, unknown_tool
+from toolkeeper.server.gate import RETIRED, UNAVAILABLE, UNKNOWN, Plan, plan_call, unknown_tool
 from toolkeeper.server.gateway import Gateway, build_gateway, default_identity
 from toolkeeper.server.handlers import HandlerBinding, HandlerContext, ToolContext, ToolHandlers
 from toolkeeper.server.principal import LocalPrincipal, PrincipalResolver, fixed_principal
@@ -24,6 +24,7 @@ from toolkeeper.server.views import ToolViews, View
 
 __all__ = [
     "RETIRED",
+    "UNAVAILABLE",
     "UNKNOWN",
     "CallLog",
     "CallRecord",

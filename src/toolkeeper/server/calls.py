@@ -15,7 +15,10 @@ generic text; the exception is logged server-side, never sent (an
 WARNING line with its code, the traceback at DEBUG). A handler that runs past its call timeout
 (:mod:`~toolkeeper.server.limits`) is cancelled and answered with
 :func:`~toolkeeper.server.limits.timed_out_result`, its ``_meta`` marked with
-:data:`~toolkeeper.server.limits.TIMEOUT_META_KEY`; it is logged ``timeout``.
+:data:`~toolkeeper.server.limits.TIMEOUT_META_KEY`; it is logged ``timeout``. A plain ``def``
+handler runs in a worker thread (unless bound ``inline``); past its timeout it is answered the
+same way at the deadline, while its thread, which cannot be cancelled, runs on to its end and
+its value is dropped.
 """
 
 from __future__ import annotations
@@ -85,6 +88,31 @@ _RETRY_FIELDS: tuple[tuple[str, type, str], ...] = (
     ("requestState", str, "a string"), ("inputResponses", dict, "an object"))
 # The side effects whose requestState runs the tool at most once (toolkeeper.server.resuming).
 _SINGLE_USE = frozenset({SideEffect.WRITE, SideEffect.DESTRUCTIVE})
+
+
+class _RaisedInThread(Exception):
+    """A threaded handler raised a BaseException that is not an Exception (SystemExit,
+    KeyboardInterrupt): carried back as an Exception, since asyncio lets those end the event
+    loop when a task awaits them. The handler's failure, like any exception it raises."""
+
+
+def _in_thread(function: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return function(*args)
+    except Exception:
+        raise
+    except BaseException as exc:
+        raise _RaisedInThread(type(exc).__name__) from exc
+
+
+async def _threaded(function: Callable[..., Any], *args: Any) -> Any:
+    """A plain function's run in a worker thread; an awaitable it returns is awaited here, on
+    the event loop, as an inline function's would be."""
+    value = await asyncio.to_thread(_in_thread, function, *args)
+    if type(value) is CoroutineType or (
+            not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
+        value = await value
+    return value
 
 
 class ToolCalls:
@@ -277,10 +305,16 @@ class ToolCalls:
 
     def _invoke(self, call: Call, route: Route, binding: HandlerBinding,
                 arguments: dict[str, Any], emit: Emit, asker: InputAsker | None = None) -> Any:
-        """The handler called: its value, or the awaitable that gives it."""
+        """The handler called: its value, or the awaitable that gives it (a plain ``def``
+        bound without ``inline``: its run in a worker thread)."""
         if binding.takes_context:
-            return binding.function(arguments, ToolContext(
-                call, route.plan.spec, call.principal, emit, self._tools_changed, asker))
+            ctx = ToolContext(call, route.plan.spec, call.principal, emit,
+                              self._tools_changed, asker)
+            if binding.threaded:
+                return _threaded(binding.function, arguments, ctx)
+            return binding.function(arguments, ctx)
+        if binding.threaded:
+            return _threaded(binding.function, arguments)
         return binding.function(arguments)
 
     async def _run(self, call: Call, route: Route, binding: HandlerBinding,

@@ -12,6 +12,9 @@ decide which contract version the call runs under, or refuse:
   named while that is callable and visible to this caller, else the version served to it (a
   successor the caller may not see, or one retired since, is never named);
 * a retired version: -32602 ``schema_version_retired`` (the call never executes);
+* a callable, visible version that nothing in this process can run (no handler bound to it,
+  :mod:`~toolkeeper.server.runnable`): -32602 ``schema_version_unavailable`` (it is not
+  listed either);
 * anything else (never published, not semver, or not visible): -32602 ``schema_version_unknown``.
 
 Gate rejections carry ``{"reason", "tool", "requestedVersion", "currentVersion", "action":
@@ -37,9 +40,11 @@ from toolkeeper.protocol.faults import invalid_params
 from toolkeeper.registry import Principal, Registry, is_visible
 from toolkeeper.server.views import ToolViews
 
-__all__ = ["CONFLICT", "RETIRED", "UNKNOWN", "Plan", "plan_call", "requested_version", "unknown_tool"]
+__all__ = ["CONFLICT", "RETIRED", "UNAVAILABLE", "UNKNOWN", "Plan", "plan_call",
+           "requested_version", "unknown_tool"]
 
 RETIRED = "schema_version_retired"
+UNAVAILABLE = "schema_version_unavailable"
 UNKNOWN = "schema_version_unknown"
 CONFLICT = "schema_version_conflict"
 SCHEMA_VERSION_KEY = "schemaVersion"
@@ -56,6 +61,9 @@ class Plan:
     successor: Version | None = None
 
 
+_VERBS = {RETIRED: "is retired", UNAVAILABLE: "cannot run on this gateway"}
+
+
 def unknown_tool(name: str) -> JsonRpcError:
     """The one error for a tool that does not exist *or* that the caller may not see."""
     return invalid_params(f"Unknown tool: {name}")
@@ -63,7 +71,7 @@ def unknown_tool(name: str) -> JsonRpcError:
 
 def _gate_error(reason: str, name: str, requested: str, current: ToolSpec | None
                 ) -> JsonRpcError:
-    verb = "is retired" if reason == RETIRED else "is not a version this caller can use"
+    verb = _VERBS.get(reason, "is not a version this caller can use")
     return invalid_params(
         f"schema version {requested} of tool {name!r} {verb}; re-list tools and retry",
         {"reason": reason, "tool": name, "requestedVersion": requested,
@@ -112,6 +120,8 @@ def plan_call(registry: Registry, views: ToolViews, principal: Principal, name: 
     fallback: ToolSpec | None = None
     if served is None:
         fallback = views.view(principal, include_deprecated=True).by_name.get(name)
+        if fallback is None and requested is not None:
+            _refuse_unrunnable(registry, views, principal, name, requested)
         if fallback is None or requested is None:
             raise unknown_tool(name)
     if requested is None:
@@ -132,6 +142,8 @@ def plan_call(registry: Registry, views: ToolViews, principal: Principal, name: 
         raise _gate_error(RETIRED if entitled else UNKNOWN, name, requested, current)
     if not is_visible(pinned, principal, include_deprecated=True):
         raise _gate_error(UNKNOWN, name, requested, current)
+    if not views.can_run(pinned):
+        raise _gate_error(UNAVAILABLE, name, requested, current)
     successor = pinned.successor
     if successor is not None:  # named only while this caller can migrate to it
         target = registry.get(name, successor)
@@ -140,3 +152,16 @@ def plan_call(registry: Registry, views: ToolViews, principal: Principal, name: 
     if successor is None and served is not None and served.version != pinned.version:
         successor = served.version
     return Plan(pinned, strict=False, successor=successor)
+
+
+def _refuse_unrunnable(registry: Registry, views: ToolViews, principal: Principal, name: str,
+                       requested: str) -> None:
+    """For a tool none of whose versions can run here: a pin to a version the caller may see
+    is ``schema_version_unavailable`` (one it may not see stays ``Unknown tool``)."""
+    try:
+        pinned = registry.get(name, Version.parse(requested))
+    except SemverError:
+        return
+    if (pinned is not None and is_visible(pinned, principal, include_deprecated=True)
+            and not views.can_run(pinned)):
+        raise _gate_error(UNAVAILABLE, name, requested, None)

@@ -46,6 +46,7 @@ from toolkeeper.server.listen import listen_method
 from toolkeeper.server.principal import LocalPrincipal, PrincipalResolver
 from toolkeeper.server.prompt_methods import PromptMethods
 from toolkeeper.server.resuming import DEFAULT_TTL_S, RequestStates, SpentStates
+from toolkeeper.server.runnable import CanRun
 from toolkeeper.server.views import Page, ToolViews, View
 
 __all__ = ["Gateway", "build_gateway", "default_identity"]
@@ -123,7 +124,8 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
                   list_page_size: int | None = None,
                   list_cursor_ttl_s: float = DEFAULT_CURSOR_TTL_S,
                   request_state_ttl_s: float = DEFAULT_TTL_S,
-                  max_reported_errors: int = DEFAULT_MAX_REPORTED_ERRORS) -> Gateway:
+                  max_reported_errors: int = DEFAULT_MAX_REPORTED_ERRORS,
+                  runs: CanRun | None = None) -> Gateway:
     """Assemble a gateway over ``registry``. Defaults: no handlers, an in-memory call log,
     the anonymous :class:`LocalPrincipal`, ``ttlMs`` 0 (``tools/list`` is ``private``,
     ``server/discover`` ``public``), a change hub subscribed to ``registry``, no limits
@@ -137,7 +139,14 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     ``destructive`` tool is spent in the registry's store (every replica sharing it refuses
     it again; a store that keeps no spent states: this process only). An invalid-arguments
     result lists at most ``max_reported_errors`` errors
-    (:func:`~toolkeeper.server.call_outcomes.invalid_arguments_result`)."""
+    (:func:`~toolkeeper.server.call_outcomes.invalid_arguments_result`). Only versions that can
+    run in this process are listed and served (``runs``, :mod:`~toolkeeper.server.runnable`;
+    default: the bound ``handlers`` when they are given; a gateway built without any
+    ``handlers`` and ``runs`` lists what the registry holds, as a view of the estate, and
+    answers each call with an ``isError`` "no handler" result; ``toolkeeper serve`` always
+    passes its handlers)."""
+    if runs is None and handlers is not None:
+        runs = handlers
     handlers = handlers if handlers is not None else ToolHandlers()
     call_log = call_log if call_log is not None else InMemoryCallLog()
     if resolve_principal is not None and _is_async(resolve_principal):
@@ -146,7 +155,7 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
                         "not an async one: resolve credentials the transport already has")
     resolver: PrincipalResolver = (resolve_principal if resolve_principal is not None
                                    else LocalPrincipal(registry))
-    views = ToolViews(registry, page_size=list_page_size)
+    views = ToolViews(registry, page_size=list_page_size, runs=runs)
     sealer = sealer if sealer is not None else Sealer.ephemeral()
     hub = changes if changes is not None else ChangeHub.for_registry(registry)
     identity = identity or default_identity()

@@ -20,7 +20,13 @@
 A handler takes ``(arguments)`` or ``(arguments, ctx)`` and returns a
 :class:`~toolkeeper.server.content.ToolResult`, a string, a mapping (structured content), a
 list of content blocks, or None. A binding for the exact version wins over one for the name.
-Sync handlers run on the event loop: keep them quick, and use ``async def`` for I/O.
+A plain ``def`` handler runs in a worker thread (the event loop's default executor), so one
+that blocks delays no other request; ``inline=True`` on :meth:`ToolHandlers.bind` or
+:meth:`ToolHandlers.tool` keeps a known-quick one on the event loop (no thread hop). A threaded
+call past its call timeout is answered at the deadline, but its thread cannot be stopped: it
+runs on to its end and its value is dropped. A threaded handler can use its context's
+synchronous parts (``principal``, ``era``, ``notify_tools_changed``, ``require_capabilities``);
+the ``async`` ones (progress, log, asking) need ``async def``.
 A typed handler (:mod:`~toolkeeper.server.typed`) also carries its derived contract, which
 :meth:`ToolHandlers.contracts` lists for ``contracts export`` and ``serve --handlers``.
 
@@ -67,11 +73,14 @@ class HandlerBinding:
     requires: Mapping[str, Any] = field(default_factory=dict)
     takes_context: bool = True
     inline: bool = False
-    """A plain (not ``async def``) function without a context: run inside dispatch itself,
-    with no Deferred, Pending or coroutine around it (decided at bind time)."""
+    """A plain (not ``async def``) function without a context, bound ``inline=True``: run
+    inside dispatch itself, with no Deferred, Pending or coroutine around it (decided at bind
+    time)."""
     contract: ToolSpec | None = None
     """The contract derived from a typed function's hints (None: the contract is published
     separately)."""
+    threaded: bool = False
+    """A plain function bound without ``inline=True``: run in a worker thread."""
 
 
 def _takes_context(function: Callable[..., Any]) -> bool:
@@ -129,17 +138,23 @@ class ToolHandlers:
 
     def bind(self, name: str, function: Callable[..., Any], *,
              version: str | Version | None = None,
-             requires: Mapping[str, Any] | None = None) -> HandlerBinding:
+             requires: Mapping[str, Any] | None = None, inline: bool = False
+             ) -> HandlerBinding:
         """Bind ``function`` to ``name`` (every version) or to one ``version`` of it.
-        ``requires`` names client capabilities the call needs (checked before dispatch)."""
-        return self._add(name, function, version, requires, None)
+        ``requires`` names client capabilities the call needs (checked before dispatch).
+        ``inline``: a plain ``def`` runs on the event loop instead of a worker thread (for a
+        known-quick one)."""
+        return self._add(name, function, version, requires, None, inline)
 
     def _add(self, name: str, function: Callable[..., Any], version: str | Version | None,
-             requires: Mapping[str, Any] | None, contract: ToolSpec | None) -> HandlerBinding:
+             requires: Mapping[str, Any] | None, contract: ToolSpec | None,
+             inline: bool = False) -> HandlerBinding:
         parsed = Version.parse(version) if isinstance(version, str) else version
         takes_context = _takes_context(function)
+        plain = _is_plain_function(function)
         binding = HandlerBinding(name, parsed, function, dict(requires or {}), takes_context,
-                                 not takes_context and _is_plain_function(function), contract)
+                                 inline and plain and not takes_context, contract,
+                                 plain and not inline)
         if parsed is None:
             if name in self._by_name:
                 raise ValueError(f"a handler is already bound to {name!r}")
@@ -156,7 +171,7 @@ class ToolHandlers:
              data_classification: DataClassification | str | None = None,
              side_effect: SideEffect | str | None = None,
              required_scopes: Iterable[str] | None = None, tenants: Iterable[str] | None = None,
-             closed: bool = True) -> Callable[[F], F]:
+             closed: bool = True, inline: bool = False) -> Callable[[F], F]:
         """Decorator form of :meth:`bind`; with contract metadata, or on a function with a
         typed signature, the typed form: the contract is derived from the hints and every
         metadata keyword is required (:mod:`~toolkeeper.server.typed`; ``closed=False`` keeps
@@ -170,12 +185,13 @@ class ToolHandlers:
             given = [key for key, value in metadata.items() if key != "version"
                      and value is not None]
             if not given and closed and not _looks_typed(function):
-                self.bind(name, function, version=version, requires=requires)
+                self.bind(name, function, version=version, requires=requires, inline=inline)
                 return function
             from toolkeeper.server.typed import derive_tool  # pydantic: for typed tools only
 
             derived = derive_tool(function, name, closed=closed, **metadata)
-            self._add(name, derived.handler, derived.spec.version, requires, derived.spec)
+            self._add(name, derived.handler, derived.spec.version, requires, derived.spec,
+                      inline)
             return function
         return decorate
 
@@ -212,10 +228,19 @@ class ToolHandlers:
         """The binding for that exact version, else the one for the name, else None."""
         return self._by_version.get((name, version)) or self._by_name.get(name)
 
+    def can_run(self, name: str, version: Version) -> bool:
+        """Whether a handler is bound to that version (exactly, or to every version of the
+        name): the handlers' answer to :class:`~toolkeeper.server.runnable.CanRun`."""
+        return (name, version) in self._by_version or name in self._by_name
+
+    def bound(self) -> list[tuple[str, Version | None]]:
+        """Every binding's (name, version), None for a binding to every version of the name."""
+        return [*((name, None) for name in self._by_name), *self._by_version]
+
     def merge(self, other: ToolHandlers) -> None:
         """Add every binding of ``other`` (duplicates are refused)."""
         for binding in [*other._by_name.values(), *other._by_version.values()]:
             self._add(binding.name, binding.function, binding.version, binding.requires,
-                      binding.contract)
+                      binding.contract, not binding.threaded)
         for prompt in other._prompts:
             self._prompts.add(prompt)

@@ -2,8 +2,14 @@
 
 A view is the registry's discovery answer for one principal, plus its ``tools`` array
 serialized once (canonical JSON spliced into every response as ``msgspec.Raw``) and a name
-index. Views are keyed on (registry generation, tenant, scopes, clearance): any registry
-change, local or from another replica, bumps the generation and retires every cached view.
+index. Views are keyed on (registry generation, tenant, scopes, clearance, and the revision of
+what can run here): any registry change, local or from another replica, bumps the generation
+and retires every cached view.
+
+Given what this process can run (a :class:`~toolkeeper.server.runnable.CanRun`, the bound
+handlers in a gateway), a view holds only versions that can run here: where the newest visible
+version of a tool cannot, the newest visible one that can is served instead, and a tool with
+none is left out.
 
 A view longer than the page size is cut into :class:`Page` s, each serialized once like a
 one-page view's array (the one-page view's arrays *are* its only page's), and carries a
@@ -26,11 +32,12 @@ import msgspec
 
 from toolkeeper.contracts.canonical import canonical_json
 from toolkeeper.contracts.spec import ToolSpec
-from toolkeeper.registry import Principal, Registry
+from toolkeeper.registry import Principal, Registry, is_visible
+from toolkeeper.server.runnable import CanRun
 
 __all__ = ["Page", "ToolViews", "View"]
 
-_Key = tuple[int, str, frozenset[str], str, bool]
+_Key = tuple[int, str, frozenset[str], str, bool, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +126,10 @@ class ToolViews:
     """A bounded cache of views, cleared whenever the registry generation moves."""
 
     def __init__(self, registry: Registry, *, max_views: int = 1024,
-                 page_size: int | None = None) -> None:
+                 page_size: int | None = None, runs: CanRun | None = None) -> None:
         self._registry = registry
+        self.runs = runs
+        """What can run here (None: every version is served, as the registry discovers it)."""
         self._max = max_views
         self.page_size = page_size
         """Tools per ``tools/list`` page (None: every view is one page)."""
@@ -136,8 +145,9 @@ class ToolViews:
         builds it once), as of a registry check begun after ``since_ns`` (see
         :meth:`Registry.generation_since`)."""
         generation = self._registry.generation_since(since_ns)
+        runs = self.runs
         key = (generation, principal.tenant, principal.scopes, principal.clearance.value,
-               include_deprecated)
+               include_deprecated, 0 if runs is None else runs.revision)
         with self._lock:
             if generation != self._generation:
                 self._views.clear()
@@ -146,9 +156,10 @@ class ToolViews:
             if cached is not None:
                 self._views.move_to_end(key)
                 return cached
-        view = View.build(self._registry.discover(principal,
-                                                  include_deprecated=include_deprecated),
-                          None if include_deprecated else self.page_size)  # (a lookup only)
+        specs = self._registry.discover(principal, include_deprecated=include_deprecated)
+        if runs is not None:
+            specs = self._runnable(specs, runs, principal, include_deprecated)
+        view = View.build(specs, None if include_deprecated else self.page_size)  # (lookup only)
         with self._lock:
             if generation == self._generation:
                 self._views[key] = view
@@ -156,3 +167,23 @@ class ToolViews:
                 while len(self._views) > self._max:
                     self._views.popitem(last=False)
         return view
+
+    def can_run(self, spec: ToolSpec) -> bool:
+        """Whether this process can run ``spec`` (always, without a :attr:`runs`)."""
+        return self.runs is None or self.runs.can_run(spec.name, spec.version)
+
+    def _runnable(self, specs: tuple[ToolSpec, ...], runs: CanRun, principal: Principal,
+                  include_deprecated: bool) -> tuple[ToolSpec, ...]:
+        """``specs`` with each version that cannot run here replaced by the newest older one
+        that is visible and can, or dropped."""
+        out: list[ToolSpec] = []
+        for spec in specs:
+            if runs.can_run(spec.name, spec.version):
+                out.append(spec)
+                continue
+            for older in reversed(self._registry.versions(spec.name)):
+                if (older.version < spec.version and runs.can_run(older.name, older.version)
+                        and is_visible(older, principal, include_deprecated=include_deprecated)):
+                    out.append(older)
+                    break
+        return tuple(out)

@@ -175,12 +175,15 @@ def serve_in_thread(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
 
 def run_foreground(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 8000,
                    path: str = "/mcp", log_level: str = "info",
-                   on_ready: Callable[[RunningServer], None] | None = None) -> None:
+                   on_ready: Callable[[RunningServer], None] | None = None,
+                   sock: socket.socket | None = None) -> None:
     """Serve until interrupted (SIGINT/SIGTERM), in the calling (main) thread, and return. The
-    socket is bound first (an OSError says the address is unusable), then ``on_ready`` learns
-    the port. A signal that arrives before uvicorn listens for signals (while ``on_ready``
-    runs, say) is not lost: the server stops as soon as it has started."""
-    sock = listen(host, port, _bounds(app).backlog)
+    socket is bound first (an OSError says the address is unusable; ``sock``: one the caller
+    bound already, with :func:`listen`), then ``on_ready`` learns the port. A signal that
+    arrives before uvicorn listens for signals (while ``on_ready`` runs, say) is not lost: the
+    server stops as soon as it has started."""
+    if sock is None:
+        sock = listen(host, port, _bounds(app).backlog)
     server = _Server(_config(app, log_level, host=host, port=port), app)
 
     def stop(signum: int, frame: object) -> None:
