@@ -7,7 +7,9 @@ URL, a stdio command). The connections, one per era, are :mod:`.sessions`'s: the
 and then every other era the target serves. Cases run in name order; recorded cases are
 judged without the target; a case a transport does not define is skipped. A target that
 cannot be reached at all is a :class:`~toolkeeper.errors.ConformanceError`
-(``conformance.unreachable``), not a report.
+(``conformance.unreachable``), and one that answers but serves no era
+``conformance.no_era`` (with the era decision and each era's reason), not a report of
+dozens of failures.
 """
 
 from __future__ import annotations
@@ -40,8 +42,15 @@ async def run_transcripts(target: Target, transcripts: Sequence[Transcript],
     sessions = RunSessions(target, options, stdio)
     results: list[CaseResult] = []
     try:
-        await sessions.open({t.era for t in ordered if t.mode == "live"})
+        live = {t.era for t in ordered if t.mode == "live"}
+        await sessions.open(live)
         estates = sessions.estates
+        if live and not estates:
+            raise ConformanceError(
+                "the target serves no MCP era", code="conformance.no_era",
+                data={"decision": sessions.decision,
+                      "eras": {era.value: why for era, (why, _) in
+                               sorted(sessions.refused.items(), key=lambda i: i[0].value)}})
         fresh = (lambda: target.open(options.timeouts)) if stdio else None
         for transcript in ordered:
             result = await _run_one(transcript, estates, sessions.refused, stdio, fresh)
