@@ -76,8 +76,10 @@ def _render(outcome: CallOutcome) -> None:
     click.echo(f"# era {outcome.era}; {outcome.tool} {version}"
                + ("; re-listed" if outcome.relisted else ""))
     for repair in outcome.repairs:
-        click.echo(f"repaired {repair.path}: {repair.rule} ({_text(repair.before)} -> "
-                   f"{_text(repair.after)})")
+        record = repair.to_dict()
+        before, after = (_text(record[side]) if side in record else "absent"
+                         for side in ("before", "after"))
+        click.echo(f"repaired {repair.path}: {repair.rule} ({before} -> {after})")
     for issue in outcome.errors:
         click.echo(f"invalid {issue.path}: {issue.message} [{issue.keyword}]")
     if outcome.incompatible is not None:

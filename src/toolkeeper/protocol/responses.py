@@ -17,6 +17,7 @@ Additive unknown fields are never a problem: validation reads, it does not sieve
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -32,6 +33,7 @@ __all__ = [
     "PAYLOAD_CHECKS",
     "RECOGNISED_MODERN_ERRORS",
     "TASKS_EXTENSION",
+    "check_content",
     "check_error_status",
     "check_notification_answer",
     "check_result_type",
@@ -254,6 +256,55 @@ _TASK_STATUSES: Final = frozenset({"working", "input_required", "completed", "fa
 _COMPLETION_MAX: Final = 100
 
 
+def _is_timestamp(value: object) -> bool:
+    """An ISO 8601 date and time (``2026-07-28T10:00:00Z``, with an offset or fraction)."""
+    if not isinstance(value, str) or "T" not in value.upper():
+        return False
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+_BLOCK_FIELDS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType({
+    "text": ("text",), "image": ("data", "mimeType"), "audio": ("data", "mimeType"),
+    "resource_link": ("uri", "name"), "resource": ()})
+"""``ContentBlock`` type -> its required string fields (schema.json of both eras;
+``resource`` holds an object checked by :func:`_check_embedded`)."""
+
+
+def _check_embedded(block: Mapping[str, Any], at: str) -> Problems:
+    resource = block.get("resource")
+    if not isinstance(resource, dict) or not isinstance(resource.get("uri"), str):
+        return [f"{at}.resource: must be an object with a string uri"]
+    if not isinstance(resource.get("text"), str) and not isinstance(resource.get("blob"), str):
+        return [f"{at}.resource: needs a string text or blob"]
+    return []
+
+
+def check_content(content: Sequence[Any], at: str = "$.result.content") -> Problems:
+    """Problems with a list of content blocks: each an object whose ``type`` is one of
+    ``ContentBlock``'s, with that type's required fields (a text block its ``text``).
+    Additional fields are allowed."""
+    problems: Problems = []
+    for index, block in enumerate(content):
+        where = f"{at}[{index}]"
+        if not isinstance(block, dict):
+            problems.append(f"{where}: must be an object")
+            continue
+        kind = block.get("type")
+        fields = _BLOCK_FIELDS.get(kind) if isinstance(kind, str) else None
+        if fields is None:
+            problems.append(f"{where}.type: not a content block type ({kind!r})")
+            continue
+        problems += [f"{where}.{name}: required, a string" for name in fields
+                     if not isinstance(block.get(name), str)]
+        if kind == "resource":
+            problems += _check_embedded(block, where)
+    return problems
+
+
 def _check_task(result: Mapping[str, Any]) -> Problems:
     """A tasks-extension ``CreateTaskResult`` (flat, mcp-wire 7.4)."""
     problems: Problems = []
@@ -262,7 +313,7 @@ def _check_task(result: Mapping[str, Any]) -> Problems:
     if result.get("status") not in _TASK_STATUSES:
         problems.append("$.result.status: must be a known task status")
     for key in ("createdAt", "lastUpdatedAt"):
-        if not isinstance(result.get(key), str):
+        if not _is_timestamp(result.get(key)):
             problems.append(f"$.result.{key}: required, an ISO 8601 timestamp")
     ttl = result.get("ttlMs", _ABSENT)
     if ttl is _ABSENT or not (ttl is None or (isinstance(ttl, int) and _is_int(ttl)
@@ -286,8 +337,11 @@ def _check_tools_call(result: Mapping[str, Any], era: Era) -> Problems:
     if kind != "complete":
         return []
     problems: Problems = []
-    if not isinstance(result.get("content"), list):
+    content = result.get("content")
+    if not isinstance(content, list):
         problems.append("$.result.content: must be an array")
+    else:
+        problems += check_content(content)
     if "isError" in result and not isinstance(result["isError"], bool):
         problems.append("$.result.isError: must be a boolean")
     return problems
