@@ -19,6 +19,11 @@ KIND says:
   tools whose calls answer malformed content blocks; one whose schema has an external
   ``$ref``), and ``tools/call`` answers ``weird`` with a ``{"type": "weird"}`` block and
   ``notext`` with a text block without ``text``;
+* ``modern-only``: ``server/discover`` lists 2026-07-28; every other request is answered 400
+  with -32022 (a modern-only server refusing ``initialize``, correctly);
+* ``sse-comments``: every POST is answered 200 ``text/event-stream`` that carries only
+  comments, one every 50 ms, and never an event;
+* ``deep``: every POST is answered with a JSON-RPC result nested 70 levels deep;
 * ``legacy-asks``: as ``legacy-only``, but ``tools/call`` is answered in SSE that first sends
   the client a ``ping`` and an ``elicitation/create`` request, then waits (at most
   :data:`ANSWER_WAIT_S`) for the client's POSTed responses to both; the call's result is one
@@ -102,6 +107,40 @@ def _legacy_odd(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dict[s
     return 200, {"jsonrpc": "2.0", "id": rid, "result": {"content": content}}, {}
 
 
+def _modern_only(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+    rid = message.get("id")
+    if message.get("method") == "server/discover":
+        return 200, {"jsonrpc": "2.0", "id": rid, "result": {
+            "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+            "serverInfo": {"name": "modern-only", "version": "0.0.1"}, **_CACHE}}, {}
+    return 400, {"jsonrpc": "2.0", "id": rid, "error": {
+        "code": -32022, "message": "Unsupported protocol version",
+        "data": {"supported": ["2026-07-28"]}}}, {}
+
+
+def _sse_comments(handler: Any, message: dict[str, Any]) -> None:
+    handler.send_response(200)
+    handler.send_header("content-type", "text/event-stream")
+    handler.end_headers()
+    try:
+        while True:
+            handler.wfile.write(b": still here\n\n")
+            handler.wfile.flush()
+            time.sleep(0.05)
+    except OSError:  # the client gave up and closed the connection
+        return
+
+
+DEPTH = 70
+
+
+def _deep(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+    nested: Any = "bottom"
+    for _ in range(DEPTH):
+        nested = [nested]
+    return 200, {"jsonrpc": "2.0", "id": message.get("id"), "result": {"deep": nested}}, {}
+
+
 def _modern_error(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
     return 400, {"jsonrpc": "2.0", "id": message.get("id"), "error": {
         "code": -32020, "message": "mcp-method header does not match the request body"}}, {}
@@ -176,7 +215,8 @@ def _legacy_asks(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dict[
 KINDS = {"modern-error": _modern_error, "slow-discover": _slow_discover,
          "legacy-only": _legacy, "huge-discover": _huge_discover,
          "legacy-asks": _legacy_asks, "modern-bad-annotation": _modern_bad_annotation,
-         "legacy-odd": _legacy_odd}
+         "legacy-odd": _legacy_odd, "modern-only": _modern_only,
+         "sse-comments": _sse_comments, "deep": _deep}
 
 
 def _serve(kind: str, log: Path) -> None:
