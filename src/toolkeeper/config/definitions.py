@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from toolkeeper.contracts.redaction import PERSONAL_KEYS, PERSONAL_MODES
 from toolkeeper.contracts.spec import DataClassification
 
 __all__ = ["SECTIONS", "SETTINGS", "Section", "Setting", "default_of", "setting"]
@@ -83,7 +84,9 @@ SECTIONS: Final[tuple[Section, ...]] = (
     Section("limits.tools.*", "Overrides for one tool (`[limits.tools.\"NAME\"]`)."),
     Section("calllog", "The durable call log in the registry store."),
     Section("metrics", "Prometheus exposition on a separate listener."),
-    Section("logging", "Log lines on standard error (always redacted)."),
+    Section("logging", "Log lines on standard error (always redacted), and the personal-data "
+                       "policy that log lines, conformance evidence and the call log's digest "
+                       "share."),
 )
 
 SETTINGS: Final[tuple[Setting, ...]] = (
@@ -248,6 +251,12 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting("logging.format", STRING, "text", "`text` lines or one JSON object per line.",
             flag="--log-format", choices=("text", "json")),
     Setting("logging.otel", BOOLEAN, False, "OpenTelemetry spans (needs `toolkeeper[otel]`)."),
+    Setting("logging.personal_data", STRING, "keep", "The values of `logging.personal_keys` "
+            "in log lines, evidence and the call log's digest: `keep` them, `hash` them "
+            "(`[HASHED sha256:...]`, equal values stay equal) or `mask` them (`[PERSONAL]`). "
+            "Secrets are always redacted.", choices=PERSONAL_MODES),
+    Setting("logging.personal_keys", STRINGS, list(PERSONAL_KEYS), "Keys holding personal "
+            "data (compared case-folded, without `-`, `_`, `.` and spaces)."),
 )
 
 _BY_KEY: Final = {row.key: row for row in SETTINGS}
