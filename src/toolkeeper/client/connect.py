@@ -8,12 +8,19 @@ the selection policy:
   proves the peer modern (a discover result listing 2026-07-28, or a recognised modern error);
 * ``"auto"`` -> fallback: the same probe; an inconclusive one (timeout, empty answer, closed
   connection, unrecognised answer) permits one bounded legacy ``initialize`` only when
-  ``legacy_allowed`` (the endpoint is on the caller's allow-list);
+  ``legacy_allowed`` (the endpoint is explicitly configured: on the caller's allow-list, or
+  named on the command line, where the CLI passes it unless ``--strict``; the library's
+  default stays strict);
 * ``"legacy"`` -> legacy only: no modern probe; naming the legacy era allow-lists the endpoint;
   the session is legacy once ``initialize`` validates with a negotiated legacy revision.
 
 A recognised modern error selects the modern era (it is never a reason to fall back): the
 session is returned, and the same error answers its requests until the cause is fixed.
+
+When no era is selected: a target silent to every probe sent raises
+:class:`~toolkeeper.errors.ClientTimeoutError` (``client.timeout``, the decision in its data);
+any other refusal raises :class:`~toolkeeper.errors.EraSelectionError` whose message and
+``data.remedy`` name what would change it (the argument, and the command-line flag).
 """
 
 from __future__ import annotations
