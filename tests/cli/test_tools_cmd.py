@@ -96,5 +96,14 @@ def test_tools_text_shows_a_dropped_tool_on_a_line_of_its_own(tmp_path: Path) ->
         result = CliRunner().invoke(cli, ["tools", "--era", "modern", url])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert [line.split("\t")[0] for line in lines[1:]] == ["good", "# dropped bad"]
+    assert [line.split("\t")[0] for line in lines[1:]] == ["good", "# dropped bad",
+                                                          "# warning good"]
     assert lines[2].split("\t")[1] == ".properties.n"
+
+
+@pytest.mark.parametrize("extra", [["--era", "legacy"], ["--allow-legacy"]])
+def test_strict_with_a_legacy_flag_is_refused_before_anything_is_sent(extra: list[str]) -> None:
+    result = CliRunner().invoke(cli, ["tools", "--json", "--strict", *extra,
+                                      "http://127.0.0.1:9/mcp"])
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["error"]["code"] == "cli.bad_input"

@@ -32,7 +32,7 @@ def test_repair_reports_repairs_and_remaining_errors(examples_dir: Path) -> None
     data = json.loads(out)
     assert data["repaired"] == {"reference": "PMT771", "include_legs": "yes"}
     assert data["repairs"] == [{"path": "$.urgent", "rule": "drop.additional_property",
-                                "before": True, "after": None}]
+                                "before": True}]
     assert [e["path"] for e in data["errors"]] == ["$.include_legs", "$.reference"]
 
 

@@ -62,6 +62,15 @@ def test_a_probe_that_times_out_is_inconclusive_and_refused_without_the_allow_li
         assert "initialize" not in methods_seen(log)
 
 
+def test_a_refusal_of_the_legacy_probe_names_the_argument_and_the_flag_that_allow_it(
+        tmp_path: Path) -> None:
+    with start("slow-discover", tmp_path) as (url, _), \
+            pytest.raises(EraSelectionError) as caught:
+        _connect(url, era="auto")
+    remedy = caught.value.data["remedy"]
+    assert "legacy_allowed=True" in remedy and "--strict" in remedy
+
+
 def test_strict_mode_refuses_an_inconclusive_probe_even_when_allow_listed(
         tmp_path: Path) -> None:
     with start("slow-discover", tmp_path) as (url, log):
@@ -115,7 +124,7 @@ def test_a_discover_answer_over_the_byte_bound_is_unrecognised(tmp_path: Path) -
         assert decision["observation"]["detail"] == "client.too_large"
 
 
-def test_the_tools_command_reports_null_for_a_server_that_publishes_no_versions(
+def test_the_tools_command_falls_back_to_legacy_by_default_and_strict_refuses_naming_the_flag(
         tmp_path: Path) -> None:
     import json
 
@@ -124,10 +133,14 @@ def test_the_tools_command_reports_null_for_a_server_that_publishes_no_versions(
     from toolkeeper.cli.main import cli
 
     with start("legacy-only", tmp_path) as (url, _):
-        result = CliRunner().invoke(cli, ["tools", "--json", "--allow-legacy", url])
+        result = CliRunner().invoke(cli, ["tools", "--json", url])
         assert result.exit_code == 0, result.output
-        assert json.loads(result.stdout)["tools"] == [
-            {"name": "echo", "title": None, "schemaVersion": None}]
-        refused = CliRunner().invoke(cli, ["tools", "--json", url])
+        listed = json.loads(result.stdout)
+        assert listed["decision"]["verdict"] == "legacy.initialized"
+        assert [(t["name"], t["schemaVersion"]) for t in listed["tools"]] == [("echo", None)]
+        refused = CliRunner().invoke(cli, ["tools", "--json", "--strict", url])
         assert refused.exit_code == 2
-        assert json.loads(refused.stdout)["error"]["code"] == "client.era_unselected"
+        error = json.loads(refused.stdout)["error"]
+        assert error["code"] == "client.era_unselected"
+        assert error["data"]["decision"]["verdict"] == "refused.strict_unproven"
+        assert "--strict" in error["data"]["remedy"]

@@ -26,7 +26,12 @@ OLDER_VALID = LegacyEvidence("2024-11-05", (), 200)
 MODERN_REVISION = LegacyEvidence("2026-07-28", (), 200)
 UNKNOWN_REVISION = LegacyEvidence("2031-01-01", (), 200)
 BROKEN = LegacyEvidence("2025-11-25", ("$.result.serverInfo: missing",), 200)
-NO_ANSWER = LegacyEvidence(None, ("$: client.timeout",))
+NO_ANSWER = LegacyEvidence(None, ("$: client.timeout",), failure="client.timeout")
+CLOSED_ANSWER = LegacyEvidence(None, ("$: client.connection",), failure="client.connection")
+REFUSED_MODERN = LegacyEvidence(None, ("$.error: initialize refused with code -32022",), 400,
+                                error_code=-32022)
+REFUSED_OTHER = LegacyEvidence(None, ("$.error: initialize refused with code -32601",), 200,
+                               error_code=-32601)
 
 
 def modern_error(code: int) -> ModernObservation:
@@ -59,13 +64,25 @@ ROWS = [
       for outcome in INCONCLUSIVE for evidence in (VALID, OLDER_VALID)],
     *[(FALLBACK, inconclusive(outcome), True, evidence, "refused.legacy_invalid", None, None)
       for outcome in INCONCLUSIVE
-      for evidence in (BROKEN, NO_ANSWER, MODERN_REVISION, UNKNOWN_REVISION)],
+      for evidence in (BROKEN, MODERN_REVISION, UNKNOWN_REVISION, CLOSED_ANSWER, REFUSED_OTHER)],
+    # Silence to both probes is no era's verdict: the target is unreachable.
+    (FALLBACK, inconclusive(ProbeOutcome.TIMEOUT), True, NO_ANSWER, "unreachable.timeout",
+     None, None),
+    *[(FALLBACK, inconclusive(outcome), True, NO_ANSWER, "refused.legacy_invalid", None, None)
+      for outcome in INCONCLUSIVE - {ProbeOutcome.TIMEOUT}],
+    # initialize refused with a recognised modern error: the peer is modern-only.
+    *[(FALLBACK, inconclusive(outcome), True, REFUSED_MODERN, "era.legacy_refused", None, None)
+      for outcome in INCONCLUSIVE],
     *[(LEGACY, observation, False, evidence, "refused.legacy_not_allowed", None, None)
       for observation in (None, DISCOVERED) for evidence in EVERY_EVIDENCE],
     (LEGACY, None, True, None, "probe.legacy", None, Next.LEGACY_PROBE),
     (LEGACY, None, True, VALID, "legacy.initialized", Era.LEGACY, None),
     (LEGACY, None, True, BROKEN, "refused.legacy_invalid", None, None),
     (LEGACY, None, True, MODERN_REVISION, "refused.legacy_invalid", None, None),
+    (LEGACY, None, True, NO_ANSWER, "unreachable.timeout", None, None),
+    (LEGACY, None, True, CLOSED_ANSWER, "refused.legacy_invalid", None, None),
+    (LEGACY, None, True, REFUSED_MODERN, "era.legacy_refused", None, None),
+    (LEGACY, None, True, REFUSED_OTHER, "refused.legacy_invalid", None, None),
 ]
 
 
@@ -109,7 +126,8 @@ def test_the_decision_has_a_canonical_json_form_recording_policy_observation_and
         "observation": {"outcome": "timeout", "httpStatus": None, "errorCode": None,
                         "versions": [], "detail": "client.timeout"},
         "legacyEvidence": {"negotiatedVersion": "2025-11-25", "problems": [],
-                           "httpStatus": 200, "valid": True},
+                           "httpStatus": 200, "valid": True, "failure": None,
+                           "errorCode": None},
         "verdict": "legacy.initialized", "era": "legacy", "version": "2025-11-25",
         "next": None,
     }

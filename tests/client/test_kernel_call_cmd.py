@@ -61,8 +61,8 @@ def test_a_call_that_ran_prints_the_issue_object_and_exits_0(session: FakeSessio
     assert (out["ok"], out["era"], out["tool"], out["schemaVersion"]) == (
         True, "2026-07-28", "payments.lookup", "1.0.0")
     assert out["repairs"] == [
-        {"path": "$.include_legs", "rule": "fill.default", "before": None, "after": False},
-        {"path": "$.urgent", "rule": "drop.additional_property", "before": True, "after": None}]
+        {"path": "$.include_legs", "rule": "fill.default", "after": False},
+        {"path": "$.urgent", "rule": "drop.additional_property", "before": True}]
     assert session.sent[0].arguments == {"reference": "PMT-771", "include_legs": False}
     assert (out["errors"], out["relisted"], out["incompatible"], out["error"]) == (
         [], False, None, None)

@@ -13,6 +13,7 @@ from kernel_session_kit import FakeSession, demo_descriptor, descriptor
 from toolkeeper.client.kernel import Kernel, is_relist_refusal
 from toolkeeper.client.model import ScriptedModel
 from toolkeeper.contracts.spec import SideEffect
+from toolkeeper.errors import ClientError
 
 T = TypeVar("T")
 
@@ -70,7 +71,7 @@ def test_seed_trace_repair_drops_urgent_and_the_model_gets_the_two_remaining_err
     model = ScriptedModel([CORRECTED])
     outcome = run(Kernel(session, model=model).call("payments.lookup", SEED_ARGS))
     assert [r.to_dict() for r in outcome.repairs] == [
-        {"path": "$.urgent", "rule": "drop.additional_property", "before": True, "after": None}]
+        {"path": "$.urgent", "rule": "drop.additional_property", "before": True}]
     assert len(model.turns) == 1
     turn = model.turns[0]
     assert [(e.path, e.keyword) for e in turn.errors] == [
@@ -233,10 +234,20 @@ def test_a_list_changed_notification_heard_by_watch_drops_the_listing() -> None:
 
 
 def test_arguments_that_are_not_an_object_are_never_sent_even_without_a_usable_schema() -> None:
-    session = _session(descriptor("odd", {"$ref": "https://example.com/s.json"}))
+    session = _session(descriptor("odd", {"type": "object", "minProperties": "many"}))
     outcome = run(Kernel(session).call("odd", ["x"]))
     assert session.sent == [] and [(e.path, e.keyword) for e in outcome.errors] == [("$", "type")]
     assert run(Kernel(session).call("odd", {"x": 1})).ok
+
+
+def test_a_listed_schema_with_an_external_ref_is_refused_before_anything_is_sent() -> None:
+    session = _session(descriptor("odd", {"$ref": "https://example.com/s.json"}))
+    with pytest.raises(ClientError) as caught:
+        run(Kernel(session).call("odd", {"x": 1}))
+    assert session.sent == []
+    assert caught.value.code == "client.schema_not_self_contained"
+    assert caught.value.data == {"tool": "odd", "cause": "schema.ref_external",
+                                 "path": '$["$ref"]'}
 
 
 def test_arguments_that_are_not_an_object_are_never_sent_even_if_a_schema_allows_them() -> None:

@@ -101,3 +101,33 @@ def test_tools_and_call_commands_work_against_server_everything(everything_url: 
     assert refused.returncode == 1
     assert [(e["path"], e["keyword"]) for e in json.loads(refused.stdout)["errors"]] == [
         ("$.message", "type")]
+
+
+def _listed_names(result: Any) -> set[str]:
+    assert result.returncode == 0, result.stderr.decode()
+    listed = json.loads(result.stdout)
+    assert (listed["era"], listed["decision"]["verdict"]) == ("2025-11-25",
+                                                               "legacy.initialized")
+    return {t["name"] for t in listed["tools"]}
+
+
+def test_the_tools_command_lists_server_everything_with_the_default_auto(
+        everything: Path, everything_url: str) -> None:
+    assert {"echo", "get-sum"} <= _listed_names(toolkeeper_cli("tools", everything_url,
+                                                               "--json"))
+    stdio = toolkeeper_cli("tools", "--json", "--stdio", "--",
+                           *everything_argv(everything, "stdio"))
+    assert {"echo", "get-sum"} <= _listed_names(stdio)
+
+
+def test_the_tools_command_with_strict_refuses_server_everything_and_says_why(
+        everything_url: str) -> None:
+    refused = toolkeeper_cli("tools", everything_url, "--strict", "--json")
+    assert refused.returncode == 2
+    error = json.loads(refused.stdout)["error"]
+    assert error["code"] == "client.era_unselected"
+    assert error["data"]["decision"]["verdict"] == "refused.strict_unproven"
+    assert error["data"]["decision"]["legacyEvidence"] is None  # never probed legacy
+    assert "--strict" in error["data"]["remedy"]
+    text = toolkeeper_cli("tools", everything_url, "--strict")
+    assert text.returncode == 2 and b"--strict" in text.stderr

@@ -14,6 +14,16 @@ KIND says:
 * ``huge-discover``: ``server/discover`` is answered with 2 MiB of JSON;
 * ``modern-bad-annotation``: a modern server listing :data:`GOOD` and :data:`BAD_ANNOTATION`,
   whose ``x-mcp-header`` on a number property is invalid (mcp-wire 4.3);
+* ``legacy-odd``: as ``legacy-only``, but ``tools/list`` holds :data:`ODD_TOOLS` (``echo``
+  and ``quiet`` well formed, ``quiet`` without a description; three malformed descriptors;
+  tools whose calls answer malformed content blocks; one whose schema has an external
+  ``$ref``), and ``tools/call`` answers ``weird`` with a ``{"type": "weird"}`` block and
+  ``notext`` with a text block without ``text``;
+* ``modern-only``: ``server/discover`` lists 2026-07-28; every other request is answered 400
+  with -32022 (a modern-only server refusing ``initialize``, correctly);
+* ``sse-comments``: every POST is answered 200 ``text/event-stream`` that carries only
+  comments, one every 50 ms, and never an event;
+* ``deep``: every POST is answered with a JSON-RPC result nested 70 levels deep;
 * ``legacy-asks``: as ``legacy-only``, but ``tools/call`` is answered in SSE that first sends
   the client a ``ping`` and an ``elicitation/create`` request, then waits (at most
   :data:`ANSWER_WAIT_S`) for the client's POSTed responses to both; the call's result is one
@@ -37,7 +47,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ANSWER_WAIT_S", "BAD_ANNOTATION", "GOOD", "methods_seen", "start"]
+__all__ = ["ANSWER_WAIT_S", "BAD_ANNOTATION", "GOOD", "ODD_TOOLS", "methods_seen", "start"]
 
 ANSWER_WAIT_S = 10.0
 
@@ -67,6 +77,68 @@ def _legacy(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dict[str, 
             "content": [{"type": "text", "text": text}], "isError": False}}, {}
     return 200, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601,
                                                         "message": "Method not found"}}, {}
+
+
+_OBJECT = {"type": "object"}
+ODD_TOOLS = [
+    ECHO,
+    {"name": "broken", "description": "A schema that is no object.", "inputSchema": "nope"},
+    {"name": "", "description": "No name.", "inputSchema": _OBJECT},
+    {"name": "echo", "description": "The same name again.", "inputSchema": _OBJECT},
+    {"name": "quiet", "inputSchema": _OBJECT,
+     "annotations": {"readOnlyHint": True, "title": "Quiet"}},
+    {"name": "weird", "description": "Answers an unknown block.", "inputSchema": _OBJECT},
+    {"name": "notext", "description": "Answers a text block without text.",
+     "inputSchema": _OBJECT},
+    {"name": "remote", "description": "Refers to a schema elsewhere.", "inputSchema": {
+        "type": "object", "properties": {"a": {"$ref": "https://example.org/a.json"}}}},
+]
+_ODD_CONTENT = {"weird": [{"type": "weird"}], "notext": [{"type": "text"}]}
+
+
+def _legacy_odd(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+    method, rid = message.get("method"), message.get("id")
+    if method not in ("tools/list", "tools/call") or \
+            handler.headers.get("mcp-session-id") != SESSION:
+        return _legacy(handler, message)
+    if method == "tools/list":
+        return 200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": ODD_TOOLS}}, {}
+    content = _ODD_CONTENT.get(message["params"]["name"], [{"type": "text", "text": "ok"}])
+    return 200, {"jsonrpc": "2.0", "id": rid, "result": {"content": content}}, {}
+
+
+def _modern_only(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+    rid = message.get("id")
+    if message.get("method") == "server/discover":
+        return 200, {"jsonrpc": "2.0", "id": rid, "result": {
+            "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+            "serverInfo": {"name": "modern-only", "version": "0.0.1"}, **_CACHE}}, {}
+    return 400, {"jsonrpc": "2.0", "id": rid, "error": {
+        "code": -32022, "message": "Unsupported protocol version",
+        "data": {"supported": ["2026-07-28"]}}}, {}
+
+
+def _sse_comments(handler: Any, message: dict[str, Any]) -> None:
+    handler.send_response(200)
+    handler.send_header("content-type", "text/event-stream")
+    handler.end_headers()
+    try:
+        while True:
+            handler.wfile.write(b": still here\n\n")
+            handler.wfile.flush()
+            time.sleep(0.05)
+    except OSError:  # the client gave up and closed the connection
+        return
+
+
+DEPTH = 70
+
+
+def _deep(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+    nested: Any = "bottom"
+    for _ in range(DEPTH):
+        nested = [nested]
+    return 200, {"jsonrpc": "2.0", "id": message.get("id"), "result": {"deep": nested}}, {}
 
 
 def _modern_error(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
@@ -142,7 +214,9 @@ def _legacy_asks(handler: Any, message: dict[str, Any]) -> tuple[int, Any, dict[
 
 KINDS = {"modern-error": _modern_error, "slow-discover": _slow_discover,
          "legacy-only": _legacy, "huge-discover": _huge_discover,
-         "legacy-asks": _legacy_asks, "modern-bad-annotation": _modern_bad_annotation}
+         "legacy-asks": _legacy_asks, "modern-bad-annotation": _modern_bad_annotation,
+         "legacy-odd": _legacy_odd, "modern-only": _modern_only,
+         "sse-comments": _sse_comments, "deep": _deep}
 
 
 def _serve(kind: str, log: Path) -> None:

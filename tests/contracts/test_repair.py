@@ -191,3 +191,21 @@ def test_repair_is_idempotent_for_generated_schemas(schema: dict[str, Any],
     assert twice.arguments == once.arguments
     assert twice.repairs == ()
     assert twice.errors == once.errors
+
+
+def test_a_null_default_is_never_filled_so_no_explicit_null_is_sent() -> None:
+    schema = {"type": "object", "properties": {
+        "query": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+        "limit": {"type": "integer", "default": 10}}}
+    result = repair({}, schema)
+    assert result.arguments == {"limit": 10}
+    assert [r.to_dict() for r in result.repairs] == [
+        {"path": "$.limit", "rule": "fill.default", "after": 10}]
+
+
+def test_a_record_leaves_out_the_absent_side_of_a_fill_or_a_drop() -> None:
+    schema = {"type": "object", "additionalProperties": False,
+              "properties": {"a": {"type": "null", "default": None}}}
+    result = repair({"a": None, "b": None}, schema)
+    assert [r.to_dict() for r in result.repairs] == [
+        {"path": "$.b", "rule": "drop.additional_property", "before": None}]

@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 import click
 
 from toolkeeper.cli.output import echo_json, fail
-from toolkeeper.cli.tools_cmd import client_options, target_of
+from toolkeeper.cli.tools_cmd import client_options, era_policy, target_of
 from toolkeeper.client import Target, connect
 from toolkeeper.client.kernel import Kernel
 from toolkeeper.client.kernel_outcome import CallOutcome
@@ -76,8 +76,10 @@ def _render(outcome: CallOutcome) -> None:
     click.echo(f"# era {outcome.era}; {outcome.tool} {version}"
                + ("; re-listed" if outcome.relisted else ""))
     for repair in outcome.repairs:
-        click.echo(f"repaired {repair.path}: {repair.rule} ({_text(repair.before)} -> "
-                   f"{_text(repair.after)})")
+        record = repair.to_dict()
+        before, after = (_text(record[side]) if side in record else "absent"
+                         for side in ("before", "after"))
+        click.echo(f"repaired {repair.path}: {repair.rule} ({before} -> {after})")
     for issue in outcome.errors:
         click.echo(f"invalid {issue.path}: {issue.message} [{issue.keyword}]")
     if outcome.incompatible is not None:
@@ -114,7 +116,7 @@ def _refuse(error: ToolkeeperError, tool: str | None, as_json: bool) -> NoReturn
 @click.command("call", context_settings={"ignore_unknown_options": True})
 @click.option("--no-repair", is_flag=True, help="Skip the repair pass (SPEC 1.3).")
 @client_options
-def call_cmd(target: tuple[str, ...], no_repair: bool, stdio: bool, era: str,
+def call_cmd(target: tuple[str, ...], no_repair: bool, stdio: bool, era: str, strict: bool,
              allow_legacy: bool, token: str | None, as_json: bool) -> None:
     """One governed call: TARGET... TOOL ARGS_JSON (a URL, or --stdio and a command)."""
     if len(target) < 3:
@@ -131,7 +133,8 @@ def call_cmd(target: tuple[str, ...], no_repair: bool, stdio: bool, era: str,
                 as_json)
     selected: list[str] = []
     try:
-        outcome = asyncio.run(_call(target_of(words, stdio), era, token, allow_legacy, tool,
+        choice, allowed = era_policy(era, strict, allow_legacy)
+        outcome = asyncio.run(_call(target_of(words, stdio), choice, token, allowed, tool,
                                     arguments, not no_repair, selected))
     except ClientError as exc:
         if as_json:

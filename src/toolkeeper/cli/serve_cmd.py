@@ -50,6 +50,7 @@ from toolkeeper.cli.serve_config import AUTH_CHOICES, config_from_flags
 from toolkeeper.cli.serve_features import ServeFeatures, build_features
 from toolkeeper.config import GatewayConfig, LegacySettings
 from toolkeeper.config.definitions import default_of
+from toolkeeper.contracts.redaction import set_personal_data_policy
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping
 from toolkeeper.errors import PublishRefusedError, ToolkeeperError
 from toolkeeper.protocol import SessionTable
@@ -221,6 +222,7 @@ def _serve(config: GatewayConfig) -> None:
         fail(ToolkeeperError("standard input or output is closed: nothing to serve on",
                              code="serve.stdio_closed"))
     protocol_out = _claim_stdout() if stdio else None
+    set_personal_data_policy(config.logging.personal_data, config.logging.personal_keys)
     configure_logging(config.logging.level, sys.stderr,  # every line redacted, uvicorn's too
                       log_format=config.logging.format, access=config.logging.access)
     log = logging.getLogger("toolkeeper.serve")

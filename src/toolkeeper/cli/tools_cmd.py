@@ -1,14 +1,22 @@
 """``toolkeeper tools``: the tools an MCP endpoint lists, with their contract versions.
 
 ``toolkeeper tools URL`` or ``toolkeeper tools --stdio -- CMD ARG...``; ``--era`` picks the
-selection policy (``auto``: one modern probe, legacy only for ``--allow-legacy``; ``modern``:
-strict; ``legacy``: legacy only). Each tool's version is its descriptor's
-``_meta.schemaVersion``, or null when the server publishes none (never invented). A tool the
-client dropped (modern era: an invalid ``x-mcp-header`` annotation, mcp-wire 4.3) is shown
-too: in ``--json`` under ``dropped`` (name, schema path, reason), in text as a ``# dropped``
-line each. Exit 0 when
-listed, 2 on a protocol or connection failure (the error's code, and with ``--json`` its data,
-such as the era decision).
+selection policy (SPEC 5.1). An endpoint named on the command line is explicitly configured,
+so ``auto`` (the default) may give it the bounded legacy probe: one modern
+``server/discover``, and only when that is inconclusive one legacy ``initialize``.
+``--strict`` (or ``--era modern``) needs proof of the modern era and refuses the fallback;
+``--era legacy`` skips the modern probe. A refusal names what would change it
+(``data.remedy``).
+
+Each tool's version is its descriptor's ``_meta.schemaVersion``, or null when the server
+publishes none (never invented); ``--json`` gives its ``annotations`` too (null when none).
+A tool the client dropped (a malformed descriptor: no non-empty name, a name already listed,
+an ``inputSchema`` that is not an object schema; in the modern era also an invalid
+``x-mcp-header`` annotation, mcp-wire 4.3) is shown: in ``--json`` under ``dropped`` (name,
+path, reason), in text as a ``# dropped`` line each; a listed tool without a description is
+named the same way under ``warnings`` (``# warning`` lines). Exit 0 when listed, 2 on a
+protocol or connection failure (the error's code, and with ``--json`` its data, such as the
+era decision).
 """
 
 from __future__ import annotations
@@ -23,31 +31,47 @@ from toolkeeper.cli.output import echo_json, fail
 from toolkeeper.client import ClientSession, Target, ToolListing, connect
 from toolkeeper.errors import ClientError
 
-__all__ = ["client_options", "register", "target_of", "tool_version"]
+__all__ = ["client_options", "era_policy", "register", "target_of", "tool_version"]
 
 TOKEN_ENV = "TOOLKEEPER_TOKEN"
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def client_options(command: _F) -> _F:
-    """The options every client command shares: the target words, --stdio, --era, --token,
-    --allow-legacy and --json."""
+    """The options every client command shares: the target words, --stdio, --era, --strict,
+    --allow-legacy, --token and --json."""
     for option in reversed((
         click.argument("target", nargs=-1, required=True),
         click.option("--stdio", is_flag=True,
                      help="TARGET is a command that serves MCP on stdin/stdout."),
         click.option("--era", type=click.Choice(["auto", "modern", "legacy"]), default="auto",
                      show_default=True,
-                     help="auto: modern probe, legacy only with --allow-legacy; modern: "
-                          "strict; legacy: legacy only."),
-        click.option("--allow-legacy", is_flag=True,
-                     help="With --era auto: the endpoint may get a bounded legacy probe."),
+                     help="auto: modern probe, then a bounded legacy probe when it is "
+                          "inconclusive; modern: strict; legacy: legacy only."),
+        click.option("--strict", is_flag=True,
+                     help="Refuse the legacy fallback: the endpoint must prove the modern "
+                          "era (the same as --era modern)."),
+        click.option("--allow-legacy", is_flag=True, hidden=True,
+                     help="Kept for scripts: the legacy fallback is the default."),
         click.option("--token", envvar=TOKEN_ENV, default=None, metavar="T",
                      help=f"Bearer token for HTTP (env {TOKEN_ENV})."),
         click.option("--json", "as_json", is_flag=True, help="Machine-readable output."),
     )):
         command = option(command)
     return command
+
+
+def era_policy(era: str, strict: bool, allow_legacy: bool) -> tuple[str, bool]:
+    """The ``connect`` era choice and ``legacy_allowed`` of the command line: an endpoint
+    named there is explicitly configured, so legacy is allowed unless ``--strict``
+    (``cli.bad_input`` for ``--strict`` with ``--era legacy``, or with ``--allow-legacy``)."""
+    if strict and (era == "legacy" or allow_legacy):
+        raise ClientError("--strict refuses the legacy era: it cannot go with "
+                          + ("--era legacy" if era == "legacy" else "--allow-legacy"),
+                          code="cli.bad_input")
+    if strict:
+        return "modern", False
+    return era, era != "modern"
 
 
 def target_of(words: Sequence[str], stdio: bool) -> Target:
@@ -67,6 +91,13 @@ def tool_version(descriptor: dict[str, Any]) -> str | None:
     return version if isinstance(version, str) else None
 
 
+def _annotations(descriptor: dict[str, Any]) -> dict[str, Any] | None:
+    """The descriptor's ``annotations`` object (``readOnlyHint`` and the like, which the
+    conformance harness reads to pick a read-only tool), or None when it has none."""
+    annotations = descriptor.get("annotations")
+    return annotations if isinstance(annotations, dict) else None
+
+
 async def _list(target: Target, era: Any, token: str | None, allow_legacy: bool
                 ) -> tuple[ClientSession, ToolListing]:
     async with await connect(target, era=era, token=token,
@@ -76,25 +107,30 @@ async def _list(target: Target, era: Any, token: str | None, allow_legacy: bool
 
 @click.command("tools")
 @client_options
-def tools_cmd(target: tuple[str, ...], stdio: bool, era: str, allow_legacy: bool,
-              token: str | None, as_json: bool) -> None:
+def tools_cmd(target: tuple[str, ...], stdio: bool, era: str, strict: bool,
+              allow_legacy: bool, token: str | None, as_json: bool) -> None:
     """The tools an MCP endpoint lists, with their versions."""
     try:
-        session, listing = asyncio.run(_list(target_of(target, stdio), era, token,
-                                             allow_legacy))
+        choice, allowed = era_policy(era, strict, allow_legacy)
+        session, listing = asyncio.run(_list(target_of(target, stdio), choice, token,
+                                             allowed))
     except ClientError as exc:
         fail(exc, as_json=as_json)
     rows = [{"name": tool.get("name"), "title": tool.get("title"),
-             "schemaVersion": tool_version(tool)} for tool in listing.tools]
+             "schemaVersion": tool_version(tool), "annotations": _annotations(tool)}
+            for tool in listing.tools]
     if as_json:
         echo_json({"era": session.version, "decision": session.decision.to_json(),
-                   "tools": rows, "dropped": [dict(d) for d in listing.dropped]})
+                   "tools": rows, "dropped": [dict(d) for d in listing.dropped],
+                   "warnings": [dict(w) for w in listing.warnings]})
         return
     click.echo(f"# era {session.version} ({session.decision.verdict})")
     for row in rows:
         click.echo(f"{row['name']}\t{row['schemaVersion'] or '-'}\t{row['title'] or ''}")
     for dropped in listing.dropped:
         click.echo(f"# dropped {dropped['name']}\t{dropped['path']}\t{dropped['reason']}")
+    for warning in listing.warnings:
+        click.echo(f"# warning {warning['name']}\t{warning['path']}\t{warning['reason']}")
 
 
 def register(group: click.Group) -> None:

@@ -3,9 +3,11 @@
 A listing is kept as :class:`CachedTool` entries: the raw descriptor as listed, the
 ``_meta.schemaVersion`` it publishes (a string, else None: never invented), the side effect its
 annotations imply (:func:`~toolkeeper.client.retry.side_effect_of`) and its input schema
-compiled once. A schema the contracts engine cannot compile (external references, not a
-schema) is kept without a validator: the kernel then sends arguments as given and the server
-judges them.
+compiled once. A schema that is not self-contained (an external or unresolvable ``$ref``, a
+reference cycle) is kept with the reason (:attr:`CachedTool.schema_problem`): the kernel refuses
+to call it, since it cannot judge the arguments and the schema would have it fetch a document.
+Any other schema the contracts engine cannot compile is kept without a validator: the kernel
+then sends arguments as given and the server judges them.
 
 Freshness (modern era, mcp-wire 7.6): a listing is fresh for ``ttlMs`` after it arrived
 (0 = stale at once; negative floored to 0; capped at 24 h as the SDK does). The legacy era has
@@ -50,6 +52,9 @@ class CachedTool:
     version: str | None
     side_effect: SideEffect
     compiled: CompiledSchema | None
+    schema_problem: SchemaError | None = None
+    """Why the input schema is not self-contained (a ``schema.ref_*`` code and the path of
+    the reference), or None."""
 
     @property
     def input_schema(self) -> dict[str, Any] | None:
@@ -63,20 +68,21 @@ def _version(descriptor: Mapping[str, Any]) -> str | None:
     return version if isinstance(version, str) else None
 
 
-def _compiled(descriptor: Mapping[str, Any]) -> CompiledSchema | None:
+def _compiled(descriptor: Mapping[str, Any]) -> tuple[CompiledSchema | None, SchemaError | None]:
     schema = descriptor.get("inputSchema")
     if not isinstance(schema, dict):
-        return None
+        return None, None
     try:
-        return compile_schema(schema)
-    except SchemaError:
-        return None
+        return compile_schema(schema), None
+    except SchemaError as exc:
+        return None, exc if exc.code.startswith("schema.ref_") else None
 
 
 def cached_tool(descriptor: Mapping[str, Any]) -> CachedTool:
     """The cache entry of one descriptor (its name must be a string)."""
+    compiled, problem = _compiled(descriptor)
     return CachedTool(str(descriptor.get("name")), descriptor, _version(descriptor),
-                      side_effect_of(descriptor), _compiled(descriptor))
+                      side_effect_of(descriptor), compiled, problem)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,12 +8,19 @@ the selection policy:
   proves the peer modern (a discover result listing 2026-07-28, or a recognised modern error);
 * ``"auto"`` -> fallback: the same probe; an inconclusive one (timeout, empty answer, closed
   connection, unrecognised answer) permits one bounded legacy ``initialize`` only when
-  ``legacy_allowed`` (the endpoint is on the caller's allow-list);
+  ``legacy_allowed`` (the endpoint is explicitly configured: on the caller's allow-list, or
+  named on the command line, where the CLI passes it unless ``--strict``; the library's
+  default stays strict);
 * ``"legacy"`` -> legacy only: no modern probe; naming the legacy era allow-lists the endpoint;
   the session is legacy once ``initialize`` validates with a negotiated legacy revision.
 
 A recognised modern error selects the modern era (it is never a reason to fall back): the
 session is returned, and the same error answers its requests until the cause is fixed.
+
+When no era is selected: a target silent to every probe sent raises
+:class:`~toolkeeper.errors.ClientTimeoutError` (``client.timeout``, the decision in its data);
+any other refusal raises :class:`~toolkeeper.errors.EraSelectionError` whose message and
+``data.remedy`` name what would change it (the argument, and the command-line flag).
 """
 
 from __future__ import annotations
@@ -127,20 +134,22 @@ async def probe_legacy(transport: Transport, auth: Mapping[str, str], timeouts: 
     except (ClientTimeoutError, ClientConnectionError, ProtocolViolationError) as exc:
         if exc.code == REFUSED:
             raise
-        return LegacyEvidence(None, (f"$: {exc.code}",)), {}, None
+        return LegacyEvidence(None, (f"$: {exc.code}",), failure=exc.code), {}, None
     response = find_response(exchange, _INITIALIZE_ID)
     if response is None:
         return LegacyEvidence(None, ("$: no JSON-RPC response",), exchange.status), {}, None
     problems = validate_response(response, _INITIALIZE_ID, Era.LEGACY, "initialize")
+    refused_with: int | None = None
     if not problems and "error" in response:
-        problems = [f"$.error: initialize refused with code {response['error']['code']}"]
+        refused_with = response["error"]["code"]
+        problems = [f"$.error: initialize refused with code {refused_with}"]
     session_id = exchange.headers.get("mcp-session-id")
     problems += check_session_id(session_id)
     result = response.get("result")
     result = result if isinstance(result, dict) else {}
     version = result.get("protocolVersion")
     evidence = LegacyEvidence(version if isinstance(version, str) else None, tuple(problems),
-                              exchange.status)
+                              exchange.status, error_code=refused_with)
     return evidence, result, session_id
 
 
@@ -161,6 +170,42 @@ async def _select(transport: Transport, mode: SelectionMode, allowed: bool,
             break
         decision = select_era(observation, mode, allowed, evidence)
     return decision, server, session_id
+
+
+_REMEDIES: Final[Mapping[str, str]] = MappingProxyType({
+    "refused.legacy_not_allowed":
+        "the endpoint may get the bounded legacy probe when the caller allows it "
+        "(legacy_allowed=True; the command line allows it unless --strict)",
+    "refused.strict_unproven":
+        "strict mode needs proof of the modern era; era='auto' with legacy_allowed=True "
+        "allows the bounded legacy probe (the command line: without --strict or --era modern)",
+    "refused.no_mutual_version":
+        "the peer is modern but lists no version this client speaks; era='legacy' "
+        "(--era legacy) tries the legacy handshake",
+    "era.legacy_refused":
+        "the peer refused the legacy handshake with a modern error; era='auto' or "
+        "era='modern' (--era auto or --era modern) selects the modern era",
+})
+"""Verdict -> what the caller could change to get an era (the library argument and the
+command-line flag): in the refusal's message and its ``data.remedy``."""
+
+
+def _refusal(decision: EraDecision, bounds: ClientTimeouts) -> ClientError:
+    """The error of a decision that selected no era: ``client.timeout`` when every probe
+    timed out (nothing answered; not an era verdict), else an EraSelectionError naming what
+    would change it."""
+    data: dict[str, Any] = {"decision": decision.to_json()}
+    if decision.verdict == "unreachable.timeout":
+        return ClientTimeoutError(f"the target answered no probe within {bounds.probe_s}s",
+                                  data={**data, "timeoutS": bounds.probe_s})
+    seen = decision.observation
+    detail = "" if seen is None else f"; modern probe: {seen.outcome.value}"
+    remedy = _REMEDIES.get(decision.verdict)
+    if remedy is not None:
+        data["remedy"] = remedy
+    tail = "" if remedy is None else f": {remedy}"
+    return EraSelectionError(f"no protocol era selected ({decision.verdict}{detail}){tail}",
+                             data=data)
 
 
 def _bearer(token: str | None) -> dict[str, str]:
@@ -190,10 +235,7 @@ async def connect(target: Target, *, era: EraChoice = "auto", token: str | None 
     try:
         decision, server, session_id = await _select(transport, mode, allowed, auth, bounds)
         if decision.era is None:
-            seen = decision.observation
-            detail = "" if seen is None else f"; modern probe: {seen.outcome.value}"
-            raise EraSelectionError(f"no protocol era selected ({decision.verdict}{detail})",
-                                    data={"decision": decision.to_json()})
+            raise _refusal(decision, bounds)
         if decision.era is Era.LEGACY:
             message, headers = legacy_notification("notifications/initialized",
                                                    version=decision.version,

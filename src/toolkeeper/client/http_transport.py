@@ -21,6 +21,7 @@ from toolkeeper.client.transport import (
     STREAM_OPEN,
     Exchange,
     find_response,
+    too_deep,
     too_large,
     undecodable,
 )
@@ -34,7 +35,7 @@ from toolkeeper.errors import (
     ServerUnavailableError,
 )
 from toolkeeper.protocol.client_requests import server_request_answer
-from toolkeeper.protocol.envelope import decode_message, encode_message
+from toolkeeper.protocol.envelope import MAX_DEPTH, decode_message, encode_message, nesting_exceeds
 from toolkeeper.protocol.sse_events import SseDecoder
 from toolkeeper.protocol.versions import Era, era_of
 
@@ -51,6 +52,8 @@ def _decode(data: bytes | str, where: str) -> Any:
     try:
         return decode_message(data)
     except JsonRpcError:
+        if nesting_exceeds(data):
+            raise too_deep(MAX_DEPTH) from None
         raise undecodable(where) from None
 
 

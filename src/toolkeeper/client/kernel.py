@@ -5,7 +5,9 @@ client's ``ClientSession``, or an in-memory twin in tests) and governs its calls
 
 1. **Cache.** Tools are listed once per connection and kept (:mod:`~toolkeeper.client.cache`);
    ``notifications/tools/list_changed`` and a re-list refusal drop the listing.
-2. **Validate, repair, one model turn.** Arguments the listed input schema accepts go out as
+2. **Validate, repair, one model turn.** A listed input schema that is not self-contained (an
+   external ``$ref``) is refused before anything is sent (``client.schema_not_self_contained``,
+   with the schema code and the reference's path). Arguments the listed input schema accepts go out as
    given (the fast path: one compiled validation). Otherwise the repair pass runs (SPEC 1.3,
    unless disabled); if errors remain and a :class:`~toolkeeper.client.model.Model` is
    attached, it gets exactly one turn with the descriptor, the repaired arguments and every
@@ -119,6 +121,16 @@ class _Prepared:
     model_turns: int = 0
 
 
+def _not_self_contained(tool: CachedTool, problem: SchemaError) -> ClientError:
+    """The refusal to call a tool whose listed input schema refers outside itself: nothing is
+    sent (the arguments cannot be judged, and a validator would have to fetch a document)."""
+    return ClientError(f"the input schema of {tool.name!r} is not self-contained "
+                       f"({problem.code} at {problem.path or '$'}): the call is not sent",
+                       code="client.schema_not_self_contained",
+                       data={"tool": tool.name, "cause": problem.code,
+                             "path": problem.path or "$"})
+
+
 def _object_errors(arguments: Any) -> tuple[Issue, ...]:
     """MCP sends arguments as an object, whatever a schema would accept."""
     return () if isinstance(arguments, dict) else (_NOT_AN_OBJECT,)
@@ -206,6 +218,8 @@ class Kernel:
         return self.cache.get(name)
 
     async def _prepare(self, tool: CachedTool, arguments: Any, *, turn: bool) -> _Prepared:
+        if tool.schema_problem is not None:
+            raise _not_self_contained(tool, tool.schema_problem)
         compiled = tool.compiled  # None: not a schema we can judge; the server does
         if compiled is None or compiled.is_valid(arguments):
             return _Prepared(arguments, arguments, errors=_object_errors(arguments))

@@ -30,7 +30,12 @@ from toolkeeper.protocol.codes import INVALID_PARAMS
 from toolkeeper.protocol.envelope import RequestId
 from toolkeeper.protocol.era_selection import EraDecision
 from toolkeeper.protocol.meta import SUBSCRIPTION_ID_KEY
-from toolkeeper.protocol.responses import check_session_id, validate_response
+from toolkeeper.protocol.responses import (
+    check_session_id,
+    descriptor_problems,
+    descriptor_warnings,
+    validate_response,
+)
 from toolkeeper.protocol.versions import Era
 
 __all__ = ["CallReply", "ClientSession", "ToolListing"]
@@ -52,14 +57,18 @@ opens a modern listen stream; the legacy era has none)."""
 @dataclass(frozen=True)
 class ToolListing:
     """Every tool of every page (raw descriptor dicts, in the server's order), and the first
-    page's cache hints (modern era; None in the legacy era). In the modern era a tool whose
-    ``x-mcp-header`` annotations are invalid is dropped, as clients must (mcp-wire 4.3):
-    ``dropped`` names each with the schema path and reason."""
+    page's cache hints (modern era; None in the legacy era). A malformed descriptor (no
+    non-empty name, a name already listed, an ``inputSchema`` that is not an object schema;
+    seed 004) is dropped, and so, in the modern era, is a tool whose ``x-mcp-header``
+    annotations are invalid, as clients must (mcp-wire 4.3): ``dropped`` names each (its
+    name, or "" when it has none) with the path and reason, and the other tools stay listed.
+    ``warnings`` names listed tools that lack what they should have (a description)."""
 
     tools: list[dict[str, Any]]
     ttl_ms: int | None = None
     cache_scope: str | None = None
     dropped: tuple[dict[str, str], ...] = ()
+    warnings: tuple[dict[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,7 +151,8 @@ class ClientSession:
                 f"no response to {method}", code="client.no_response",
                 data={"problems": ["$: no JSON-RPC response to the request"],
                       "httpStatus": exchange.status})
-        problems = validate_response(response, rid, self.era, method)
+        problems = validate_response(response, rid, self.era, method,
+                                     drop_descriptors=method == "tools/list")
         if problems:
             raise ProtocolViolationError(f"the {method} answer is invalid: {problems[0]}",
                                          data={"problems": problems, "method": method})
@@ -205,12 +215,20 @@ class ClientSession:
             cursor = page.get("nextCursor")
             if not cursor:
                 break
-        dropped: list[dict[str, str]] = []
+        malformed = descriptor_problems(tools)
+        warnings = [_named(tools[index], index, problem)
+                    for index, found in sorted(descriptor_warnings(tools).items())
+                    if index not in malformed for problem in found]
+        tools, dropped = _without_malformed(tools, malformed)
         if self.era is Era.MODERN:
-            tools, dropped = _without_invalid_header_annotations(tools)
+            tools, more = _without_invalid_header_annotations(tools)
+            dropped += more
+            kept = {tool["name"] for tool in tools}
+            warnings = [w for w in warnings if w["name"] in kept]
         self._schemas = {tool["name"]: tool["inputSchema"] for tool in tools}
         assert first is not None
-        return ToolListing(tools, first.get("ttlMs"), first.get("cacheScope"), tuple(dropped))
+        return ToolListing(tools, first.get("ttlMs"), first.get("cacheScope"), tuple(dropped),
+                           tuple(warnings))
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any], *,
                         meta: Mapping[str, Any] | None = None,
@@ -270,6 +288,24 @@ class ClientSession:
                     timeout=self._timeouts.close_s)
         finally:
             await self._transport.aclose()
+
+
+def _named(tool: Any, index: int, problem: str) -> dict[str, str]:
+    """A dropped or warned descriptor: its name ("" when it has none), the path of the
+    problem in the listing (``$.tools[i]...``) and the reason."""
+    name = tool.get("name") if isinstance(tool, dict) else None
+    path, _, reason = problem.partition(": ")
+    return {"name": name if isinstance(name, str) else "",
+            "path": f"$.tools[{index}]{path[1:]}", "reason": reason}
+
+
+def _without_malformed(tools: list[Any], found: Mapping[int, list[str]]
+                       ) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """The descriptors without the malformed ones (``found``: index -> problems), and one
+    entry per problem of each dropped one (paths index the listing as the server sent it)."""
+    dropped = [_named(tools[index], index, problem)
+               for index in sorted(found) for problem in found[index]]
+    return [tool for index, tool in enumerate(tools) if index not in found], dropped
 
 
 def _without_invalid_header_annotations(tools: list[dict[str, Any]]

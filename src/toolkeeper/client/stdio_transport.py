@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from toolkeeper.client.raw import RawAnswer, RawRequest, settled, without_barrier
-from toolkeeper.client.transport import REFUSED, STREAM_OPEN, Exchange, too_large
+from toolkeeper.client.transport import SPAWN_FAILED, STREAM_OPEN, Exchange, too_deep, too_large
 from toolkeeper.errors import (
     ClientConnectionError,
     ClientTimeoutError,
@@ -27,7 +27,7 @@ from toolkeeper.errors import (
     ProtocolViolationError,
 )
 from toolkeeper.protocol.client_requests import server_request_answer
-from toolkeeper.protocol.envelope import decode_message, encode_message
+from toolkeeper.protocol.envelope import MAX_DEPTH, decode_message, encode_message, nesting_exceeds
 
 __all__ = ["StdioTransport"]
 
@@ -67,9 +67,11 @@ class StdioTransport:
                 stderr=asyncio.subprocess.DEVNULL, env=None if env is None else dict(env),
                 limit=max_line_bytes)
         except OSError as exc:
-            raise ClientConnectionError(f"the server command could not start "
-                                        f"({type(exc).__name__})", code=REFUSED,
-                                        data={"kind": type(exc).__name__}) from None
+            raise ClientConnectionError(
+                f"the server command could not start: {exc.strerror or type(exc).__name__} "
+                f"({type(exc).__name__})", code=SPAWN_FAILED,
+                data={"kind": type(exc).__name__, "errno": exc.errno,
+                      "error": exc.strerror}) from None
         return cls(process, close_s=close_s, max_line_bytes=max_line_bytes)
 
     @property
@@ -91,7 +93,15 @@ class StdioTransport:
                                               code="client.undecodable"))
 
     async def _route(self, line: bytes) -> None:
-        message = decode_message(line)
+        try:
+            message = decode_message(line)
+        except JsonRpcError:
+            if not nesting_exceeds(line):
+                raise
+            # A line is a whole message, so the next one is readable: the requests waiting
+            # now fail (the deep line may be any one's answer), the session carries on.
+            self._fail_waiting(too_deep(MAX_DEPTH))
+            return
         for tap in self._taps:
             tap.messages.append(message)
             tap.size += len(line)
@@ -119,12 +129,15 @@ class StdioTransport:
     async def _answer(self, request: dict[str, Any]) -> None:
         await self._write(server_request_answer(request))
 
-    def _fail(self, error: Exception) -> None:
-        self._failure = error
-        self._tapped.set()
+    def _fail_waiting(self, error: Exception) -> None:
         for future, _, _ in self._waiting.values():
             if not future.done():
                 future.set_exception(error)
+
+    def _fail(self, error: Exception) -> None:
+        self._failure = error
+        self._tapped.set()
+        self._fail_waiting(error)
         if self._unasked.full():
             self._unasked.get_nowait()
         self._unasked.put_nowait(None)

@@ -17,7 +17,8 @@ from typing import Any, Protocol
 
 from toolkeeper.errors import ProtocolViolationError
 
-__all__ = ["REFUSED", "STREAM_OPEN", "Exchange", "Transport", "find_response", "too_large", "undecodable"]
+__all__ = ["REFUSED", "SPAWN_FAILED", "STREAM_OPEN", "Exchange", "Transport", "find_response",
+           "too_deep", "too_large", "undecodable"]
 
 STREAM_OPEN: Any = object()
 """Yielded first by :meth:`Transport.stream` once the stream is established (the HTTP answer's
@@ -25,7 +26,11 @@ head arrived with 200 and ``text/event-stream``; on stdio, at once)."""
 
 REFUSED = "client.connection_refused"
 """The code of a :class:`~toolkeeper.errors.ClientConnectionError` raised before any byte was
-exchanged (nothing listens, the command does not start): not an era observation."""
+exchanged (nothing listens): not an era observation."""
+
+SPAWN_FAILED = "client.spawn_failed"
+"""The code of a :class:`~toolkeeper.errors.ClientConnectionError` raised when a stdio server
+command cannot start (the OS error's name, errno and text in its data)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,11 @@ class Transport(Protocol):
 def too_large(max_bytes: int) -> ProtocolViolationError:
     return ProtocolViolationError(f"the answer exceeds the bound of {max_bytes} bytes",
                                   code="client.too_large", data={"maxBytes": max_bytes})
+
+
+def too_deep(max_depth: int) -> ProtocolViolationError:
+    return ProtocolViolationError(f"the answer nests deeper than the bound of {max_depth} levels",
+                                  code="client.too_deep", data={"maxDepth": max_depth})
 
 
 def undecodable(where: str) -> ProtocolViolationError:

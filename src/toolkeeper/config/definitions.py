@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from toolkeeper.contracts.redaction import PERSONAL_KEYS, PERSONAL_MODES
 from toolkeeper.contracts.spec import DataClassification
 
 __all__ = ["SECTIONS", "SETTINGS", "Section", "Setting", "default_of", "setting"]
@@ -83,10 +84,11 @@ SECTIONS: Final[tuple[Section, ...]] = (
     Section("limits.tools.*", "Overrides for one tool (`[limits.tools.\"NAME\"]`)."),
     Section("calllog", "The durable call log in the registry store."),
     Section("metrics", "Prometheus exposition on a separate listener."),
-    Section("logging", "Log lines on standard error (always redacted). An ask a handler "
-            "did not catch (`AskError`: the client refused, or did not answer) is one WARNING "
-            "line with its code, the traceback at `debug` only. Access lines are logged at "
-            "`info`; `access` chooses which."),
+    Section("logging", "Log lines on standard error (always redacted), and the personal-data "
+            "policy that log lines, conformance evidence and the call log's digest share. "
+            "An ask a handler did not catch (`AskError`: the client refused, or did not "
+            "answer) is one WARNING line with its code, the traceback at `debug` only. "
+            "Access lines are logged at `info`; `access` chooses which."),
 )
 
 SETTINGS: Final[tuple[Setting, ...]] = (
@@ -305,6 +307,12 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "answers with status 400 or above, or none (the call log and "
             "`toolkeeper_http_responses_total` count every request).", flag="--access-log",
             choices=("all", "errors", "off")),
+    Setting("logging.personal_data", STRING, "keep", "The values of `logging.personal_keys` "
+            "in log lines, evidence and the call log's digest: `keep` them, `hash` them "
+            "(`[HASHED sha256:...]`, equal values stay equal) or `mask` them (`[PERSONAL]`). "
+            "Secrets are always redacted.", choices=PERSONAL_MODES),
+    Setting("logging.personal_keys", STRINGS, list(PERSONAL_KEYS), "Keys holding personal "
+            "data (compared case-folded, without `-`, `_`, `.` and spaces)."),
 )
 
 _BY_KEY: Final = {row.key: row for row in SETTINGS}

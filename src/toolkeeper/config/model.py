@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
+from toolkeeper.contracts.redaction import PERSONAL_KEYS
 from toolkeeper.observability.build import CallLogSettings, MetricsSettings
 from toolkeeper.server.limits import LimitsSettings, TenantLimits, ToolLimits
 from toolkeeper.server.sealing import SealingSettings
@@ -125,6 +126,8 @@ class LoggingSettings:
     format: str = "text"
     otel: bool = False
     access: str = "errors"
+    personal_data: str = "keep"
+    personal_keys: tuple[str, ...] = PERSONAL_KEYS
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,8 @@ recorded cases (self-checks of the judgment) are judged without the target; a ca
 does not define, or that needs a capability the target did not advertise, is skipped. A target
 that cannot be reached at all is a :class:`~toolkeeper.errors.ConformanceError`
 (``conformance.unreachable``), and so is one that serves neither era
-(``conformance.unserved``): neither is a report.
+(``conformance.unserved``, with the era decision and each era's reason): neither is a
+report, and a silent target is unreachable with ``client.timeout`` as its cause.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ async def run_transcripts(target: Target, transcripts: Sequence[Transcript],
     sessions = RunSessions(target, options, stdio)
     results: list[CaseResult] = []
     try:
-        await sessions.open({t.era for t in ordered if t.mode == "live"})
+        live = {t.era for t in ordered if t.mode == "live"}
+        await sessions.open(live)
         estates = sessions.estates
         fresh = (lambda: target.open(options.timeouts)) if stdio else None
         for transcript in ordered:

@@ -24,10 +24,10 @@ from typing import Any, Final
 
 from toolkeeper.client import ClientSession, ClientTimeouts, Target, connect
 from toolkeeper.client.raw import RawAnswer, RawRequest, as_raw
-from toolkeeper.client.transport import REFUSED
+from toolkeeper.client.transport import REFUSED, SPAWN_FAILED
 from toolkeeper.conformance.replay import Estate
 from toolkeeper.contracts.canonical import canonical_json
-from toolkeeper.errors import ClientError, ConformanceError, EraSelectionError
+from toolkeeper.errors import ClientError, ClientTimeoutError, ConformanceError, EraSelectionError
 from toolkeeper.protocol.client_requests import modern_request
 from toolkeeper.protocol.versions import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION, Era
 
@@ -38,7 +38,7 @@ ERA_CHOICES: Final[Mapping[str, Era | None]] = MappingProxyType({
 _CONNECT: Final = {Era.MODERN: "modern", Era.LEGACY: "legacy"}
 ERA_VERSION: Final = {Era.MODERN: LATEST_MODERN_VERSION, Era.LEGACY: LATEST_HANDSHAKE_VERSION}
 """The version an era is named by in reports (``--era``'s choices)."""
-_UNREACHABLE: Final = frozenset({REFUSED})
+_UNREACHABLE: Final = frozenset({REFUSED, SPAWN_FAILED})
 _PROBE_ID: Final = "toolkeeper-conformance-probe"
 _ACCEPT: Final = (("Accept", "application/json, text/event-stream"),
                   ("Content-Type", "application/json"))
@@ -165,6 +165,11 @@ class RunSessions:
         except EraSelectionError as exc:
             self.decision = exc.data.get("decision")
             _raise_if_gone(self.decision or {})
+        except ClientTimeoutError as exc:  # silent to every probe: nothing to report on
+            raise ConformanceError(f"the target cannot be reached ({exc.code})",
+                                   code="conformance.unreachable",
+                                   data={"cause": exc.code,
+                                         "decision": exc.data.get("decision")}) from None
         for era in sorted(eras - set(self.estates), key=lambda e: e.value):
             await self._open_era(era, primary=False, fatal=False)
         self.unserved = {era: reason for era, (reason, fatal) in self.refused.items()
@@ -177,7 +182,8 @@ class RunSessions:
                     f"{ERA_VERSION[era]}: {reason}" for era, reason in sorted(
                         self.unserved.items(), key=lambda item: ERA_VERSION[item[0]])),
                 code="conformance.unserved",
-                data={"eras": {ERA_VERSION[era]: reason
+                data={"decision": self.decision,
+                      "eras": {ERA_VERSION[era]: reason
                                for era, reason in self.unserved.items()}})
 
     async def _open_era(self, era: Era, *, primary: bool, fatal: bool) -> None:

@@ -10,13 +10,25 @@ Text has no keys, so :func:`redact_text` also finds them: a denied name followed
 every value of a URL's query string is masked (an access log line keeps its path, not
 ``?access_token=...``). Like the shapes' searches, it takes time linear in the text: only a
 denied name's value is read.
+
+Personal data is not a secret, but an operator may not want it in evidence or logs: the
+:class:`PersonalDataPolicy` (``logging.personal_data`` and ``logging.personal_keys`` in the
+gateway's configuration; :func:`set_personal_data_policy` for a library caller) names keys
+(``query``, ``email``, ... compared in canonical form) whose values are kept (the default),
+hashed (``[HASHED sha256:<16 hex>]`` of the value's canonical JSON: equal values stay
+recognisably equal, the text is gone; a low-entropy value such as an email can still be
+guessed from its hash) or masked (``[PERSONAL]``), by :func:`redact` and :func:`redact_text`
+alike, so evidence, log lines and the call log's digest follow one policy.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+from dataclasses import dataclass
 from typing import Any, Final
 
+from toolkeeper.contracts.canonical import canonical_json
 from toolkeeper.contracts.redaction_rules import (
     ANY_SHAPE,
     DENYLIST,
@@ -28,8 +40,61 @@ from toolkeeper.contracts.redaction_rules import (
     mask_match,
 )
 
-__all__ = ["DENYLIST", "REDACTED", "Redaction", "canonical_key", "denied_key", "redact",
-           "redact_text"]
+__all__ = ["DENYLIST", "PERSONAL", "PERSONAL_KEYS", "PERSONAL_MODES", "REDACTED",
+           "PersonalDataPolicy", "Redaction", "canonical_key", "denied_key",
+           "personal_data_policy", "redact", "redact_text", "set_personal_data_policy"]
+
+PERSONAL: Final = "[PERSONAL]"
+"""What a personal value becomes under the ``mask`` policy."""
+PERSONAL_MODES: Final = ("keep", "hash", "mask")
+PERSONAL_KEYS: Final = ("query", "email", "phone", "address", "full_name")
+"""The default personal-data keys (what a person typed or who they are)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PersonalDataPolicy:
+    """What :func:`redact` and :func:`redact_text` do with the values of ``keys`` (canonical
+    forms): ``keep`` them, ``hash`` them or ``mask`` them."""
+
+    mode: str = "keep"
+    keys: frozenset[str] = frozenset(canonical_key(k) for k in PERSONAL_KEYS)
+
+
+_policy = PersonalDataPolicy()
+
+
+def personal_data_policy() -> PersonalDataPolicy:
+    """The policy in force in this process."""
+    return _policy
+
+
+def set_personal_data_policy(mode: str, keys: tuple[str, ...] | list[str] = PERSONAL_KEYS
+                             ) -> PersonalDataPolicy:
+    """Put a policy in force for the process (a ``ValueError`` for an unknown mode); the
+    previous one is returned, so a caller can restore it."""
+    global _policy
+    if mode not in PERSONAL_MODES:
+        raise ValueError(f"personal-data mode must be one of {PERSONAL_MODES}")
+    previous = _policy
+    _policy = PersonalDataPolicy(mode, frozenset(canonical_key(k) for k in keys))
+    return previous
+
+
+def _personal_key(key: object) -> bool:
+    return isinstance(key, str) and canonical_key(key) in _policy.keys
+
+
+def _personal_value(value: Any) -> str:
+    if _policy.mode == "mask":
+        return PERSONAL
+    try:
+        digest = hashlib.sha256(canonical_json(value)).hexdigest()
+    except (ValueError, TypeError):  # not a JSON value (a non-finite float): masked instead
+        return PERSONAL
+    return f"[HASHED sha256:{digest[:16]}]"
+
+
+_PERSONAL_RULES: Final = {"hash": "key.personal_hash", "mask": "key.personal_mask"}
 
 _KEYS: dict[object, bool] = {}
 """Whether a key (as written) is denied: a bounded memo, argument names repeat."""
@@ -96,6 +161,7 @@ def _walk(value: Any, path: str, evidence: list[Redaction]) -> Any:
     one dictionary lookup per key and one search per string)."""
     if isinstance(value, dict):  # first: the arguments of every call are one
         out: dict[Any, Any] | None = None
+        personal = _policy.mode != "keep"
         for key, item in value.items():
             denied = _KEYS.get(key)  # inline: the memo answers for almost every key
             if denied is None:
@@ -103,6 +169,9 @@ def _walk(value: Any, path: str, evidence: list[Redaction]) -> Any:
             if denied:
                 new: Any = REDACTED
                 evidence.append(Redaction((f"{path}.{key}", "key.denylist")))
+            elif personal and _personal_key(key):
+                new = _personal_value(item)
+                evidence.append(Redaction((f"{path}.{key}", _PERSONAL_RULES[_policy.mode])))
             elif type(item) is str:
                 new = item if _search(item) is None else _mask(item, f"{path}.{key}", evidence)
             elif isinstance(item, str | dict | list):
@@ -171,6 +240,14 @@ def _denied_name(match: re.Match[str]) -> bool:
                                 and _is_denied(name.rpartition(" ")[2]))
 
 
+def _personal_name(match: re.Match[str]) -> bool:
+    """Whether the name ``match`` found is a personal-data key, as :func:`_denied_name`
+    judges two bare words (``search query``: ``query``)."""
+    name = match.group("tuple") or match.group("quoted") or match.group("bare")
+    return _personal_key(name) or (match.group("bare") is not None and " " in name
+                                   and _personal_key(name.rpartition(" ")[2]))
+
+
 def _is_denied(name: str) -> bool:
     denied = _KEYS.get(name)
     return _denied(name) if denied is None else denied
@@ -183,15 +260,19 @@ def _mask_named_values(text: str) -> str:
     ``a=a=a=...`` quadratic)."""
     parts: list[str] = []
     done = 0
+    personal = _policy.mode != "keep"
     for match in _NAME.finditer(text):
-        if match.start() < done or not _denied_name(match):
+        if match.start() < done:
+            continue
+        denied = _denied_name(match)
+        if not denied and not (personal and _personal_name(match)):
             continue
         value = _VALUE.match(text, match.end())
         if value is None:
             continue
         start, end = value.span(next(
             (g for g in ("single", "double") if value.group(g) is not None), 0))
-        parts += (text[done:start], REDACTED)
+        parts += (text[done:start], REDACTED if denied else _personal_value(text[start:end]))
         done = end
     return "".join((*parts, text[done:])) if parts else text
 

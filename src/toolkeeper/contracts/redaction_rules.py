@@ -59,8 +59,10 @@ _ANYWHERE: Final = ("password", "passwd", "passphrase", "secret(?!ar)", "credent
 _AS_HEAD: Final = ("token", "apikey", "accesskey", "secretkey", "signingkey", "encryptionkey",
                    "masterkey", "sealingkeys?", "auth", "pwd", "signature")
 """Secret only as the last word of a key (``session_token``, not ``token_count``)."""
-_BENIGN: Final = frozenset({"pagetoken", "nextpagetoken"})
-"""Canonical keys the word rules would deny that are not secrets (pagination cursors)."""
+_BENIGN: Final = frozenset({"pagetoken", "nextpagetoken", "progresstoken"})
+"""Canonical keys the word rules would deny that are not secrets: pagination cursors, and
+MCP's ``progressToken``, a correlation id the client picks so progress notifications name
+their request (evidence needs it to show which request a notification belongs to)."""
 _DENIED_WORDS: Final = re.compile(f"{'|'.join(_ANYWHERE)}|(?:{'|'.join(_AS_HEAD)})$")
 
 

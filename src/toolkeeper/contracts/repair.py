@@ -9,7 +9,9 @@ Rules, each a row in :data:`RULES` (never a guess: no pattern, enum or format is
   becomes an int (lossless: ``5.0`` -> 5);
 * ``drop.additional_property``: properties that ``additionalProperties: false`` forbids;
 * ``fill.default``: missing properties that declare a ``default`` (the filled value is repaired
-  too, so a second pass finds nothing to do).
+  too, so a second pass finds nothing to do). A ``default`` of ``null`` is never filled: an
+  absent property and an explicit null differ (``Optional[x] = None`` in a Python SDK's schema
+  means "may be left out"), and repair does not invent a value the caller did not give.
 
 References: a local ``$ref`` is followed when it names exactly one schema of the document: a JSON
 pointer (``#/$defs/leg``), a plain-name fragment (``#leg``, an ``$anchor`` or ``$dynamicAnchor``)
@@ -40,7 +42,7 @@ import copy
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 from urllib.parse import unquote
 
 from toolkeeper.contracts.validate import CompiledSchema, Issue, compile_schema, format_path
@@ -63,9 +65,16 @@ _SCHEMA_MAPS = frozenset({"$defs", "definitions", "dependentSchemas", "patternPr
                           "properties"})
 
 
+_ABSENT_SIDE: Final = {"fill.default": "before", "drop.additional_property": "after"}
+"""Rule -> the side of its record where the value is absent (a fill had nothing before it, a
+drop leaves nothing after it): left out of :meth:`Repair.to_dict`, since ``null`` would say a
+null was there."""
+
+
 @dataclass(frozen=True, slots=True)
 class Repair:
-    """One applied repair: where, which rule, the value before and after (``None`` when absent)."""
+    """One applied repair: where, which rule, the value before and after (``None`` on the side
+    :data:`_ABSENT_SIDE` names for the rule: no value there)."""
 
     path: str
     rule: str
@@ -73,7 +82,13 @@ class Repair:
     after: Any
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "rule": self.rule, "before": self.before, "after": self.after}
+        """The record as JSON; the absent side of a fill or a drop is left out, not null."""
+        record = {"path": self.path, "rule": self.rule, "before": self.before,
+                  "after": self.after}
+        absent = _ABSENT_SIDE.get(self.rule)
+        if absent is not None:
+            del record[absent]
+        return record
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,7 +309,7 @@ class _Repairer:
             if key in out:
                 continue
             sub = self.resolve(props[key])
-            if isinstance(sub, dict) and "default" in sub:
+            if isinstance(sub, dict) and "default" in sub and sub["default"] is not None:
                 self.fill(out, key, sub, (*loc, key))
         return out
 

@@ -29,6 +29,7 @@ __all__ = [
     "encode_message",
     "error_message",
     "is_request_id",
+    "nesting_exceeds",
     "notification_message",
     "request_message",
     "result_message",
@@ -57,6 +58,32 @@ def decode_message(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
     if data.count(b"[") + data.count(b"{") > max_depth and _depth_exceeds(value, max_depth):
         raise JsonRpcError(PARSE_ERROR, "Parse error")
     return value
+
+
+def nesting_exceeds(raw: bytes | str, max_depth: int = MAX_DEPTH) -> bool:
+    """Whether ``raw`` nests arrays and objects deeper than ``max_depth`` (brackets inside
+    strings not counted): why :func:`decode_message` refused it, when it did, so a reader
+    can say "too deep" rather than "not JSON". A scan of the bytes, for the error path."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    depth = 0
+    in_string = escaped = False
+    for byte in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > max_depth:
+                return True
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return False
 
 
 def _depth_exceeds(value: Any, limit: int) -> bool:

@@ -16,10 +16,14 @@ strict       inconclusive                   any           any                 no
 fallback     inconclusive                   no            any                 none
 fallback     inconclusive                   yes           none yet            probe legacy
 fallback     inconclusive                   yes           valid, legacy rev.  legacy
+fallback     timeout                        yes           timeout             unreachable
+fallback     inconclusive                   yes           modern error        none (modern)
 fallback     inconclusive                   yes           invalid             none
 legacy-only  (not probed)                   no            any                 none
 legacy-only  (not probed)                   yes           none yet            probe legacy
 legacy-only  (not probed)                   yes           valid, legacy rev.  legacy
+legacy-only  (not probed)                   yes           timeout             unreachable
+legacy-only  (not probed)                   yes           modern error        none (modern)
 legacy-only  (not probed)                   yes           invalid             none
 ===========  ============================  ============  ==================  ===============
 
@@ -28,6 +32,12 @@ of them proves the peer is legacy, so by itself it never selects the legacy era.
 modern error proves the peer modern and carries the corrective information (a header mismatch,
 a missing capability, an unsupported version): falling back would hide it, and would let a
 proxy that drops modern answers force a downgrade.
+
+A target silent to every probe it got (the modern probe timed out, or was not sent, and so did
+``initialize``) is ``unreachable.timeout``: nothing was observed, so it is neither era's verdict
+(the client raises ``client.timeout``). An ``initialize`` refused with a recognised modern
+error (-32022 from a modern-only server) is ``era.legacy_refused``: the peer answered, in the
+modern era, that it does not serve the legacy one.
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from toolkeeper.contracts.canonical import canonical_json
+from toolkeeper.protocol.responses import RECOGNISED_MODERN_ERRORS
 from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS, LATEST_MODERN_VERSION, Era
 
 __all__ = [
@@ -109,11 +120,15 @@ class ModernObservation:
 @dataclass(frozen=True)
 class LegacyEvidence:
     """The bounded legacy probe's evidence: the revision ``initialize`` negotiated and every
-    problem the legacy validator found in its answer (none: the answer validated)."""
+    problem the legacy validator found in its answer (none: the answer validated);
+    ``failure`` is the client error code when no answer came (``client.timeout``), and
+    ``error_code`` the JSON-RPC error code when ``initialize`` was refused."""
 
     negotiated_version: str | None
     problems: tuple[str, ...] = ()
     http_status: int | None = None
+    failure: str | None = None
+    error_code: int | None = None
 
     @property
     def valid(self) -> bool:
@@ -122,7 +137,8 @@ class LegacyEvidence:
 
     def to_json(self) -> dict[str, Any]:
         return {"negotiatedVersion": self.negotiated_version, "problems": list(self.problems),
-                "httpStatus": self.http_status, "valid": self.valid}
+                "httpStatus": self.http_status, "valid": self.valid,
+                "failure": self.failure, "errorCode": self.error_code}
 
 
 @dataclass(frozen=True)
@@ -180,6 +196,12 @@ def _legacy_possible(f: _Facts) -> bool:
         f.mode is SelectionMode.FALLBACK and f.outcome in INCONCLUSIVE)
 
 
+def _silent(f: _Facts) -> bool:
+    """Every probe sent timed out: the legacy one, and the modern one unless not sent."""
+    return f.evidence is not None and f.evidence.failure == "client.timeout" and (
+        f.mode is SelectionMode.LEGACY or f.outcome is ProbeOutcome.TIMEOUT)
+
+
 _RULES: Final[tuple[_Rule, ...]] = (
     (lambda f: _modern_policy(f) and f.outcome is None,
      "probe.modern", None, Next.MODERN_PROBE),
@@ -197,6 +219,9 @@ _RULES: Final[tuple[_Rule, ...]] = (
      "probe.legacy", None, Next.LEGACY_PROBE),
     (lambda f: f.evidence is not None and f.evidence.valid,
      "legacy.initialized", Era.LEGACY, None),
+    (_silent, "unreachable.timeout", None, None),
+    (lambda f: f.evidence is not None and f.evidence.error_code in RECOGNISED_MODERN_ERRORS,
+     "era.legacy_refused", None, None),
     (lambda f: True,
      "refused.legacy_invalid", None, None),
 )

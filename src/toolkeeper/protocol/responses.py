@@ -17,6 +17,7 @@ Additive unknown fields are never a problem: validation reads, it does not sieve
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -32,11 +33,14 @@ __all__ = [
     "PAYLOAD_CHECKS",
     "RECOGNISED_MODERN_ERRORS",
     "TASKS_EXTENSION",
+    "check_content",
     "check_error_status",
     "check_notification_answer",
     "check_result_type",
     "check_session_id",
     "check_stream",
+    "descriptor_problems",
+    "descriptor_warnings",
     "is_recognised_modern_error",
     "validate_response",
 ]
@@ -174,38 +178,131 @@ def _cache_hints(result: Mapping[str, Any], era: Era) -> Problems:
     return problems
 
 
-def _check_tools_list(result: Mapping[str, Any], era: Era) -> Problems:
-    tools = result.get("tools")
-    if not isinstance(tools, list):
-        return ["$.result.tools: must be an array"]
+def _descriptor_problems(tool: Any, seen: set[str]) -> Problems:
+    """One descriptor's problems, as paths relative to it (``$`` is the descriptor); a name
+    it uses first is added to ``seen``."""
+    if not isinstance(tool, dict):
+        return ["$: must be an object"]
     problems: Problems = []
+    name = tool.get("name")
+    if not isinstance(name, str) or not name:
+        problems.append("$.name: must be a non-empty string")
+    elif name in seen:
+        problems.append(f"$.name: duplicate tool name {name!r}")
+    else:
+        seen.add(name)
+    schema = tool.get("inputSchema")
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        problems.append("$.inputSchema: must be an object schema with type object")
+    if "description" in tool and not isinstance(tool["description"], str):
+        problems.append("$.description: must be a string")
+    return problems
+
+
+def descriptor_problems(tools: Sequence[Any]) -> dict[int, Problems]:
+    """Index -> the problems of each malformed ``tools/list`` descriptor (seed 004: a
+    non-empty name unique in the list, the first use of a name keeping it; an object-rooted
+    ``inputSchema``; a string ``description`` when present), paths relative to the
+    descriptor. A client drops these one by one and shows the rest; the harness reports
+    them (:func:`validate_response` does, under ``$.result.tools[i]``)."""
     seen: set[str] = set()
+    found: dict[int, Problems] = {}
     for index, tool in enumerate(tools):
-        at = f"$.result.tools[{index}]"
-        if not isinstance(tool, dict):
-            problems.append(f"{at}: must be an object")
-            continue
-        name = tool.get("name")
-        if not isinstance(name, str) or not name:
-            problems.append(f"{at}.name: must be a non-empty string")
-        elif name in seen:
-            problems.append(f"{at}.name: duplicate tool name {name!r}")
-        else:
-            seen.add(name)
-        schema = tool.get("inputSchema")
-        if not isinstance(schema, dict) or schema.get("type") != "object":
-            problems.append(f"{at}.inputSchema: must be an object schema with type object")
-        if "description" in tool and not isinstance(tool["description"], str):
-            problems.append(f"{at}.description: must be a string")
+        problems = _descriptor_problems(tool, seen)
+        if problems:
+            found[index] = problems
+    return found
+
+
+def descriptor_warnings(tools: Sequence[Any]) -> dict[int, Problems]:
+    """Index -> what a well-formed descriptor should have and lacks: a missing or empty
+    ``description`` (seed 004 asks for useful descriptions; the spec makes it optional, so
+    a SHOULD, a warning, never a failure)."""
+    found: dict[int, Problems] = {}
+    for index, tool in enumerate(tools):
+        if isinstance(tool, dict):
+            description = tool.get("description")
+            if description is None or (isinstance(description, str)
+                                       and not description.strip()):
+                found[index] = ["$.description: missing or empty (a useful description "
+                                "tells a model when to call the tool)"]
+    return found
+
+
+def _check_tools_page(result: Mapping[str, Any], era: Era) -> Problems:
+    """The page's shape only: ``tools`` an array, ``nextCursor`` a string when present."""
+    problems: Problems = []
+    if not isinstance(result.get("tools"), list):
+        problems.append("$.result.tools: must be an array")
     cursor = result.get("nextCursor")
     if cursor is not None and not isinstance(cursor, str):
         problems.append("$.result.nextCursor: must be a string")
     return problems
 
 
+def _check_tools_list(result: Mapping[str, Any], era: Era) -> Problems:
+    problems = _check_tools_page(result, era)
+    tools = result.get("tools")
+    if not isinstance(tools, list):
+        return problems
+    found = descriptor_problems(tools)
+    listed = [f"$.result.tools[{index}]{problem[1:]}"
+              for index in sorted(found) for problem in found[index]]
+    return listed + problems
+
+
 _TASK_STATUSES: Final = frozenset({"working", "input_required", "completed", "failed",
                                    "cancelled"})
 _COMPLETION_MAX: Final = 100
+
+
+def _is_timestamp(value: object) -> bool:
+    """An ISO 8601 date and time (``2026-07-28T10:00:00Z``, with an offset or fraction)."""
+    if not isinstance(value, str) or "T" not in value.upper():
+        return False
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+_BLOCK_FIELDS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType({
+    "text": ("text",), "image": ("data", "mimeType"), "audio": ("data", "mimeType"),
+    "resource_link": ("uri", "name"), "resource": ()})
+"""``ContentBlock`` type -> its required string fields (schema.json of both eras;
+``resource`` holds an object checked by :func:`_check_embedded`)."""
+
+
+def _check_embedded(block: Mapping[str, Any], at: str) -> Problems:
+    resource = block.get("resource")
+    if not isinstance(resource, dict) or not isinstance(resource.get("uri"), str):
+        return [f"{at}.resource: must be an object with a string uri"]
+    if not isinstance(resource.get("text"), str) and not isinstance(resource.get("blob"), str):
+        return [f"{at}.resource: needs a string text or blob"]
+    return []
+
+
+def check_content(content: Sequence[Any], at: str = "$.result.content") -> Problems:
+    """Problems with a list of content blocks: each an object whose ``type`` is one of
+    ``ContentBlock``'s, with that type's required fields (a text block its ``text``).
+    Additional fields are allowed."""
+    problems: Problems = []
+    for index, block in enumerate(content):
+        where = f"{at}[{index}]"
+        if not isinstance(block, dict):
+            problems.append(f"{where}: must be an object")
+            continue
+        kind = block.get("type")
+        fields = _BLOCK_FIELDS.get(kind) if isinstance(kind, str) else None
+        if fields is None:
+            problems.append(f"{where}.type: not a content block type ({kind!r})")
+            continue
+        problems += [f"{where}.{name}: required, a string" for name in fields
+                     if not isinstance(block.get(name), str)]
+        if kind == "resource":
+            problems += _check_embedded(block, where)
+    return problems
 
 
 def _check_task(result: Mapping[str, Any]) -> Problems:
@@ -216,7 +313,7 @@ def _check_task(result: Mapping[str, Any]) -> Problems:
     if result.get("status") not in _TASK_STATUSES:
         problems.append("$.result.status: must be a known task status")
     for key in ("createdAt", "lastUpdatedAt"):
-        if not isinstance(result.get(key), str):
+        if not _is_timestamp(result.get(key)):
             problems.append(f"$.result.{key}: required, an ISO 8601 timestamp")
     ttl = result.get("ttlMs", _ABSENT)
     if ttl is _ABSENT or not (ttl is None or (isinstance(ttl, int) and _is_int(ttl)
@@ -240,8 +337,11 @@ def _check_tools_call(result: Mapping[str, Any], era: Era) -> Problems:
     if kind != "complete":
         return []
     problems: Problems = []
-    if not isinstance(result.get("content"), list):
+    content = result.get("content")
+    if not isinstance(content, list):
         problems.append("$.result.content: must be an array")
+    else:
+        problems += check_content(content)
     if "isError" in result and not isinstance(result["isError"], bool):
         problems.append("$.result.isError: must be a boolean")
     return problems
@@ -302,9 +402,12 @@ PAYLOAD_CHECKS: Final[Mapping[str, Callable[[Mapping[str, Any], Era], Problems]]
 
 
 def validate_response(value: Any, request_id: RequestId, era: Era, method: str,
-                      extensions: frozenset[str] = frozenset()) -> Problems:
+                      extensions: frozenset[str] = frozenset(), *,
+                      drop_descriptors: bool = False) -> Problems:
     """Every problem with ``value`` as the answer to a ``method`` request with ``request_id``
-    in ``era`` (empty when valid). An error response is checked for shape only."""
+    in ``era`` (empty when valid). An error response is checked for shape only. With
+    ``drop_descriptors`` a ``tools/list`` page is checked for its shape only: the caller
+    drops each malformed descriptor (:func:`descriptor_problems`) and keeps the rest."""
     problems = check_response(value, request_id)
     if problems or "result" not in value:
         return problems
@@ -314,5 +417,6 @@ def validate_response(value: Any, request_id: RequestId, era: Era, method: str,
         return problems
     if method in CACHEABLE_METHODS:
         problems = _cache_hints(result, era)
-    check = PAYLOAD_CHECKS.get(method)
+    check = _check_tools_page if drop_descriptors and method == "tools/list" \
+        else PAYLOAD_CHECKS.get(method)
     return problems + check(result, era) if check is not None else problems
