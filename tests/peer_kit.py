@@ -36,8 +36,17 @@ from python_clients import PYTHON_PINS, client_python
 
 from toolkeeper.conformance.sdk_clients import Located, locate
 
-__all__ = ["EVERYTHING_NODE", "EVERYTHING_PACKAGE", "EVERYTHING_VERSION", "INSTALL_TIMEOUT_S",
-           "MCP_SERVER_TIME", "Peers", "TS_SERVER_V2", "install_everything", "install_ts_server_v2"]
+__all__ = [
+    "EVERYTHING_NODE",
+    "EVERYTHING_PACKAGE",
+    "EVERYTHING_VERSION",
+    "INSTALL_TIMEOUT_S",
+    "MCP_SERVER_TIME",
+    "TS_SERVER_V2",
+    "Peers",
+    "install_everything",
+    "install_ts_server_v2",
+]
 
 T = TypeVar("T")
 
