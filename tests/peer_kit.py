@@ -36,8 +36,17 @@ from python_clients import PYTHON_PINS, client_python
 
 from toolkeeper.conformance.sdk_clients import Located, locate
 
-__all__ = ["EVERYTHING_NODE", "EVERYTHING_PACKAGE", "EVERYTHING_VERSION", "INSTALL_TIMEOUT_S", "Peers",
-           "install_everything"]
+__all__ = [
+    "EVERYTHING_NODE",
+    "EVERYTHING_PACKAGE",
+    "EVERYTHING_VERSION",
+    "INSTALL_TIMEOUT_S",
+    "MCP_SERVER_TIME",
+    "TS_SERVER_V2",
+    "Peers",
+    "install_everything",
+    "install_ts_server_v2",
+]
 
 T = TypeVar("T")
 
@@ -67,6 +76,29 @@ def install_everything(cache: Path) -> Path:
     """server-everything's install directory in ``cache`` (InstallError when npm cannot)."""
     return cached_dir(cache, f"server-everything-{EVERYTHING_VERSION}-node{EVERYTHING_NODE}",
                       _build_everything)
+
+
+TS_SERVER_V2 = {"@modelcontextprotocol/server": "2.4.0", "@modelcontextprotocol/node": "2.1.2",
+                "zod": "4.6.7", "node": EVERYTHING_NODE}
+"""The TypeScript SDK v2 server (the newest 2.x), its Node HTTP adapter and Node 22."""
+
+MCP_SERVER_TIME = ("mcp-server-time==2026.10.19",)
+"""The reference time server (PyPI), in a virtualenv of its own."""
+
+
+def _build_ts_server_v2(target: Path) -> None:
+    target.mkdir(parents=True)
+    (target / "package.json").write_text(json.dumps({
+        "name": "toolkeeper-panel-ts-server-v2", "private": True, "type": "module",
+        "dependencies": TS_SERVER_V2}, indent=2))
+    run_install(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=target)
+
+
+def install_ts_server_v2(cache: Path) -> Path:
+    """The TypeScript SDK v2 server's install directory in ``cache`` (InstallError when npm
+    cannot)."""
+    key = "-".join(f"{name.rsplit('/', 1)[-1]}{version}" for name, version in TS_SERVER_V2.items())
+    return cached_dir(cache, f"ts-server-v2-{key}", _build_ts_server_v2)
 
 
 def under_ci() -> bool:
@@ -122,6 +154,15 @@ class Peers:
     def everything(self) -> Path:
         """server-everything with its Node 22."""
         return self._need("server-everything", lambda: install_everything(self.cache))
+
+    def ts_server_v2(self) -> Path:
+        """The TypeScript SDK v2 server (``@modelcontextprotocol/server``) with its Node 22."""
+        return self._need("the TypeScript SDK v2 server", lambda: install_ts_server_v2(self.cache))
+
+    def mcp_server_time(self) -> list[str]:
+        """``mcp-server-time``'s argv in its own virtualenv (stdio)."""
+        python = self.python_client(MCP_SERVER_TIME)
+        return [*python, "-m", "mcp_server_time"]
 
     def interop(self, spec: ClientSpec) -> list[str]:
         """An interop matrix client's driver argv prefix (``spec.prepare``); a failed install
