@@ -364,7 +364,12 @@ class Model:
             return refuse("schema_version_retired" if entitled else "schema_version_unknown")
         if not visible(pinned, p, deprecated=True):
             return refuse("schema_version_unknown")
-        successor = pinned.successor or (served.version if served is not None else None)
+        # The successor its deprecation named, while this caller can still call and see it
+        # (a retired one would only be refused: SPEC 3.4's "names the successor" is a version
+        # to migrate to); else the version served to this caller.
+        named = self.find(name, pinned.successor)
+        successor = named.version if named is not None and visible(
+            named, p, deprecated=True) else (served.version if served is not None else None)
         return self._run(pinned, arguments, strict=False, successor=successor)
 
     @staticmethod
@@ -899,3 +904,38 @@ def test_a_refusal_names_the_smallest_passing_version_not_the_next_minor() -> No
     assert refused.value.code == "publish.not_monotonic"
     assert registry.publish(spec_of("alpha", "1.0.2", docs_only)).status is Status.ACTIVE
     assert refused.value.data["minimumVersion"] == "1.0.2"
+
+
+ADMIN = Principal("acme", frozenset({"s.admin", "s.read"}), DataClassification.RESTRICTED)
+
+
+def test_a_deprecated_pin_whose_named_successor_retired_names_the_served_version() -> None:
+    registry, replica = _gateway(*((f"1.0.{patch}", REQUIRES_P0) for patch in range(5)))
+    registry.deprecate("alpha", Version.parse("1.0.0"), successor=Version.parse("1.0.3"))
+    registry.retire("alpha", Version.parse("1.0.3"))
+    meta = _pinned(replica, "1.0.0", ADMIN)["result"]["_meta"]
+    assert (meta["schemaVersion"], meta["successor"]) == ("1.0.0", "1.0.4")
+    assert _pinned(replica, "1.0.3", ADMIN)["error"]["data"]["reason"] == \
+        "schema_version_retired"
+
+
+def test_the_machine_replays_a_retired_successor_after_three_redeprecations() -> None:
+    """The state machine's sequence as found: 1.0.0 deprecated three times (its successor
+    moving to the newest patch each time), then that successor 1.0.3 retired under 1.0.4."""
+    class Machine(RegistryGatewayMachine):
+        @staticmethod
+        def open_replicas() -> tuple[list[Registry], Callable[[], None]]:
+            return _memory(False)
+
+    machine = Machine()
+    try:
+        machine.seed_estate(estate=[Shape(props=(REQUIRED, ABSENT, ABSENT))] * len(NAMES),
+                            steps=[("alpha", "same", "deprecate", 0)] * 3
+                            + [("alpha", "same", "retire", 3)])
+        machine.the_store_holds_every_version_as_published()
+        assert machine.model.find("alpha", V.of(1, 0, 0)).successor == V.of(1, 0, 3)
+        assert machine.model.find("alpha", V.of(1, 0, 3)).status is Status.RETIRED
+        machine.tools_call(request=(ADMIN, 0, "alpha", {}))
+        assert machine.model.call(ADMIN, "alpha", "1.0.0", {})["meta"]["successor"] == "1.0.4"
+    finally:
+        machine.teardown()
