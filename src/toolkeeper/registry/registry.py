@@ -8,24 +8,31 @@ from the store's change feed (the audit sequence), and discovery from cached vie
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from toolkeeper.contracts.classify import classify as _default_classify
 from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import Status, ToolSpec, spec_from_mapping, spec_to_mapping
-from toolkeeper.errors import NotFoundError, PublishRefusedError, StoreError
+from toolkeeper.errors import PublishRefusedError, StoreError
 from toolkeeper.registry import lifecycle
 from toolkeeper.registry.discovery import ViewCache, ViewKey, build_view
 from toolkeeper.registry.guard import Classifier, check_publish
 from toolkeeper.registry.index import Index
 from toolkeeper.registry.principal import Principal
+from toolkeeper.registry.records import (
+    BatchRefused,
+    PublishOutcome,
+    as_version,
+    collector_paused,
+    deprecation_of,
+    find,
+    verdict_of,
+)
 from toolkeeper.registry.store import (
     AuditEntry,
     AuditRecord,
@@ -36,43 +43,7 @@ from toolkeeper.registry.store import (
 
 __all__ = ["PublishOutcome", "Registry"]
 
-
-class _BatchRefused(Exception):
-    """Rolls back a batch publish whose guard refused one of its specs."""
-
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class PublishOutcome:
-    """What a publish did: the stored ``record``, and whether this call ``created`` it
-    (``False``: the same content was stored under that version already, nothing changed)."""
-
-    record: ToolSpec
-    created: bool
-
-
-def _not_found(name: str, version: Version) -> NotFoundError:
-    return NotFoundError(f"{name} {version} is not published", code="registry.not_found",
-                         data={"name": name, "version": str(version)})
-
-
-def _version(value: Version | str, what: str = "version") -> Version:
-    """A version given as a :class:`Version` or a semver string (SemverError when it is not
-    one); anything else is a TypeError that says what was expected."""
-    if isinstance(value, Version):
-        return value
-    if isinstance(value, str):
-        return Version.parse(value)
-    raise TypeError(f"{what} must be a Version or a semver string, not {type(value).__name__}")
-
-
-def _find(tx: StoreTransaction, name: str, version: Version) -> tuple[ToolSpec, list[ToolSpec]]:
-    history = tx.versions()
-    for spec in history:
-        if spec.version == version:
-            return spec, history
-    raise _not_found(name, version)
 
 
 class Registry:
@@ -81,7 +52,7 @@ class Registry:
     Changes made through other store instances reach this registry (generation bump, views
     invalidated, subscribers called) as follows: PostgreSQL pushes them through LISTEN/NOTIFY
     within milliseconds; a shared :class:`MemoryStore` calls back synchronously; SQLite cannot
-    push, so they are applied on this registry's next read (``PRAGMA data_version`` is checked
+    push, so they are applied on this registry's next read (``PRAGMA dataas_version`` is checked
     on every read, which is also when its subscribers hear of them).
 
     The audit trail records every applied change and every refused publish. An identical
@@ -102,7 +73,7 @@ class Registry:
         self._behind = False  # a change committed but not yet applied to the index
         self._checked_ns = 0  # when the last successful check for others' changes began
         try:
-            with _collector_paused():
+            with collector_paused():
                 snapshot = store.snapshot()
                 self._index.apply(snapshot.specs)
             self._cursor = snapshot.cursor
@@ -144,7 +115,7 @@ class Registry:
                 refusal = exc
                 tx.append_audit(AuditRecord(
                     utc_now(), actor, "publish", spec.name, str(spec.version), exc.code,
-                    _verdict_of(exc)))
+                    verdict_of(exc)))
             else:
                 if decision.existing is not None:
                     return PublishOutcome(decision.existing, created=False)
@@ -183,7 +154,7 @@ class Registry:
                         decision = check_publish(history, spec, self._classify)
                     except PublishRefusedError as exc:
                         refused = (spec, exc)
-                        raise _BatchRefused from None
+                        raise BatchRefused from None
                     if decision.existing is not None:
                         outcomes.append(PublishOutcome(decision.existing, created=False))
                         continue
@@ -197,13 +168,13 @@ class Registry:
                     txs[spec.name].append_audit(AuditRecord(
                         now, actor, "publish", spec.name, str(spec.version), None, verdict))
                     outcomes.append(PublishOutcome(stored, created=True))
-        except _BatchRefused:
+        except BatchRefused:
             assert refused is not None
             spec, refusal = refused
             with self._change(spec.name) as tx:
                 tx.append_audit(AuditRecord(utc_now(), actor, "publish", spec.name,
                                             str(spec.version), refusal.code,
-                                            _verdict_of(refusal)))
+                                            verdict_of(refusal)))
             raise refusal from None
         if any(outcome.created for outcome in outcomes):
             self._after_commit()
@@ -213,26 +184,26 @@ class Registry:
                   successor: Version | str | None = None, actor: str = "anonymous") -> ToolSpec:
         """Deprecate a version (again: updates message and successor). Retired is terminal.
         Versions are :class:`Version` values or semver strings."""
-        version = _version(version)
+        version = as_version(version)
         if successor is not None:
-            successor = _version(successor, "successor")
+            successor = as_version(successor, "successor")
         with self._change(name) as tx:
-            current, history = _find(tx, name, version)
+            current, history = find(tx, name, version)
             updated = lifecycle.deprecated(current, history, message=message, successor=successor)
             if updated == current:
                 return current
             tx.update(updated)
             tx.append_audit(AuditRecord(utc_now(), actor, lifecycle.DEPRECATE, name,
-                                        str(current.version), None, _deprecation_of(updated)))
+                                        str(current.version), None, deprecation_of(updated)))
         self._after_commit()
         return updated
 
     def retire(self, name: str, version: Version | str, *, actor: str = "anonymous") -> ToolSpec:
         """Retire a version for good; it stays stored (``get``/``versions``) but is never served.
         The version is a :class:`Version` or a semver string."""
-        version = _version(version)
+        version = as_version(version)
         with self._change(name) as tx:
-            current, _ = _find(tx, name, version)
+            current, _ = find(tx, name, version)
             updated = lifecycle.retired(current)
             if updated == current:
                 return current
@@ -246,7 +217,7 @@ class Registry:
 
     def latest(self, name: str) -> ToolSpec | None:
         """The newest active version (never deprecated or retired), or None."""
-        for spec in reversed(self._versions_of(name)):
+        for spec in reversed(self.as_versions_of(name)):
             if spec.status is Status.ACTIVE:
                 return spec
         return None
@@ -260,14 +231,14 @@ class Registry:
         """That exact version in any status, retired included (a :class:`Version` or a semver
         string)."""
         if type(version) is not Version:
-            version = _version(version)
+            version = as_version(version)
         self._refresh()
         with self._lock:
             return self._index.get(name, version)
 
     def versions(self, name: str) -> tuple[ToolSpec, ...]:
         """Every version of ``name``, oldest first, retired included."""
-        return tuple(self._versions_of(name))
+        return tuple(self.as_versions_of(name))
 
     def names(self) -> tuple[str, ...]:
         """Every published name, sorted."""
@@ -348,7 +319,7 @@ class Registry:
 
     # --- internals -------------------------------------------------------------------------
 
-    def _versions_of(self, name: str) -> list[ToolSpec]:
+    def as_versions_of(self, name: str) -> list[ToolSpec]:
         self._refresh()
         with self._lock:
             return list(self._index.by_name.get(name, ()))
@@ -359,14 +330,14 @@ class Registry:
     def _refresh(self) -> None:
         """Check for other processes' changes and catch up, atomically with respect to other
         threads: a thread that checks while another catches up waits for it, rather than
-        finding the news taken (SQLite's data_version is reported once) or the cursor moved
+        finding the news taken (SQLite's dataas_version is reported once) or the cursor moved
         (PostgreSQL) and reading the index before the change is applied."""
         started = time.perf_counter_ns()
         subscribers: list[Callable[[], None]] = []
         with self._lock:
             if self._behind or self._store.stale():
                 # Owed until the catch-up succeeds: a store that reported the news once
-                # (SQLite's data_version) would not report it again, and a failed read must
+                # (SQLite's dataas_version) would not report it again, and a failed read must
                 # not lose it.
                 self._behind = True
                 subscribers = self._apply_changes()
@@ -443,35 +414,3 @@ class Registry:
                 callback()
             except Exception:  # a subscriber's bug must not undo or block a committed change
                 _log.exception("registry: subscriber %r failed", callback)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while the whole estate is loaded. The load makes
-    millions of long-lived, acyclic objects (parsed schemas); left on, the collector walks
-    the growing heap again and again (measured on SQLite: 100,000 contracts in 3.1 to 3.5 s
-    instead of 6.5 to 7.8 s). Nothing cyclic is made meanwhile, so nothing is left for it to
-    collect. The collector's state is restored afterwards, whatever it was."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _verdict_of(exc: PublishRefusedError) -> dict[str, Any] | None:
-    if exc.data.get("bump") is None:
-        return None
-    return {"bump": exc.data["bump"], "changes": exc.data.get("changes", [])}
-
-
-def _deprecation_of(spec: ToolSpec) -> dict[str, Any]:
-    """What a deprecation's audit entry records: the message and successor the record says."""
-    out: dict[str, Any] = {}
-    if spec.deprecation_message is not None:
-        out["deprecationMessage"] = spec.deprecation_message
-    if spec.successor is not None:
-        out["successor"] = str(spec.successor)
-    return out

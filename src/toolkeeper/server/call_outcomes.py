@@ -1,17 +1,20 @@
 """What a ``tools/call`` answers besides its handler's own result, and how the runner reads a
 handler's end: the result for invalid arguments, the generic failure result, the output-schema
-breach, a cancellation told apart from a handler's own ``CancelledError``, and the reason a
-refused call is counted under (:mod:`toolkeeper.server.calls` uses them)."""
+breach (and the check that finds it), a cancellation told apart from a handler's own
+``CancelledError``, and the reason a refused call is counted under
+(:mod:`toolkeeper.server.calls` uses them)."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
 
-from toolkeeper.contracts.validate import Issue
+from toolkeeper.contracts.spec import ToolSpec
+from toolkeeper.contracts.validate import CompiledSchema, Issue
 from toolkeeper.errors import JsonRpcError
 from toolkeeper.server.content import ToolResult, text
 
@@ -19,6 +22,7 @@ __all__ = [
     "DEFAULT_MAX_REPORTED_ERRORS",
     "InvalidOutputError",
     "cancel_requested",
+    "checked_output",
     "collection_bound",
     "failure_result",
     "invalid_arguments_result",
@@ -26,6 +30,8 @@ __all__ = [
     "thrown_in",
 ]
 
+
+_log = logging.getLogger("toolkeeper.server")
 
 DEFAULT_MAX_REPORTED_ERRORS: Final = 50
 """Errors an invalid-arguments result lists at most (``server.max_reported_errors``)."""
@@ -141,3 +147,20 @@ def failure_result(name: str) -> ToolResult:
     """The generic isError result of a handler that failed (SPEC 3.4.5: no detail sent)."""
     return ToolResult((text(f"Tool {name!r} failed while running; no details are available "
                             "to the caller."),), is_error=True)
+
+
+def checked_output(spec: ToolSpec, output: CompiledSchema, result: ToolResult) -> ToolResult:
+    """A successful result's structured content must honour the output schema (else
+    InvalidOutputError, logged here: the handler's failure, logged ``invalid_output``)."""
+    if result.is_error:
+        return result
+    if not result.has_structured:
+        _log.error("tool %s %s returned no structured content for its output schema",
+                   spec.name, spec.version)
+        raise InvalidOutputError
+    issues = output.errors(result.structured)
+    if issues:
+        _log.error("tool %s %s returned structured content that breaks its output schema: "
+                   "%s", spec.name, spec.version, [i.to_dict() for i in issues])
+        raise InvalidOutputError
+    return result

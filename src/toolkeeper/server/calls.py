@@ -34,8 +34,7 @@ from typing import Any
 
 from msgspec import Raw
 
-from toolkeeper.contracts.spec import SideEffect, ToolSpec
-from toolkeeper.contracts.validate import CompiledSchema
+from toolkeeper.contracts.spec import SideEffect
 from toolkeeper.errors import AskError, CapabilityRequiredError, JsonRpcError, StoreError
 from toolkeeper.protocol import (
     Call,
@@ -60,6 +59,7 @@ from toolkeeper.server.call_outcomes import (
     DEFAULT_MAX_REPORTED_ERRORS,
     InvalidOutputError,
     cancel_requested,
+    checked_output,
     collection_bound,
     failure_result,
     invalid_arguments_result,
@@ -69,6 +69,7 @@ from toolkeeper.server.call_outcomes import (
 from toolkeeper.server.calllog import CallLog, CallRecord, arguments_digest
 from toolkeeper.server.content import ToolResult, check_content, text, to_tool_result
 from toolkeeper.server.gate import FASTMCP_META_KEY, SCHEMA_VERSION_KEY, requested_version
+from toolkeeper.server.handler_threads import threaded
 from toolkeeper.server.handlers import HandlerBinding, ToolContext, ToolHandlers, capability_error
 from toolkeeper.server.limits import TIMEOUT_META_KEY, CallTimeoutError, bounded, timed_out_result
 from toolkeeper.server.resuming import RequestStates, SealedState
@@ -88,31 +89,6 @@ _RETRY_FIELDS: tuple[tuple[str, type, str], ...] = (
     ("requestState", str, "a string"), ("inputResponses", dict, "an object"))
 # The side effects whose requestState runs the tool at most once (toolkeeper.server.resuming).
 _SINGLE_USE = frozenset({SideEffect.WRITE, SideEffect.DESTRUCTIVE})
-
-
-class _RaisedInThread(Exception):
-    """A threaded handler raised a BaseException that is not an Exception (SystemExit,
-    KeyboardInterrupt): carried back as an Exception, since asyncio lets those end the event
-    loop when a task awaits them. The handler's failure, like any exception it raises."""
-
-
-def _in_thread(function: Callable[..., Any], *args: Any) -> Any:
-    try:
-        return function(*args)
-    except Exception:
-        raise
-    except BaseException as exc:
-        raise _RaisedInThread(type(exc).__name__) from exc
-
-
-async def _threaded(function: Callable[..., Any], *args: Any) -> Any:
-    """A plain function's run in a worker thread; an awaitable it returns is awaited here, on
-    the event loop, as an inline function's would be."""
-    value = await asyncio.to_thread(_in_thread, function, *args)
-    if type(value) is CoroutineType or (
-            not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
-        value = await value
-    return value
 
 
 class ToolCalls:
@@ -311,10 +287,10 @@ class ToolCalls:
             ctx = ToolContext(call, route.plan.spec, call.principal, emit,
                               self._tools_changed, asker)
             if binding.threaded:
-                return _threaded(binding.function, arguments, ctx)
+                return threaded(binding.function, arguments, ctx)
             return binding.function(arguments, ctx)
         if binding.threaded:
-            return _threaded(binding.function, arguments)
+            return threaded(binding.function, arguments)
         return binding.function(arguments)
 
     async def _run(self, call: Call, route: Route, binding: HandlerBinding,
@@ -400,7 +376,7 @@ class ToolCalls:
         result = value if type(value) is ToolResult else to_tool_result(value)
         check_content(result.content)
         if route.output_validator is not None:
-            result = self._checked(route.plan.spec, route.output_validator, result)
+            result = checked_output(route.plan.spec, route.output_validator, result)
         return result
 
     def _failed_wire(self, call: Call, route: Route, handle: int, started: float,
@@ -448,23 +424,6 @@ class ToolCalls:
         if outcome in ("protocol_error", "cancelled"):
             raise exc
         return failure_result(spec.name)
-
-    def _checked(self, spec: ToolSpec, output: CompiledSchema, result: ToolResult
-                 ) -> ToolResult:
-        """A successful result's structured content must honour the output schema (else
-        InvalidOutputError, logged here: the handler's failure, logged ``invalid_output``)."""
-        if result.is_error:
-            return result
-        if not result.has_structured:
-            _log.error("tool %s %s returned no structured content for its output schema",
-                       spec.name, spec.version)
-            raise InvalidOutputError
-        issues = output.errors(result.structured)
-        if issues:
-            _log.error("tool %s %s returned structured content that breaks its output schema: "
-                       "%s", spec.name, spec.version, [i.to_dict() for i in issues])
-            raise InvalidOutputError
-        return result
 
     def _wire(self, call: Call, route: Route, result: ToolResult) -> dict[str, Any]:
         """The result as sent: its content and structured content encoded to JSON here (as
