@@ -41,6 +41,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 LOOPS = ("dispatch", "floor", "observed", "observed-path", "jwt", "key", "observed-jwt",
          "observed-key")
+ASGI_LOOPS = tuple(f"asgi-{config}{'' if era == 'modern' else '-legacy'}"
+                   for era in ("modern", "legacy")
+                   for config in ("anonymous", "demo", "deploy", "deploy-jwt"))
+"""The deployment loops (``--asgi``): one request through the ASGI app ``serve`` builds for
+each configuration of ``bench/deployment.py``, in each era (legacy: one open session)."""
 PAGE_LOOPS = {"page-one": "one page", "page-first": "first page", "page-cached": "cached page",
               "page-write": "write bytes"}
 """The ``bench/pages.py`` rows counted by ``--pages``."""
@@ -56,6 +61,9 @@ def _child(loop: str, calls: int) -> None:
         request = pages.requests(10_000, 100)[0][PAGE_LOOPS[loop]]
         for _ in range(calls + 1):  # one warm-up, as the other loops
             request()
+        return
+    if loop in ASGI_LOOPS:
+        _asgi(loop, calls)
         return
     import gateway  # the bench modules sit beside this script
     from gateway_floor import CountingCallLog, Floor, bench_floor
@@ -180,6 +188,41 @@ def _credential(loop: str, calls: int, registry: Any, handlers: Any) -> None:
             obs.stop()
 
 
+def _asgi(loop: str, calls: int) -> None:
+    """``calls`` requests (after one warm-up) through the ASGI app of one configuration of
+    ``bench/deployment.py``: every status checked, the first and last reply decoded and
+    checked; the flusher and metrics threads run, their work counted."""
+    import deployment
+
+    name = loop.removeprefix("asgi-")
+    era = "legacy" if name.endswith("-legacy") else "modern"
+    name = name.removesuffix("-legacy")
+    with tempfile.TemporaryDirectory() as tmp:
+        built = deployment.assemble(name, Path(tmp))
+        exchange = deployment.exchanger(built.app)
+        body = deployment.call_body(era)
+
+        async def run() -> None:
+            session = (await deployment.legacy_session_asgi(built.app, built.token)
+                       if era == "legacy" else None)
+            scope = deployment.scope_of(deployment.call_headers(era, built.token, session),
+                                        body)
+            status, _, reply = await exchange(scope, body)
+            if status != 200:
+                raise AssertionError(f"{loop}: {status} {reply[:300]!r}")
+            deployment.check_reply(reply)
+            bad = 0
+            for _ in range(calls):
+                status, _, reply = await exchange(scope, body)
+                bad += status != 200
+            deployment.check_reply(reply)
+            if bad:
+                raise AssertionError(f"{loop}: {bad} of {calls} replies failed")
+
+        asyncio.run(run())
+        built.stop()
+
+
 _KEY_ENV = "TOOLKEEPER_BENCH_RSA_KEY"
 """A PEM private key file the parent makes once for every ``jwt`` run: generating an RSA key
 costs a varying number of instructions (a random prime search), which would not cancel out
@@ -228,7 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", nargs=2, metavar=("LOOP", "CALLS"), help=argparse.SUPPRESS)
     parser.add_argument("--small", type=int, default=1000)
     parser.add_argument("--large", type=int, default=3000)
-    parser.add_argument("--loop", choices=(*LOOPS, *PAGE_LOOPS), action="append")
+    parser.add_argument("--loop", choices=(*LOOPS, *ASGI_LOOPS, *PAGE_LOOPS), action="append")
+    parser.add_argument("--asgi", action="store_true",
+                        help="the deployment loops through the ASGI app (bench/deployment.py)")
     parser.add_argument("--pages", action="store_true", help="the paged tools/list loops")
     parser.add_argument("--src", type=Path, help="import toolkeeper from this src directory")
     args = parser.parse_args(argv)
@@ -241,16 +286,23 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, float] = {}
     shared = tempfile.TemporaryDirectory()
     _share_rsa_key(shared.name)
-    for loop in args.loop or (tuple(PAGE_LOOPS) if args.pages else LOOPS):
+    for loop in args.loop or (tuple(PAGE_LOOPS) if args.pages
+                              else ASGI_LOOPS if args.asgi else LOOPS):
         small = _count(loop, args.small, args.src)
         large = _count(loop, args.large, args.src)
         results[loop] = (large - small) / (args.large - args.small)
-        print(f"{loop:<9} {results[loop]:>10,.0f} instructions per call", flush=True)
+        print(f"{loop:<22} {results[loop]:>10,.0f} instructions per call", flush=True)
     for loop in ("page-one", "page-first", "page-cached"):
         if loop in results and "page-write" in results:
             print(f"{loop} / page-write {results[loop] / results['page-write']:.2f}x")
     if "dispatch" in results and "floor" in results:
         print(f"dispatch / floor {results['dispatch'] / results['floor']:.2f}x")
+    for suffix in ("", "-legacy"):
+        base = results.get(f"asgi-anonymous{suffix}")
+        for config in ("demo", "deploy", "deploy-jwt"):
+            loop = f"asgi-{config}{suffix}"
+            if base and loop in results:
+                print(f"{loop} / asgi-anonymous{suffix} {results[loop] / base:.3f}x")
     for loop in ("jwt", "key", "observed", "observed-jwt", "observed-key"):
         if "dispatch" in results and loop in results:
             print(f"{loop} / dispatch {results[loop] / results['dispatch']:.3f}x")
