@@ -33,9 +33,10 @@ import asyncio
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
+from types import CoroutineType
 from typing import Any, Final
 
 from toolkeeper.protocol import Call, Deferred, Emit, Finish, Method, MethodResult, Outcome, Pending
@@ -312,7 +313,26 @@ class CallTimeoutError(Exception):
 
 async def bounded(awaitable: Awaitable[Any], timeout_s: float) -> Any:
     """``await awaitable``, cancelled after ``timeout_s`` (then CallTimeoutError; a
-    TimeoutError the handler raises itself passes through as its own)."""
+    TimeoutError the handler raises itself passes through as its own).
+
+    A coroutine is first run to its first suspension with no timer: one that finishes without
+    suspending (an ``async`` handler that awaited nothing pending) had no point at which it
+    could be cancelled, so it costs no timer. One that suspends finishes under a timeout at
+    the same deadline, counted from before that first step."""
+    if type(awaitable) is CoroutineType:
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        try:
+            pending = awaitable.send(None)
+        except StopIteration as done:
+            return done.value
+        scope = asyncio.timeout_at(deadline)
+        try:
+            async with scope:
+                return await _Resumed(awaitable, pending)
+        except TimeoutError:
+            if scope.expired():
+                raise CallTimeoutError(timeout_s) from None
+            raise
     scope = asyncio.timeout(timeout_s)
     try:
         async with scope:
@@ -321,6 +341,37 @@ async def bounded(awaitable: Awaitable[Any], timeout_s: float) -> Any:
         if scope.expired():
             raise CallTimeoutError(timeout_s) from None
         raise
+
+
+class _Resumed:
+    """A coroutine suspended at its first ``await`` (``pending``: what it yielded), awaited
+    the rest of the way: ``yield from``'s delegation (PEP 380), written out because the first
+    step was taken by hand."""
+
+    __slots__ = ("_coro", "_pending")
+
+    def __init__(self, coro: CoroutineType[Any, Any, Any], pending: Any) -> None:
+        self._coro = coro
+        self._pending = pending
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, pending = self._coro, self._pending
+        while True:
+            try:
+                sent = yield pending
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # a cancellation thrown in: to the handler
+                try:
+                    pending = coro.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    pending = coro.send(sent)
+                except StopIteration as done:
+                    return done.value
 
 
 def timed_out_result(name: str, timeout_s: float) -> ToolResult:
