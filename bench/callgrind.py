@@ -35,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -276,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the deployment loops through the ASGI app (bench/deployment.py)")
     parser.add_argument("--pages", action="store_true", help="the paged tools/list loops")
     parser.add_argument("--src", type=Path, help="import toolkeeper from this src directory")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="valgrind runs at once (each is one process)")
     args = parser.parse_args(argv)
     if args.child:
         _child(args.child[0], int(args.child[1]))
@@ -286,12 +289,14 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, float] = {}
     shared = tempfile.TemporaryDirectory()
     _share_rsa_key(shared.name)
-    for loop in args.loop or (tuple(PAGE_LOOPS) if args.pages
-                              else ASGI_LOOPS if args.asgi else LOOPS):
-        small = _count(loop, args.small, args.src)
-        large = _count(loop, args.large, args.src)
-        results[loop] = (large - small) / (args.large - args.small)
-        print(f"{loop:<22} {results[loop]:>10,.0f} instructions per call", flush=True)
+    loops = args.loop or (tuple(PAGE_LOOPS) if args.pages
+                          else ASGI_LOOPS if args.asgi else LOOPS)
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        counts = [(loop, pool.submit(_count, loop, args.small, args.src),
+                   pool.submit(_count, loop, args.large, args.src)) for loop in loops]
+        for loop, small, large in counts:
+            results[loop] = (large.result() - small.result()) / (args.large - args.small)
+            print(f"{loop:<22} {results[loop]:>10,.0f} instructions per call", flush=True)
     for loop in ("page-one", "page-first", "page-cached"):
         if loop in results and "page-write" in results:
             print(f"{loop} / page-write {results[loop] / results['page-write']:.2f}x")

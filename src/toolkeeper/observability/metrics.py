@@ -7,10 +7,12 @@ call's path, into :class:`_CallCounts`: plain per-(tool, version, outcome) bucke
 latency sums, a few list increments per call instead of a prometheus-client Counter and
 Histogram (a lock per increment and a Python loop over the buckets), exposed at scrape time
 as the ``toolkeeper_calls`` counter and the ``toolkeeper_call_latency_seconds`` histogram.
-HTTP responses by status and open streams come from :class:`MetricsMiddleware`, an ASGI
-wrapper around the gateway's app. Authentication refusals are counted through
-:func:`observe_auth_refusal`, which the auth code calls without holding a metrics object: it
-counts into the metrics of the running gateway (none: nothing happens).
+HTTP responses by status and open streams are told by the gateway's HTTP app itself (its
+``observe_responses``, from the send wrapper it has anyway: no ASGI layer per request);
+:class:`MetricsMiddleware`, an ASGI wrapper, counts the same for any other app.
+Authentication refusals are counted through :func:`observe_auth_refusal`, which the auth
+code calls without holding a metrics object: it counts into the metrics of the running
+gateway (none: nothing happens).
 
 :class:`MetricsServer` serves the exposition format over HTTP (``GET`` any path) on
 ``metrics.host:metrics.port``, a listener apart from the MCP endpoint; each scrape first drains
@@ -165,6 +167,12 @@ class GatewayMetrics:
         if child is None:
             child = self._statuses[status] = self._responses.labels(str(status))
         child.inc()
+
+    def stream_opened(self) -> None:
+        self.open_streams.inc()
+
+    def stream_closed(self) -> None:
+        self.open_streams.dec()
 
     def watch(self, registry: Registry) -> None:
         """Report ``registry``'s generation (read at scrape time) and last change time."""

@@ -43,7 +43,7 @@ import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
-from typing import Final
+from typing import Final, Protocol
 
 from toolkeeper.protocol import (
     Accepted,
@@ -171,6 +171,23 @@ class HttpConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
 
+class ResponseObserver(Protocol):
+    """Told of every HTTP response the app starts (the gateway's metrics): its status, and
+    for a ``text/event-stream`` response its opening and its end (its last body message, or
+    the end of the request, whichever comes first)."""
+
+    def responded(self, status: int) -> None: ...
+
+    def stream_opened(self) -> None: ...
+
+    def stream_closed(self) -> None: ...
+
+
+def _is_stream(start: Message) -> bool:
+    return any(name.lower() == b"content-type" and value.startswith(b"text/event-stream")
+               for name, value in start.get("headers", ()))
+
+
 class StreamableHTTPApp:
     """The MCP endpoint as an ASGI callable."""
 
@@ -192,6 +209,7 @@ class StreamableHTTPApp:
         lane is unaffected; ``tests/transports/test_http_express.py`` compares them)."""
         self._changes = changes
         self._stopping = False
+        self._observer: ResponseObserver | None = None
         self._session_streams = (None if changes is None else SessionStreams(
             kernel, changes, keepalive_s=self._config.keepalive_s))
         config = self._config
@@ -211,6 +229,11 @@ class StreamableHTTPApp:
         """The transport options (fixed for the app's life: its checks are memoized)."""
         return self._config
 
+    def observe_responses(self, observer: ResponseObserver) -> None:
+        """Tell ``observer`` of every response from now on (in the app's own send wrapper,
+        so counting costs no ASGI layer of its own)."""
+        self._observer = observer
+
     def begin_shutdown(self) -> None:
         """The server is stopping: end every stream (listen and standalone) so each response
         can finish; called by the runner before it waits for connections to close."""
@@ -224,11 +247,24 @@ class StreamableHTTPApp:
             await serve_lifespan(receive, send)
         elif kind == "http":
             started: list[bool] = []
+            observer = self._observer
+            streaming: list[bool] = []
 
             def tracking_send(message: Message) -> Awaitable[None]:
                 # A plain function handing back send's own awaitable: no extra coroutine.
-                if not started and message["type"] == "http.response.start":
-                    started.append(True)
+                if not started:
+                    if message["type"] == "http.response.start":
+                        started.append(True)
+                        if observer is not None:
+                            observer.responded(message["status"])
+                            if _is_stream(message):
+                                streaming.append(True)
+                                observer.stream_opened()
+                elif (streaming and message["type"] == "http.response.body"
+                      and not message.get("more_body")):
+                    streaming.clear()
+                    assert observer is not None
+                    observer.stream_closed()
                 return send(message)
 
             try:
@@ -246,12 +282,17 @@ class StreamableHTTPApp:
                 if task is not None:
                     task.uncancel()
                 if not started:
-                    await respond_plain(send, 503, b"Service Unavailable: the server is stopping")
+                    await respond_plain(tracking_send, 503,
+                                        b"Service Unavailable: the server is stopping")
             except Exception:
                 _log.exception("transport fault while serving %s %s", scope.get("method"),
                                scope.get("path"))
                 if not started:
-                    await respond_plain(send, 500, b"Internal Server Error")
+                    await respond_plain(tracking_send, 500, b"Internal Server Error")
+            finally:
+                if streaming:
+                    assert observer is not None
+                    observer.stream_closed()
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1000})
 
