@@ -184,8 +184,10 @@ class ResponseObserver(Protocol):
 
 
 def _is_stream(start: Message) -> bool:
-    return any(name.lower() == b"content-type" and value.startswith(b"text/event-stream")
-               for name, value in start.get("headers", ()))
+    for name, value in start.get("headers", ()):
+        if value.startswith(b"text/event-stream") and name.lower() == b"content-type":
+            return True
+    return False
 
 
 class StreamableHTTPApp:
