@@ -213,9 +213,11 @@ def _asgi(loop: str, calls: int) -> None:
                 raise AssertionError(f"{loop}: {status} {reply[:300]!r}")
             deployment.check_reply(reply)
             bad = 0
+            os.getppid()  # the mark: callgrind dumps its counts here (--dump-before=getppid)
             for _ in range(calls):
                 status, _, reply = await exchange(scope, body)
                 bad += status != 200
+            os.getppid()  # and here: the second part is the loop's, every thread's work in it
             deployment.check_reply(reply)
             if bad:
                 raise AssertionError(f"{loop}: {bad} of {calls} replies failed")
@@ -266,6 +268,28 @@ def _count(loop: str, calls: int, src: Path | None) -> int:
     return int(found.group(1))
 
 
+_TOTALS = re.compile(rb"^totals:\s*(\d+)", re.MULTILINE)
+
+
+def _count_marked(loop: str, calls: int, src: Path | None) -> float:
+    """Instructions per call of a loop that marks its start and end with ``os.getppid()``:
+    one valgrind run, dumped at each mark; the second part divided by ``calls``."""
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
+    with tempfile.TemporaryDirectory() as tmp:
+        run = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--dump-before=getppid",
+             f"--callgrind-out-file={tmp}/out", sys.executable, __file__, "--child", loop,
+             str(calls)], env=env, capture_output=True, timeout=3600, check=False)
+        part = Path(tmp) / "out.2"
+        found = _TOTALS.search(part.read_bytes()) if part.exists() else None
+    if run.returncode != 0 or found is None:
+        raise SystemExit(f"callgrind run failed ({loop}, {calls}): "
+                         f"{run.stderr.decode(errors='replace')[-2000:]}")
+    return int(found.group(1)) / calls
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -276,7 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--asgi", action="store_true",
                         help="the deployment loops through the ASGI app (bench/deployment.py)")
     parser.add_argument("--pages", action="store_true", help="the paged tools/list loops")
-    parser.add_argument("--src", type=Path, help="import toolkeeper from this src directory")
+    parser.add_argument("--src", type=Path, action="append",
+                        help="import toolkeeper from this src directory (repeatable: each is "
+                             "counted, the ratios are the first's; '.' is this checkout)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="valgrind runs at once (each is one process)")
     args = parser.parse_args(argv)
@@ -286,28 +312,43 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2
-    results: dict[str, float] = {}
     shared = tempfile.TemporaryDirectory()
     _share_rsa_key(shared.name)
     loops = args.loop or (tuple(PAGE_LOOPS) if args.pages
                           else ASGI_LOOPS if args.asgi else LOOPS)
+    sources: list[Path | None] = ([None if str(src) == "." else src for src in args.src]
+                                  if args.src else [None])
+    by_source: dict[Path | None, dict[str, float]] = {src: {} for src in sources}
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        counts = [(loop, pool.submit(_count, loop, args.small, args.src),
-                   pool.submit(_count, loop, args.large, args.src)) for loop in loops]
-        for loop, small, large in counts:
-            results[loop] = (large.result() - small.result()) / (args.large - args.small)
-            print(f"{loop:<22} {results[loop]:>10,.0f} instructions per call", flush=True)
+        counts = []
+        for src in sources:
+            for loop in loops:
+                if loop in ASGI_LOOPS:
+                    counts.append((src, loop, pool.submit(_count_marked, loop, args.large, src),
+                                   None))
+                else:
+                    counts.append((src, loop, pool.submit(_count, loop, args.small, src),
+                                   pool.submit(_count, loop, args.large, src)))
+        for src, loop, small, large in counts:
+            value = (small.result() if large is None
+                     else (large.result() - small.result()) / (args.large - args.small))
+            by_source[src][loop] = value
+            where = "" if len(sources) == 1 else f"  ({src or 'this checkout'})"
+            print(f"{loop:<22} {value:>10,.0f} instructions per call{where}", flush=True)
+    results = by_source[sources[0]]
     for loop in ("page-one", "page-first", "page-cached"):
         if loop in results and "page-write" in results:
             print(f"{loop} / page-write {results[loop] / results['page-write']:.2f}x")
     if "dispatch" in results and "floor" in results:
         print(f"dispatch / floor {results['dispatch'] / results['floor']:.2f}x")
-    for suffix in ("", "-legacy"):
-        base = results.get(f"asgi-anonymous{suffix}")
-        for config in ("demo", "deploy", "deploy-jwt"):
-            loop = f"asgi-{config}{suffix}"
-            if base and loop in results:
-                print(f"{loop} / asgi-anonymous{suffix} {results[loop] / base:.3f}x")
+    for src, counted in by_source.items():
+        where = "" if len(sources) == 1 else f"  ({src or 'this checkout'})"
+        for suffix in ("", "-legacy"):
+            base = counted.get(f"asgi-anonymous{suffix}")
+            for config in ("demo", "deploy", "deploy-jwt"):
+                loop = f"asgi-{config}{suffix}"
+                if base and loop in counted:
+                    print(f"{loop} / asgi-anonymous{suffix} {counted[loop] / base:.3f}x{where}")
     for loop in ("jwt", "key", "observed", "observed-jwt", "observed-key"):
         if "dispatch" in results and loop in results:
             print(f"{loop} / dispatch {results[loop] / results['dispatch']:.3f}x")
