@@ -192,15 +192,21 @@ def _credential(loop: str, calls: int, registry: Any, handlers: Any) -> None:
 def _asgi(loop: str, calls: int) -> None:
     """``calls`` requests (after one warm-up) through the ASGI app of one configuration of
     ``bench/deployment.py``: every status checked, the first and last reply decoded and
-    checked; the flusher and metrics threads run, their work counted."""
+    checked; the flusher and metrics threads run, their work counted. The call log's flusher
+    wakes by count only (``calllog.flush_interval_ms`` 60,000, its most: a batch every
+    ``calllog.max_batch`` = 1,000 calls), as over HTTP at a few thousand calls per second,
+    where its 200 ms hold about that many; under valgrind's slowness 200 ms would hold a few
+    calls and make every batch's fixed cost look per call. The rows still queued are written
+    before the loop's end mark, so every call's row is counted."""
     import deployment
 
     name = loop.removeprefix("asgi-")
     era = "legacy" if name.endswith("-legacy") else "modern"
     name = name.removesuffix("-legacy")
     with tempfile.TemporaryDirectory() as tmp:
-        built = deployment.assemble(name, Path(tmp))
+        built = deployment.assemble(name, Path(tmp), flush_interval_ms=60_000)
         exchange = deployment.exchanger(built.app)
+        recorder = built.features.observability.call_log
         body = deployment.call_body(era)
 
         async def run() -> None:
@@ -217,6 +223,8 @@ def _asgi(loop: str, calls: int) -> None:
             for _ in range(calls):
                 status, _, reply = await exchange(scope, body)
                 bad += status != 200
+            if recorder is not None:
+                recorder.flush()  # what the flusher had not written yet
             os.getppid()  # and here: the second part is the loop's, every thread's work in it
             deployment.check_reply(reply)
             if bad:

@@ -100,12 +100,15 @@ def share_rsa_key(folder: str) -> None:
     os.environ[KEY_ENV] = str(path)
 
 
-def config_text(name: str, folder: Path, port: int) -> str:
+def config_text(name: str, folder: Path, port: int, flush_interval_ms: int | None = None
+                ) -> str:
     lines = ["[server]", "json_response = true", f"port = {port}", ""]
     registry = "memory:" if name == "anonymous" else f"sqlite:///{folder}/registry.db"
     lines += ["[registry]", f'url = "{registry}"', "", "[estate]", "demo = true", ""]
     if name == "anonymous":
         lines += ["[calllog]", "durable = false", ""]
+    elif flush_interval_ms is not None:
+        lines += ["[calllog]", f"flush_interval_ms = {flush_interval_ms}", ""]
     if name.startswith("deploy"):
         lines += ["[metrics]", f"port = {_free_port()}", "",
                   "[limits]", "rate_per_s = 1000000.0", "burst = 1000000",
@@ -135,8 +138,10 @@ class Assembled:
         self.registry.close()
 
 
-def assemble(name: str, folder: Path, port: int = 8000) -> Assembled:
-    """Build configuration ``name`` in ``folder`` (its registry file, keys and TOML file)."""
+def assemble(name: str, folder: Path, port: int = 8000, *,
+             flush_interval_ms: int | None = None) -> Assembled:
+    """Build configuration ``name`` in ``folder`` (its registry file, keys and TOML file);
+    ``flush_interval_ms`` replaces the call log's default (200)."""
     from toolkeeper.cli import serve_cmd
     from toolkeeper.cli.serve_features import build_features
     from toolkeeper.config.loader import parse_config
@@ -155,7 +160,7 @@ def assemble(name: str, folder: Path, port: int = 8000) -> Assembled:
         private = rsa_key()
         (folder / "jwt-public.pem").write_bytes(private.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-    text = config_text(name, folder, port)
+    text = config_text(name, folder, port, flush_interval_ms)
     (folder / f"{name}.toml").write_text(text)
     config = parse_config(text, {}, base=folder)
     registry = Registry.open(config.registry.url or None)
