@@ -114,6 +114,32 @@ class _CallCounts:
         yield latency
 
 
+class _StatusCounts:
+    """The ``toolkeeper_http_responses`` counter by status: a plain count per status, written
+    by the serving event loop's thread only (one dictionary write per response, no lock) and
+    copied whole at scrape time (one step for the interpreter)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+        self._created: dict[int, float] = {}
+
+    def first(self, status: int) -> None:
+        self._created[status] = time.time()  # before the count, which a scrape reads first
+        self.counts[status] = 1
+
+    def describe(self) -> Iterator[Metric]:
+        yield CounterMetricFamily("toolkeeper_http_responses", "HTTP responses by status.",
+                                  labels=("status",))
+
+    def collect(self) -> Iterator[Metric]:
+        counts = dict(self.counts)
+        family = CounterMetricFamily("toolkeeper_http_responses", "HTTP responses by status.",
+                                     labels=("status",))
+        for status, count in sorted(counts.items()):
+            family.add_metric((str(status),), count, created=self._created[status])
+        yield family
+
+
 class GatewayMetrics:
     """The gateway's metrics (a :class:`CallSink` for the call recorder)."""
 
@@ -127,8 +153,8 @@ class GatewayMetrics:
                                  "dispatch, by reason.", ("reason",), registry=r)
         self._invalid = Counter("toolkeeper_validation_failures", "tools/call whose arguments "
                                 "failed validation.", ("tool", "version"), registry=r)
-        self._responses = Counter("toolkeeper_http_responses", "HTTP responses by status.",
-                                  ("status",), registry=r)
+        self._responses = _StatusCounts()
+        r.register(self._responses)
         self.open_streams = Gauge("toolkeeper_open_streams", "SSE response streams open.",
                                   registry=r)
         self._auth = Counter("toolkeeper_auth_refusals", "Refused credentials by reason.",
@@ -138,7 +164,6 @@ class GatewayMetrics:
         self._changed = Gauge("toolkeeper_registry_last_change_timestamp_seconds", "When the "
                               "gateway last saw the registry change (its start at first).",
                               registry=r)
-        self._statuses: dict[int, Any] = {}
         self._unsubscribe: Callable[[], None] | None = None
 
     # --- feeds -----------------------------------------------------------------------------
@@ -163,10 +188,12 @@ class GatewayMetrics:
         self._auth.labels(reason).inc()
 
     def responded(self, status: int) -> None:
-        child = self._statuses.get(status)
-        if child is None:
-            child = self._statuses[status] = self._responses.labels(str(status))
-        child.inc()
+        counts = self._responses.counts
+        count = counts.get(status)
+        if count is None:
+            self._responses.first(status)
+        else:
+            counts[status] = count + 1
 
     def stream_opened(self) -> None:
         self.open_streams.inc()
