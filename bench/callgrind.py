@@ -39,12 +39,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 LOOPS = ("dispatch", "floor", "observed", "observed-path", "jwt", "key", "observed-jwt",
          "observed-key", "sync-inline", "sync-thread")
+ASGI_LOOPS = tuple(f"asgi-{config}{'' if era == 'modern' else '-legacy'}"
+                   for era in ("modern", "legacy")
+                   for config in ("anonymous", "demo", "deploy", "deploy-jwt"))
+"""The deployment loops (``--asgi``): one request through the ASGI app ``serve`` builds for
+each configuration of ``bench/deployment.py``, in each era (legacy: one open session)."""
 PAGE_LOOPS = {"page-one": "one page", "page-first": "first page", "page-cached": "cached page",
               "page-write": "write bytes"}
 """The ``bench/pages.py`` rows counted by ``--pages``."""
@@ -60,6 +66,9 @@ def _child(loop: str, calls: int) -> None:
         request = pages.requests(10_000, 100)[0][PAGE_LOOPS[loop]]
         for _ in range(calls + 1):  # one warm-up, as the other loops
             request()
+        return
+    if loop in ASGI_LOOPS:
+        _asgi(loop, calls)
         return
     import gateway  # the bench modules sit beside this script
     from gateway_floor import CountingCallLog, Floor, bench_floor
@@ -205,6 +214,51 @@ def _credential(loop: str, calls: int, registry: Any, handlers: Any) -> None:
             obs.stop()
 
 
+def _asgi(loop: str, calls: int) -> None:
+    """``calls`` requests (after one warm-up) through the ASGI app of one configuration of
+    ``bench/deployment.py``: every status checked, the first and last reply decoded and
+    checked; the flusher and metrics threads run, their work counted. The call log's flusher
+    wakes by count only (``calllog.flush_interval_ms`` 60,000, its most: a batch every
+    ``calllog.max_batch`` = 1,000 calls), as over HTTP at a few thousand calls per second,
+    where its 200 ms hold about that many; under valgrind's slowness 200 ms would hold a few
+    calls and make every batch's fixed cost look per call. The rows still queued are written
+    before the loop's end mark, so every call's row is counted."""
+    import deployment
+
+    name = loop.removeprefix("asgi-")
+    era = "legacy" if name.endswith("-legacy") else "modern"
+    name = name.removesuffix("-legacy")
+    with tempfile.TemporaryDirectory() as tmp:
+        built = deployment.assemble(name, Path(tmp), flush_interval_ms=60_000)
+        exchange = deployment.exchanger(built.app)
+        recorder = built.features.observability.call_log
+        body = deployment.call_body(era)
+
+        async def run() -> None:
+            session = (await deployment.legacy_session_asgi(built.app, built.token)
+                       if era == "legacy" else None)
+            scope = deployment.scope_of(deployment.call_headers(era, built.token, session),
+                                        body)
+            status, _, reply = await exchange(scope, body)
+            if status != 200:
+                raise AssertionError(f"{loop}: {status} {reply[:300]!r}")
+            deployment.check_reply(reply)
+            bad = 0
+            os.getppid()  # the mark: callgrind dumps its counts here (--dump-before=getppid)
+            for _ in range(calls):
+                status, _, reply = await exchange(scope, body)
+                bad += status != 200
+            if recorder is not None:
+                recorder.flush()  # what the flusher had not written yet
+            os.getppid()  # and here: the second part is the loop's, every thread's work in it
+            deployment.check_reply(reply)
+            if bad:
+                raise AssertionError(f"{loop}: {bad} of {calls} replies failed")
+
+        asyncio.run(run())
+        built.stop()
+
+
 _KEY_ENV = "TOOLKEEPER_BENCH_RSA_KEY"
 """A PEM private key file the parent makes once for every ``jwt`` run: generating an RSA key
 costs a varying number of instructions (a random prime search), which would not cancel out
@@ -247,15 +301,43 @@ def _count(loop: str, calls: int, src: Path | None) -> int:
     return int(found.group(1))
 
 
+_TOTALS = re.compile(rb"^totals:\s*(\d+)", re.MULTILINE)
+
+
+def _count_marked(loop: str, calls: int, src: Path | None) -> float:
+    """Instructions per call of a loop that marks its start and end with ``os.getppid()``:
+    one valgrind run, dumped at each mark; the second part divided by ``calls``."""
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
+    with tempfile.TemporaryDirectory() as tmp:
+        run = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--dump-before=getppid",
+             f"--callgrind-out-file={tmp}/out", sys.executable, __file__, "--child", loop,
+             str(calls)], env=env, capture_output=True, timeout=3600, check=False)
+        part = Path(tmp) / "out.2"
+        found = _TOTALS.search(part.read_bytes()) if part.exists() else None
+    if run.returncode != 0 or found is None:
+        raise SystemExit(f"callgrind run failed ({loop}, {calls}): "
+                         f"{run.stderr.decode(errors='replace')[-2000:]}")
+    return int(found.group(1)) / calls
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--child", nargs=2, metavar=("LOOP", "CALLS"), help=argparse.SUPPRESS)
     parser.add_argument("--small", type=int, default=1000)
     parser.add_argument("--large", type=int, default=3000)
-    parser.add_argument("--loop", choices=(*LOOPS, *PAGE_LOOPS), action="append")
+    parser.add_argument("--loop", choices=(*LOOPS, *ASGI_LOOPS, *PAGE_LOOPS), action="append")
+    parser.add_argument("--asgi", action="store_true",
+                        help="the deployment loops through the ASGI app (bench/deployment.py)")
     parser.add_argument("--pages", action="store_true", help="the paged tools/list loops")
-    parser.add_argument("--src", type=Path, help="import toolkeeper from this src directory")
+    parser.add_argument("--src", type=Path, action="append",
+                        help="import toolkeeper from this src directory (repeatable: each is "
+                             "counted, the ratios are the first's; '.' is this checkout)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="valgrind runs at once (each is one process)")
     args = parser.parse_args(argv)
     if args.child:
         _child(args.child[0], int(args.child[1]))
@@ -263,14 +345,30 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2
-    results: dict[str, float] = {}
     shared = tempfile.TemporaryDirectory()
     _share_rsa_key(shared.name)
-    for loop in args.loop or (tuple(PAGE_LOOPS) if args.pages else LOOPS):
-        small = _count(loop, args.small, args.src)
-        large = _count(loop, args.large, args.src)
-        results[loop] = (large - small) / (args.large - args.small)
-        print(f"{loop:<9} {results[loop]:>10,.0f} instructions per call", flush=True)
+    loops = args.loop or (tuple(PAGE_LOOPS) if args.pages
+                          else ASGI_LOOPS if args.asgi else LOOPS)
+    sources: list[Path | None] = ([None if str(src) == "." else src for src in args.src]
+                                  if args.src else [None])
+    by_source: dict[Path | None, dict[str, float]] = {src: {} for src in sources}
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        counts = []
+        for src in sources:
+            for loop in loops:
+                if loop in ASGI_LOOPS:
+                    counts.append((src, loop, pool.submit(_count_marked, loop, args.large, src),
+                                   None))
+                else:
+                    counts.append((src, loop, pool.submit(_count, loop, args.small, src),
+                                   pool.submit(_count, loop, args.large, src)))
+        for src, loop, small, large in counts:
+            value = (small.result() if large is None
+                     else (large.result() - small.result()) / (args.large - args.small))
+            by_source[src][loop] = value
+            where = "" if len(sources) == 1 else f"  ({src or 'this checkout'})"
+            print(f"{loop:<22} {value:>10,.0f} instructions per call{where}", flush=True)
+    results = by_source[sources[0]]
     for loop in ("page-one", "page-first", "page-cached"):
         if loop in results and "page-write" in results:
             print(f"{loop} / page-write {results[loop] / results['page-write']:.2f}x")
@@ -278,6 +376,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"thread hop {results['sync-thread'] - results['sync-inline']:,.0f} instructions")
     if "dispatch" in results and "floor" in results:
         print(f"dispatch / floor {results['dispatch'] / results['floor']:.2f}x")
+    for src, counted in by_source.items():
+        where = "" if len(sources) == 1 else f"  ({src or 'this checkout'})"
+        for suffix in ("", "-legacy"):
+            base = counted.get(f"asgi-anonymous{suffix}")
+            for config in ("demo", "deploy", "deploy-jwt"):
+                loop = f"asgi-{config}{suffix}"
+                if base and loop in counted:
+                    print(f"{loop} / asgi-anonymous{suffix} {counted[loop] / base:.3f}x{where}")
     for loop in ("jwt", "key", "observed", "observed-jwt", "observed-key"):
         if "dispatch" in results and loop in results:
             print(f"{loop} / dispatch {results[loop] / results['dispatch']:.3f}x")

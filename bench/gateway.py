@@ -211,6 +211,7 @@ class Server:
     kind: str
     pid: int
     url: str
+    token: str | None = None
 
 
 @contextmanager
@@ -229,9 +230,10 @@ def start_server(kind: str, folder: Path, timeout: float = 60.0) -> Iterator[Ser
             if not selector.select(timeout):
                 raise TimeoutError(f"{kind} server did not report its port in {timeout}s")
         line = process.stdout.readline().split()
-        if len(line) != 2 or line[0] != "PORT":
+        if len(line) not in (2, 4) or line[0] != "PORT":
             raise RuntimeError(f"{kind} server failed to start: {errors.read_text()[-2000:]}")
-        yield Server(kind, process.pid, f"http://127.0.0.1:{line[1]}/mcp")
+        token = line[3] if len(line) == 4 and line[3] != "-" else None
+        yield Server(kind, process.pid, f"http://127.0.0.1:{line[1]}/mcp", token)
     finally:
         if process.poll() is None:
             os.kill(process.pid, signal.SIGTERM)
@@ -245,8 +247,14 @@ def start_server(kind: str, folder: Path, timeout: float = 60.0) -> Iterator[Ser
 def run_wrk(wrk: str, server: Server, script: Path, seconds: float) -> dict[str, Any]:
     """One wrk run: 1 thread, 16 connections (the 16 clients), ``seconds`` long (wrk takes
     whole seconds)."""
-    command = [wrk, "-t1", f"-c{CLIENTS}", f"-d{max(1, round(seconds))}s", "--latency", "-s", str(script),
-               server.url]
+    return _wrk(wrk, server.url, script, seconds)
+
+
+def _wrk(wrk: str, url: str, script: Path, seconds: float) -> dict[str, Any]:
+    """One wrk run: 1 thread, 16 connections (the 16 clients), ``seconds`` long (wrk takes
+    whole seconds)."""
+    command = [wrk, "-t1", f"-c{CLIENTS}", f"-d{max(1, round(seconds))}s", "--latency", "-s",
+               str(script), url]
     done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60,
                           check=True)
     for line in done.stdout.splitlines():
@@ -325,6 +333,94 @@ def bench_http(seconds: float, warmup: float, rounds: int) -> dict[str, dict[str
     return out
 
 
+# --- (c) the deployed configurations over HTTP ------------------------------------------------
+
+DEPLOY_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("floor", "floor", "modern"),
+    ("anonymous", "anonymous", "modern"),
+    ("demo", "demo", "modern"),
+    ("deploy", "deploy", "modern"),
+    ("sdk", "sdk", "modern"),
+    ("anonymous-legacy", "anonymous", "legacy"),
+    ("demo-legacy", "demo", "legacy"),
+    ("deploy-legacy", "deploy", "legacy"),
+    ("sdk-legacy", "sdk-stateful", "legacy"),
+)
+"""(row, server kind, era): the toolkeeper rows are ``bench/deployment.py``'s configurations
+through ``serve``'s runner (one process serves both eras); legacy rows use one session."""
+
+
+def _row_script(era: str, token: str | None, session: str | None) -> str:
+    import deployment
+
+    headers = "\n".join(f"wrk.headers[{_lua_string(n)}] = {_lua_string(v)}"
+                        for n, v in deployment.call_headers(era, token, session))
+    checks = "".join(f" or not string.find(body, {_lua_string(s)}, 1, true)"
+                     for s in (EXPECTED_TEXT, '"isError":false'))
+    body = deployment.call_body(era).decode()
+    script = WRK_SCRIPT % {"body": _lua_string(body), "headers": headers, "checks": checks}
+    if era == "legacy":  # ids unique within the session (one wrk thread: one counter)
+        head, tail = body.split('"id":1,', 1)
+        script += (f"local head, tail = {_lua_string(head + chr(34) + 'id' + chr(34) + ':')}, "
+                   f"{_lua_string(',' + tail)}\nlocal sent = 0\n"
+                   "function request()\n  sent = sent + 1\n"
+                   "  return wrk.format(nil, nil, nil, head .. sent .. tail)\nend\n")
+    return script
+
+
+def bench_deploy(seconds: float, warmup: float, rounds: int, jwt: bool
+                 ) -> dict[str, dict[str, float]]:
+    """Part (c): server CPU per request of each row, rounds interleaved; per round, each
+    row's ratio to the anonymous row of its era. Medians, with the spread of the ratios."""
+    import deployment
+
+    wrk = find_wrk()
+    rows = list(DEPLOY_ROWS)
+    if jwt:
+        rows.insert(4, ("deploy-jwt", "deploy-jwt", "modern"))
+        rows.append(("deploy-jwt-legacy", "deploy-jwt", "legacy"))
+    kinds = list(dict.fromkeys(kind for _, kind, _ in rows))
+    cpu_us: dict[str, list[float]] = {row: [] for row, _, _ in rows}
+    rates: dict[str, list[float]] = {row: [] for row, _, _ in rows}
+    print(f"  load generator: {wrk} (installed), 1 thread, {CLIENTS} connections, "
+          f"{seconds:g}s per run after a {warmup:g}s warm-up, every response checked",
+          flush=True)
+    with tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
+        servers = {k: stack.enter_context(start_server(k, Path(folder))) for k in kinds}
+        scripts: dict[str, Path] = {}
+        for row, kind, era in rows:
+            server = servers[kind]
+            session = (deployment.legacy_session_http(server.url, server.token)
+                       if era == "legacy" else None)
+            scripts[row] = Path(folder) / f"{row}.lua"
+            scripts[row].write_text(_row_script(era, server.token, session))
+            warm = _wrk(wrk, server.url, scripts[row], warmup)
+            if warm["failed"] or not warm["requests"]:
+                raise AssertionError(f"{row}: warm-up had failures: {warm}")
+        for i in range(rounds):
+            for row, kind, _ in rows:
+                server = servers[kind]
+                before = process_cpu_seconds(server.pid)
+                result = _wrk(wrk, server.url, scripts[row], seconds)
+                after = process_cpu_seconds(server.pid)
+                if result["failed"]:
+                    raise AssertionError(f"{row}: {result['failed']} failed responses: {result}")
+                assert before is not None and after is not None and result["requests"]
+                cpu_us[row].append((after - before) / result["requests"] * 1e6)
+                rates[row].append(result["rps"])
+                print(f"  round {i + 1} {row:<18} {result['rps']:>9,.0f} req/s  server CPU "
+                      f"{cpu_us[row][-1]:6.1f} us/req  ({result['requests']} requests, "
+                      "0 failed)", flush=True)
+    out: dict[str, dict[str, float]] = {}
+    for row, _, era in rows:
+        base = "anonymous" if era == "modern" else "anonymous-legacy"
+        ratios = [c / b for c, b in zip(cpu_us[row], cpu_us[base], strict=True)]
+        out[row] = {"cpu_us": statistics.median(cpu_us[row]), "rps": statistics.median(rates[row]),
+                    "ratio": statistics.median(ratios), "ratio_min": min(ratios),
+                    "ratio_max": max(ratios)}
+    return out
+
+
 # --- main ------------------------------------------------------------------------------------
 
 
@@ -332,7 +428,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="short smoke run")
-    parser.add_argument("--part", choices=("a", "b", "all"), default="all")
+    parser.add_argument("--part", choices=("a", "b", "c", "all"), default="all",
+                        help="c: the deployed configurations (not in all)")
+    parser.add_argument("--jwt", action="store_true", help="(c) also the JWT deployment rows")
     parser.add_argument("--calls", type=int, help="calls per run of (a)")
     parser.add_argument("--repeats", type=int, help="runs of (a)")
     parser.add_argument("--seconds", type=float, help="seconds per wrk run of (b)")
@@ -392,6 +490,20 @@ def main(argv: list[str] | None = None) -> int:
                   f"({cpu['toolkeeper'] / budget:.2f}x the budget), the floor "
                   f"{cpu['floor']:.1f} us ({cpu['floor'] / budget:.2f}x)", flush=True)
         verdicts.append(f"(b) {tk / sdk:.2f}x SDK, echo/toolkeeper {echo / tk:.2f}x")
+    if args.part == "c":
+        print(f"(c) HTTP tools/call of the deployed configurations, both eras, {CLIENTS} "
+              f"concurrent clients, {rounds} interleaved rounds", flush=True)
+        c = bench_deploy(seconds, 1.0 if quick else 2.0, rounds, args.jwt)
+        print("(c) row                 CPU us/call  req/s      vs anonymous (median; min-max "
+              "of the rounds)")
+        for row, value in c.items():
+            print(f"(c) {row:<18} {value['cpu_us']:>9.1f} {value['rps']:>9,.0f}   "
+                  f"{value['ratio']:.2f}x ({value['ratio_min']:.2f}-{value['ratio_max']:.2f})")
+        for era, suffix in (("modern", ""), ("legacy", "-legacy")):
+            deploy, demo = c[f"deploy{suffix}"]["ratio"], c[f"demo{suffix}"]["ratio"]
+            sdk = c[f"sdk{suffix}"]["cpu_us"] / c[f"deploy{suffix}"]["cpu_us"]
+            verdicts.append(f"{era}: deploy {deploy:.2f}x (target <= 1.15), demo {demo:.2f}x "
+                            f"(target <= 1.05), SDK/deploy {sdk:.1f}x (target >= 5)")
     print(f"load average {os.getloadavg()[0]:.2f} at end; " + "; ".join(verdicts))
     return 0
 

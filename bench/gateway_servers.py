@@ -7,6 +7,11 @@ ephemeral port, prints ``PORT <n>`` on stdout, then serves until SIGTERM/SIGINT.
   input schema (a reference matching ``^PMT-\\d{3,}$``, optional ``include_legs``) and the same
   result (one text block and the same structured content), served by
   ``streamable_http_app(stateless_http=True, json_response=True)``;
+* ``sdk-stateful``: the same SDK server with sessions (``stateless_http=False``), for the
+  legacy era's rows;
+* ``anonymous``, ``demo``, ``deploy``, ``deploy-jwt``: the configurations of
+  ``bench/deployment.py``, served through ``toolkeeper serve``'s own runner (its connection
+  bounds and head timeout included); they print ``PORT <n> TOKEN <token or ->``;
 * ``echo``: a bare ASGI app that reads the body and answers a fixed small JSON (the ceiling of
   the server stack);
 * ``floor``: a bare ASGI app like the echo that answers with the floor of the work
@@ -120,7 +125,7 @@ def _floor_app() -> Any:
     return app
 
 
-def _sdk_app() -> Any:
+def _sdk_app(stateless: bool = True) -> Any:
     from mcp.server import MCPServer
 
     server: MCPServer[Any] = MCPServer("sdk-bench")
@@ -142,13 +147,14 @@ def _sdk_app() -> Any:
         return CallToolResult(content=[TextContent(type="text", text=line)],
                               structured_content=data)
 
-    return server.streamable_http_app(stateless_http=True, json_response=True,
+    return server.streamable_http_app(stateless_http=stateless, json_response=True,
                                       host="127.0.0.1")
 
 
 KINDS: dict[str, Callable[[], Any]] = {
     "toolkeeper": _toolkeeper_app,
     "sdk": _sdk_app,
+    "sdk-stateful": lambda: _sdk_app(stateless=False),
     "echo": lambda: echo_app,
     "floor": _floor_app,
 }
@@ -159,9 +165,27 @@ def build(kind: str) -> Any:
     return KINDS[kind]()
 
 
+DEPLOYED = ("anonymous", "demo", "deploy", "deploy-jwt")
+"""Served as ``toolkeeper serve`` serves them (``bench/deployment.py``: the configuration file
+loaded, the features built, serve's runner); ``PORT <n> TOKEN <bearer token or ->``."""
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 1 and argv[0] in DEPLOYED:
+        import tempfile
+        from pathlib import Path
+
+        from deployment import serve_http
+
+        with tempfile.TemporaryDirectory() as folder:
+            def announce(port: int) -> None:
+                token = (Path(folder) / "token").read_text() or "-"
+                print(f"PORT {port} TOKEN {token}", flush=True)
+
+            serve_http(argv[0], Path(folder), announce)
+        return 0
     if len(argv) != 1 or argv[0] not in KINDS:
-        print(f"usage: gateway_servers.py {{{'|'.join(KINDS)}}}", file=sys.stderr)
+        print(f"usage: gateway_servers.py {{{'|'.join((*KINDS, *DEPLOYED))}}}", file=sys.stderr)
         return 2
     app = build(argv[0])
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

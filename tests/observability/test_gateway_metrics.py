@@ -251,3 +251,65 @@ def test_the_bearer_resolver_counts_each_refusal_by_reason(
     assert {reason: samples.get(("toolkeeper_auth_refusals_total", (("reason", reason),)))
             for reason in ("missing", "malformed", "unknown_key")} == {
         "missing": 1.0, "malformed": 1.0, "unknown_key": 1.0}
+
+
+def test_the_gateway_app_counts_its_own_responses_and_streams_with_no_wrapper(
+        observed: tuple[Registry, Observability, str]) -> None:
+    from toolkeeper.demo import demo_handlers, install_demo
+    from toolkeeper.protocol import encode_message
+    from toolkeeper.server import build_gateway
+    from toolkeeper.transports import HttpConfig, create_asgi_app
+
+    registry, obs, _ = observed
+    assert obs.metrics is not None
+    install_demo(registry)
+    gateway = build_gateway(registry, demo_handlers())
+    app = create_asgi_app(gateway.kernel, HttpConfig())
+    assert obs.wrap_app(app) is app  # no ASGI layer of its own
+    body = encode_message({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "payments.lookup", "arguments": {"reference": "PMT-771"}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}, "progressToken": "p"}}})
+    seen_open: list[float | None] = []
+    types: list[bytes] = []
+    statuses: list[int] = []
+
+    def scope(path: str, host: bytes, accept: bytes) -> dict[str, Any]:
+        return {"type": "http", "method": "POST", "path": path, "headers": [
+            (b"host", host), (b"content-type", b"application/json"), (b"accept", accept),
+            (b"mcp-protocol-version", b"2026-07-28"), (b"mcp-method", b"tools/call"),
+            (b"mcp-name", b"payments.lookup")], "client": ("127.0.0.1", 5000)}
+
+    async def exchange(request: dict[str, Any]) -> None:
+        given: list[bool] = []
+
+        async def receive() -> dict[str, Any]:
+            if not given:
+                given.append(True)
+                return {"type": "http.request", "body": body, "more_body": False}
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+                types.append(dict(message["headers"]).get(b"content-type", b""))
+            elif message.get("more_body"):
+                seen_open.append(obs.metrics.registry.get_sample_value(  # type: ignore[union-attr]
+                    "toolkeeper_open_streams"))
+
+        await app(request, receive, send)
+
+    for request in (scope("/mcp", b"127.0.0.1:8000", b"application/json"),
+                    scope("/mcp", b"127.0.0.1:8000", b"application/json, text/event-stream"),
+                    scope("/missing", b"127.0.0.1:8000", b"application/json"),
+                    scope("/mcp", b"evil.example", b"application/json")):
+        asyncio.run(exchange(request))
+    samples = obs.metrics.registry
+    counted = {status: samples.get_sample_value("toolkeeper_http_responses_total",
+                                                {"status": status})
+               for status in ("200", "404", "406", "421")}
+    assert statuses == [406, 200, 404, 421]
+    assert counted == {"200": 1.0, "404": 1.0, "406": 1.0, "421": 1.0}
+    assert types[1].startswith(b"text/event-stream")  # the handler's progress: a stream
+    assert seen_open and set(seen_open) == {1.0}
+    assert samples.get_sample_value("toolkeeper_open_streams") == 0.0

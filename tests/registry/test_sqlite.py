@@ -43,3 +43,39 @@ def test_a_commit_by_another_process_marks_the_store_stale_once(tmp_path: Path) 
     finally:
         mine.close()
         theirs.close()
+
+
+def test_an_unchanged_wal_index_answers_stale_without_a_query_and_any_commit_is_still_seen(
+        tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    mine, theirs = SQLiteStore(path), Registry(SQLiteStore(path))
+    statements: list[str] = []
+    mine._conn.set_trace_callback(statements.append)
+    try:
+        for _ in range(3):
+            assert not mine.stale()
+        assert statements == []  # the WAL index header read as before: no statement ran
+        for version in ("1.0.0", "1.1.0", "2.0.0"):
+            theirs.publish(evolved("payments.lookup", version))
+            assert mine.stale()
+            assert statements[-1] == "PRAGMA data_version"
+            asked = len(statements)
+            assert not mine.stale()
+            assert len(statements) == asked
+    finally:
+        mine.close()
+        theirs.close()
+
+
+def test_a_store_not_in_wal_mode_asks_data_version_every_time(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    SQLiteStore(path).close()
+    mine = SQLiteStore(path, read_only=True)  # a read-only store never sets the journal mode
+    statements: list[str] = []
+    mine._conn.set_trace_callback(statements.append)
+    try:
+        assert not mine.stale()
+        assert not mine.stale()
+        assert statements == ["PRAGMA data_version"] * 2
+    finally:
+        mine.close()

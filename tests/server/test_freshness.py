@@ -73,11 +73,19 @@ def _next_major(registry: Registry) -> ToolSpec:
 
 
 def pragma_count(registry: Registry) -> list[str]:
-    """The SQL statements the registry's own connection runs from now on (white box: the
-    check for other processes' changes is one ``PRAGMA data_version``)."""
-    statements: list[str] = []
-    registry._store._conn.set_trace_callback(statements.append)  # type: ignore[attr-defined]
-    return statements
+    """The checks for other processes' changes the registry asks its store for from now on
+    (white box: one ``stale()`` each, which on SQLite reads the WAL index header and runs
+    ``PRAGMA data_version`` when it moved: ``tests/registry/test_sqlite.py``)."""
+    checks: list[str] = []
+    store = registry._store
+    stale = type(store).stale
+
+    def counted() -> bool:
+        checks.append("stale")
+        return stale(store)
+
+    store.stale = counted  # type: ignore[method-assign]
+    return checks
 
 
 def test_a_check_begun_after_a_request_arrived_serves_it_and_a_later_one_asks_again(
@@ -121,10 +129,10 @@ def test_one_store_check_serves_a_whole_tools_call_and_a_whole_tools_list(
     for body, pairs in (call, listing):
         statements = pragma_count(here)
         settled(gateway.kernel.handle_asgi(body, pairs, received_ns=time.perf_counter_ns()))
-        assert statements == ["PRAGMA data_version"]
+        assert statements == ["stale"]
         statements = pragma_count(here)
         settled(gateway.kernel.handle_asgi(body, pairs))  # no arrival time: ask every time
-        assert statements == ["PRAGMA data_version"] * 2
+        assert statements == ["stale"] * 2
 
 
 def test_over_stdio_one_store_check_serves_each_tools_call_and_sees_a_later_retire(
@@ -163,7 +171,7 @@ def test_over_stdio_one_store_check_serves_each_tools_call_and_sees_a_later_reti
 
     asyncio.run(scenario())
     assert [a["result"]["isError"] for a in answers[:2]] == [False, False]
-    assert checks == ["PRAGMA data_version"]
+    assert checks == ["stale"]
     assert answers[2]["error"]["data"]["reason"] == "schema_version_retired"
 
 

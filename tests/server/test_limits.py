@@ -8,10 +8,10 @@ import asyncio
 from typing import Any
 
 import pytest
-from gateway_kit import USER, Driver, calc_estate, gateway_for
+from gateway_kit import USER, Driver, calc_estate, gateway_for, meta
 
 from toolkeeper.errors import JsonRpcError
-from toolkeeper.protocol import codes
+from toolkeeper.protocol import Pending, Reply, codes, decode_message
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server import InMemoryCallLog, ToolContext, ToolHandlers
 from toolkeeper.server.limits import (
@@ -202,3 +202,114 @@ def test_a_timeout_error_the_handler_raises_itself_is_its_own_failure(registry: 
     result = driver.call("calc", {"a": 1, "b": 2})["result"]
     assert result["isError"] is True and TIMEOUT_META_KEY not in result["_meta"]
     assert [r.outcome for r in log.records] == ["exception"]
+
+
+def test_a_concurrency_of_4_admits_exactly_4_of_32_concurrent_calls_and_frees_them(
+        registry: Registry) -> None:
+    calc_estate(registry)
+    handlers = ToolHandlers()
+    release = asyncio.Event()
+    running: list[int] = []
+
+    async def calc(arguments: dict[str, Any], ctx: ToolContext) -> str:
+        running.append(1)
+        await release.wait()
+        return "done"
+
+    handlers.bind("calc", calc)
+    limits = build_limits(LimitsSettings(concurrency=4, call_timeout_s=30.0))
+    driver = Driver(gateway_for(registry, handlers, limits=limits).kernel)
+
+    def message(i: int) -> dict[str, Any]:
+        params = {"name": "calc", "arguments": {"a": i, "b": 1}, "_meta": meta()}
+        params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = {}
+        return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}
+
+    async def emit(message: dict[str, Any]) -> None:
+        return None
+
+    async def wave(first: int) -> tuple[int, list[dict[str, Any]]]:
+        release.clear()
+        outcomes = [driver.kernel.handle_stream_message(driver.conn, message(first + i))
+                    for i in range(32)]
+        pending = [o for o in outcomes if isinstance(o, Pending)]
+        tasks = [asyncio.ensure_future(p.complete(emit)) for p in pending]
+        for _ in range(100):  # every admitted handler starts (bounded by count, not time)
+            await asyncio.sleep(0)
+        started = len(running)
+        release.set()
+        replies = [o for o in outcomes if isinstance(o, Reply)] + list(
+            await asyncio.gather(*tasks))
+        return started, [decode_message(r.body) for r in replies]
+
+    async def main() -> None:
+        for n, first in enumerate((0, 32)):  # a second wave: every slot was freed
+            started, answers = await wave(first)
+            assert started == 4 * (n + 1)
+            done = [a for a in answers if "result" in a]
+            refused = [a for a in answers if "error" in a]
+            assert len(done) == 4 and len(refused) == 28
+            assert all(a["result"]["isError"] is False for a in done)
+            assert {(a["error"]["code"], a["error"]["data"]["limit"]) for a in refused} == {
+                (codes.RATE_LIMITED, "concurrency")}
+
+    asyncio.run(main())
+
+
+def test_a_handler_that_finishes_without_suspending_arms_no_timer_and_one_that_suspends_does(
+        registry: Registry, monkeypatch: pytest.MonkeyPatch) -> None:
+    calc_estate(registry)
+    armed: list[float] = []
+    timeout_at = asyncio.timeout_at
+
+    def counting(when: float | None) -> asyncio.Timeout:
+        armed.append(0.0 if when is None else when)
+        return timeout_at(when)
+
+    monkeypatch.setattr(asyncio, "timeout_at", counting)
+    handlers = ToolHandlers()
+
+    async def calc(arguments: dict[str, Any], ctx: ToolContext) -> str:
+        return "at once"
+
+    async def vault(arguments: dict[str, Any]) -> str:
+        await asyncio.sleep(0)
+        return "after a suspension"
+
+    handlers.bind("calc", calc)
+    handlers.bind("vault", vault)
+    limits = build_limits(LimitsSettings(call_timeout_s=30.0))
+    driver = Driver(gateway_for(registry, handlers, limits=limits).kernel)
+    for _ in range(3):
+        assert driver.call("calc", {"a": 1, "b": 2})["result"]["content"][0]["text"] == "at once"
+    assert armed == []
+    assert driver.call("vault", {"a": 1})["result"]["content"][0]["text"] == (
+        "after a suspension")
+    assert len(armed) == 1
+
+
+def test_a_cancelled_handler_sees_the_cancellation_at_its_await_and_its_cleanup_runs(
+        registry: Registry) -> None:
+    calc_estate(registry)
+    handlers = ToolHandlers()
+    seen: list[str] = []
+
+    async def calc(arguments: dict[str, Any], ctx: ToolContext) -> str:
+        await asyncio.sleep(0)  # a first suspension, then the one the timeout ends
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+        finally:
+            seen.append("cleanup")
+        return "slept"
+
+    handlers.bind("calc", calc)
+    log = InMemoryCallLog()
+    limits = build_limits(LimitsSettings(call_timeout_s=0.05))
+    driver = Driver(gateway_for(registry, handlers, limits=limits, call_log=log).kernel)
+    result = driver.call("calc", {"a": 1, "b": 2})["result"]
+    assert result["_meta"][TIMEOUT_META_KEY] == {"timeoutS": 0.05}
+    assert seen == ["cancelled", "cleanup"]
+    assert [r.outcome for r in log.records] == ["timeout"]

@@ -81,8 +81,16 @@ class Observability:
     _stops: list[Callable[[], None]] = field(default_factory=list)
 
     def wrap_app(self, app: Any) -> Any:
-        """The ASGI app to serve: ``app`` itself, or it behind the HTTP metrics."""
-        return app if self.metrics is None else MetricsMiddleware(app, self.metrics)
+        """The ASGI app to serve: ``app`` itself, told to count its responses into the
+        metrics when it can (the gateway's HTTP app: ``observe_responses``), else behind
+        :class:`MetricsMiddleware` (no metrics: ``app`` as it is)."""
+        if self.metrics is None:
+            return app
+        observe = getattr(app, "observe_responses", None)
+        if callable(observe):
+            observe(self.metrics)
+            return app
+        return MetricsMiddleware(app, self.metrics)
 
     def stop(self) -> None:
         while self._stops:

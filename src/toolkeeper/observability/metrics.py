@@ -7,10 +7,12 @@ call's path, into :class:`_CallCounts`: plain per-(tool, version, outcome) bucke
 latency sums, a few list increments per call instead of a prometheus-client Counter and
 Histogram (a lock per increment and a Python loop over the buckets), exposed at scrape time
 as the ``toolkeeper_calls`` counter and the ``toolkeeper_call_latency_seconds`` histogram.
-HTTP responses by status and open streams come from :class:`MetricsMiddleware`, an ASGI
-wrapper around the gateway's app. Authentication refusals are counted through
-:func:`observe_auth_refusal`, which the auth code calls without holding a metrics object: it
-counts into the metrics of the running gateway (none: nothing happens).
+HTTP responses by status and open streams are told by the gateway's HTTP app itself (its
+``observe_responses``, from the send wrapper it has anyway: no ASGI layer per request);
+:class:`MetricsMiddleware`, an ASGI wrapper, counts the same for any other app.
+Authentication refusals are counted through :func:`observe_auth_refusal`, which the auth
+code calls without holding a metrics object: it counts into the metrics of the running
+gateway (none: nothing happens).
 
 :class:`MetricsServer` serves the exposition format over HTTP (``GET`` any path) on
 ``metrics.host:metrics.port``, a listener apart from the MCP endpoint; each scrape first drains
@@ -112,6 +114,32 @@ class _CallCounts:
         yield latency
 
 
+class _StatusCounts:
+    """The ``toolkeeper_http_responses`` counter by status: a plain count per status, written
+    by the serving event loop's thread only (one dictionary write per response, no lock) and
+    copied whole at scrape time (one step for the interpreter)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+        self._created: dict[int, float] = {}
+
+    def first(self, status: int) -> None:
+        self._created[status] = time.time()  # before the count, which a scrape reads first
+        self.counts[status] = 1
+
+    def describe(self) -> Iterator[Metric]:
+        yield CounterMetricFamily("toolkeeper_http_responses", "HTTP responses by status.",
+                                  labels=("status",))
+
+    def collect(self) -> Iterator[Metric]:
+        counts = dict(self.counts)
+        family = CounterMetricFamily("toolkeeper_http_responses", "HTTP responses by status.",
+                                     labels=("status",))
+        for status, count in sorted(counts.items()):
+            family.add_metric((str(status),), count, created=self._created[status])
+        yield family
+
+
 class GatewayMetrics:
     """The gateway's metrics (a :class:`CallSink` for the call recorder)."""
 
@@ -125,8 +153,8 @@ class GatewayMetrics:
                                  "dispatch, by reason.", ("reason",), registry=r)
         self._invalid = Counter("toolkeeper_validation_failures", "tools/call whose arguments "
                                 "failed validation.", ("tool", "version"), registry=r)
-        self._responses = Counter("toolkeeper_http_responses", "HTTP responses by status.",
-                                  ("status",), registry=r)
+        self._responses = _StatusCounts()
+        r.register(self._responses)
         self.open_streams = Gauge("toolkeeper_open_streams", "SSE response streams open.",
                                   registry=r)
         self._auth = Counter("toolkeeper_auth_refusals", "Refused credentials by reason.",
@@ -136,7 +164,6 @@ class GatewayMetrics:
         self._changed = Gauge("toolkeeper_registry_last_change_timestamp_seconds", "When the "
                               "gateway last saw the registry change (its start at first).",
                               registry=r)
-        self._statuses: dict[int, Any] = {}
         self._unsubscribe: Callable[[], None] | None = None
 
     # --- feeds -----------------------------------------------------------------------------
@@ -161,10 +188,18 @@ class GatewayMetrics:
         self._auth.labels(reason).inc()
 
     def responded(self, status: int) -> None:
-        child = self._statuses.get(status)
-        if child is None:
-            child = self._statuses[status] = self._responses.labels(str(status))
-        child.inc()
+        counts = self._responses.counts
+        count = counts.get(status)
+        if count is None:
+            self._responses.first(status)
+        else:
+            counts[status] = count + 1
+
+    def stream_opened(self) -> None:
+        self.open_streams.inc()
+
+    def stream_closed(self) -> None:
+        self.open_streams.dec()
 
     def watch(self, registry: Registry) -> None:
         """Report ``registry``'s generation (read at scrape time) and last change time."""

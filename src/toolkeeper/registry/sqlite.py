@@ -4,7 +4,11 @@ Writers serialise with ``BEGIN IMMEDIATE`` (the database's single write lock, ac
 processes), waiting at most ``busy_timeout`` seconds; the unique key on (name, version_key)
 backs the guard. WAL journaling lets readers run beside a writer. SQLite cannot push changes to
 other processes, so ``stale()`` compares ``PRAGMA data_version``, which moves exactly when
-another connection committed: a read-time check, not a polling loop.
+another connection committed: a read-time check, not a polling loop. In WAL mode it first
+reads the WAL index header (the first 48 bytes of the ``-shm`` file, one ``pread``): every
+commit by any connection rewrites it (its change counter moves), so while it reads as it did
+at the last ``data_version`` query nothing was committed since, and the query is skipped;
+when it differs, or cannot be read, the query decides as before.
 
 A file is recognised before anything is written to it (even the journal mode): one that is not
 toolkeeper's (:func:`~toolkeeper.registry.migrations.recognise_schema`) or not a SQLite
@@ -14,6 +18,7 @@ database at all is refused and left as it was. A read-only store opens the file 
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -124,6 +129,10 @@ class _SQLiteTransaction:
                              code="registry.wrong_name")
 
 
+_WAL_HEADER_BYTES = 48
+"""The first copy of the WAL index header (``-shm``), which holds the change counter."""
+
+
 class SQLiteStore:
     """A registry store in one SQLite file; safe across threads and processes."""
 
@@ -137,6 +146,9 @@ class SQLiteStore:
         self._create = create and not read_only
         self._lock = threading.Lock()
         self._closed = False
+        self._wal = False
+        self._shm: int | None = None
+        self._wal_header = b""
         mode = "ro" if read_only else "rwc" if self._create else "rw"
         try:
             self._conn = sqlite3.connect(f"{_uri(self.path)}?mode={mode}", uri=True,
@@ -157,12 +169,13 @@ class SQLiteStore:
         if read_only:
             return
         try:  # only now that the file is known to be ours (or new): the header is written
-            self._conn.execute("PRAGMA journal_mode = WAL")
+            wal = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.Error as exc:
             raise _store_error(exc, self.path) from None
         self._migrate()
+        self._wal = bool(wal) and str(wal[0]).lower() == "wal"
 
     # --- schema ----------------------------------------------------------------------------
 
@@ -317,6 +330,13 @@ class SQLiteStore:
         """SQLite cannot push; other processes' commits are found by :meth:`stale`."""
 
     def stale(self) -> bool:
+        with self._lock:
+            if self._shm is not None and self._wal_header:
+                try:
+                    if os.pread(self._shm, _WAL_HEADER_BYTES, 0) == self._wal_header:
+                        return False  # nothing committed since data_version was last read
+                except OSError:
+                    pass
         current = self._pragma_data_version()
         if current == self._data_version:
             return False
@@ -327,15 +347,38 @@ class SQLiteStore:
         with self._lock:
             self._check_open()
             try:
+                # The header is read before the query: a commit between the two moves
+                # data_version now and leaves the header kept different, so it is queried
+                # again next time; none is ever missed.
+                self._wal_header = self._read_wal_header()
                 return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
             except sqlite3.Error as exc:
                 raise _store_error(exc, self.path) from None
+
+    def _read_wal_header(self) -> bytes:
+        """(Under the lock.) The WAL index header as it reads now, b"" when unknown: not in
+        WAL mode, or no ``-shm`` file (opened once; it exists while a connection is open)."""
+        if not self._wal:
+            return b""
+        if self._shm is None:
+            try:
+                self._shm = os.open(f"{self.path}-shm", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            except OSError:
+                return b""
+        try:
+            header = os.pread(self._shm, _WAL_HEADER_BYTES, 0)
+        except OSError:
+            return b""
+        return header if len(header) == _WAL_HEADER_BYTES else b""
 
     def close(self) -> None:
         with self._lock:
             if not self._closed:
                 self._closed = True
                 self._conn.close()
+                if self._shm is not None:
+                    os.close(self._shm)
+                    self._shm = None
 
     def _check_open(self) -> None:
         if self._closed:

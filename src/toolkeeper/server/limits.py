@@ -33,9 +33,10 @@ import asyncio
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
+from types import CoroutineType
 from typing import Any, Final
 
 from toolkeeper.protocol import Call, Deferred, Emit, Finish, Method, MethodResult, Outcome, Pending
@@ -181,6 +182,10 @@ class Admission:
         self._clock = clock
         self._states: dict[tuple[str | None, str | None], _State] = {}
         self._sweep_at = _SWEEP_AT
+        self._last: tuple[Any, _State] | None = None
+        """The principal admitted last and its state: the same object again (a cached
+        credential's, the local principal) skips reading its key. Cleared by a sweep, so a
+        state dropped from the table is never used again."""
         self._lock = threading.Lock()
 
     @property
@@ -223,22 +228,30 @@ class Admission:
         """Admit one call of ``principal`` (its slot, for :meth:`leave`), or raise
         RATE_LIMITED: ``concurrency`` calls already in flight, or an empty bucket (the
         refusal takes no token: ``retryAfterS`` is when one will be there)."""
-        key = principal_key(principal)
         with self._lock:
             now = self._clock()
             # (inlined rather than through _state and _spend: this runs once per call)
-            state = self._states.get(key)
-            if state is None:
-                if len(self._states) >= self._sweep_at:
-                    self._sweep(now)
-                state = self._states[key] = _State(
-                    self._tenants.get(key[0], self._default) if key[0] is not None
-                    else self._default, now)
+            last = self._last
+            if last is not None and last[0] is principal:  # a resolver's cached principal
+                state = last[1]
+            else:
+                key = principal_key(principal)
+                found = self._states.get(key)
+                if found is None:
+                    if len(self._states) >= self._sweep_at:
+                        self._sweep(now)
+                    found = self._states[key] = _State(
+                        self._tenants.get(key[0], self._default) if key[0] is not None
+                        else self._default, now)
+                state = found
+                self._last = (principal, state)
             rule = state.rule
             if rule.concurrency and state.in_flight >= rule.concurrency:
                 raise rate_limited(_CONCURRENCY_RETRY_S, "concurrency")
             if rule.rate_per_s:
-                state.refill(now)
+                tokens = state.tokens + (now - state.stamp) * rule.rate_per_s
+                state.tokens = tokens if tokens < rule.burst else rule.burst
+                state.stamp = now
                 if state.tokens < 1.0:
                     wait = (1.0 - state.tokens) / rule.rate_per_s
                     raise rate_limited(max(1, math.ceil(wait - 1e-9)), "rate")
@@ -253,6 +266,7 @@ class Admission:
     def _sweep(self, now: float) -> None:
         """Drop idle keys (a fresh state is the same as theirs); keep at most twice as many
         as remain before sweeping again (amortized O(1) per call)."""
+        self._last = None
         for key, state in list(self._states.items()):
             state.refill(now)
             if state.idle():
@@ -312,7 +326,26 @@ class CallTimeoutError(Exception):
 
 async def bounded(awaitable: Awaitable[Any], timeout_s: float) -> Any:
     """``await awaitable``, cancelled after ``timeout_s`` (then CallTimeoutError; a
-    TimeoutError the handler raises itself passes through as its own)."""
+    TimeoutError the handler raises itself passes through as its own).
+
+    A coroutine is first run to its first suspension with no timer: one that finishes without
+    suspending (an ``async`` handler that awaited nothing pending) had no point at which it
+    could be cancelled, so it costs no timer. One that suspends finishes under a timeout at
+    the same deadline, counted from before that first step."""
+    if type(awaitable) is CoroutineType:
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        try:
+            pending = awaitable.send(None)
+        except StopIteration as done:
+            return done.value
+        scope = asyncio.timeout_at(deadline)
+        try:
+            async with scope:
+                return await _Resumed(awaitable, pending)
+        except TimeoutError:
+            if scope.expired():
+                raise CallTimeoutError(timeout_s) from None
+            raise
     scope = asyncio.timeout(timeout_s)
     try:
         async with scope:
@@ -321,6 +354,37 @@ async def bounded(awaitable: Awaitable[Any], timeout_s: float) -> Any:
         if scope.expired():
             raise CallTimeoutError(timeout_s) from None
         raise
+
+
+class _Resumed:
+    """A coroutine suspended at its first ``await`` (``pending``: what it yielded), awaited
+    the rest of the way: ``yield from``'s delegation (PEP 380), written out because the first
+    step was taken by hand."""
+
+    __slots__ = ("_coro", "_pending")
+
+    def __init__(self, coro: CoroutineType[Any, Any, Any], pending: Any) -> None:
+        self._coro = coro
+        self._pending = pending
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, pending = self._coro, self._pending
+        while True:
+            try:
+                sent = yield pending
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # a cancellation thrown in: to the handler
+                try:
+                    pending = coro.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    pending = coro.send(sent)
+                except StopIteration as done:
+                    return done.value
 
 
 def timed_out_result(name: str, timeout_s: float) -> ToolResult:

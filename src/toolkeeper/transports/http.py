@@ -38,12 +38,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import time
 from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass, field
 from functools import lru_cache, partial
-from typing import Final
+from typing import Final, Protocol
 
 from toolkeeper.protocol import (
     Accepted,
@@ -76,11 +74,9 @@ from toolkeeper.transports.asgi_io import (
     serve_lifespan,
 )
 from toolkeeper.transports.asks import (
-    DEFAULT_ASK_TIMEOUT_S,
-    DEFAULT_MAX_PENDING,
-    DEFAULT_MAX_PENDING_PER_SESSION,
     PendingAsks,
 )
+from toolkeeper.transports.http_config import HttpConfig
 from toolkeeper.transports.http_rungs import (
     MEMO_LONGEST,
     STREAM_METHOD,
@@ -93,83 +89,35 @@ from toolkeeper.transports.http_rungs import (
 )
 from toolkeeper.transports.legacy_calls import LegacyCalls
 from toolkeeper.transports.pending import answer_pending
-from toolkeeper.transports.replay import ReplayConfig
-from toolkeeper.transports.security import OriginPolicy
 from toolkeeper.transports.session_stream import ChangeFeed, SessionStreams
 
 __all__ = ["ASGIApp", "HttpConfig", "StreamableHTTPApp", "create_asgi_app"]
 
 _log = logging.getLogger("toolkeeper.transports.http")
 
-DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
-DEFAULT_BACKLOG: Final = 2048  # uvicorn's
 _PLAIN: Final = (b"content-type", b"text/plain; charset=utf-8")
 _CLOSE: Final = (b"connection", b"close")  # the rest of a stalled body is never read
 LAST_EVENT_ID: Final = "last-event-id"
 
 
-@dataclass(frozen=True, slots=True)
-class HttpConfig:
-    """Transport options. ``path`` None serves every path (for mounting in another app)."""
+class ResponseObserver(Protocol):
+    """Told of every HTTP response the app starts (the gateway's metrics): its status, and
+    for a ``text/event-stream`` response its opening and its end (its last body message, or
+    the end of the request, whichever comes first)."""
 
-    path: str | None = "/mcp"
-    max_body_bytes: int = DEFAULT_MAX_BODY
-    policy: OriginPolicy = field(default_factory=OriginPolicy)
-    json_response: bool = False
-    keepalive_s: float = 15.0
-    body_timeout_s: float = 5.0
-    """The longest wait for the next part of a request body (a client that stalls mid-body is
-    answered 408 and its connection closed)."""
-    # Connection bounds, kept by the runner (see toolkeeper.transports.connection_bounds):
-    head_timeout_s: float = 10.0
-    """The longest a connection may take to send a complete request head, counted from its
-    accept or from the end of the previous response; then it is closed unanswered."""
-    idle_timeout_s: float = 5.0
-    """How long a kept-alive connection may stay silent after a response (uvicorn's
-    ``timeout_keep_alive``); then it is closed. The head limit runs from the response too, so
-    this one matters only when it is the shorter."""
-    max_connections: int = 1000
-    """Open connections beyond which a new one is answered 503 and closed at once; lowered to
-    the process's descriptor limit less a headroom when that is smaller."""
-    max_connections_per_ip: int = 0
-    """Open connections from one peer address beyond which a new one from it is answered 503
-    and closed at once (0: a quarter of the effective ``max_connections``, at least 1), so
-    silent connections from one source cannot hold the whole cap. Behind a reverse proxy every
-    connection comes from the proxy's address: set it to ``max_connections`` there."""
-    backlog: int = DEFAULT_BACKLOG
-    """Connections the kernel queues for accepting (``listen``; the kernel may cap it)."""
-    documents: Mapping[str, bytes] = field(default_factory=dict)
-    """Static JSON documents served by path beside the endpoint, to GET (else 405), without
-    authentication or Host checks: the protected-resource metadata (RFC 9728 3) at its
-    well-known paths. Only when ``path`` is set (a mounted app serves every path)."""
-    replay: ReplayConfig = field(default_factory=ReplayConfig)
-    """Resumable legacy streams (:mod:`~toolkeeper.transports.resumable`): the ``retry``
-    hint and the replay logs' bounds (``max_events`` 0: none; never in JSON mode)."""
-    ask_timeout_s: float = DEFAULT_ASK_TIMEOUT_S
-    """How long a legacy handler's request to its client waits for the answer
-    (:mod:`~toolkeeper.transports.asks`)."""
-    max_pending_asks: int = DEFAULT_MAX_PENDING
-    """Requests to clients awaiting answers at once, beyond which a handler's ask fails."""
-    max_pending_asks_per_session: int = DEFAULT_MAX_PENDING_PER_SESSION
-    """The same bound for the requests of one legacy session, so that one session cannot take
-    every slot and fail the other sessions' asks."""
+    def responded(self, status: int) -> None: ...
 
-    def __post_init__(self) -> None:
-        if self.max_body_bytes < 0:
-            raise ValueError(f"max_body_bytes must not be negative, not {self.max_body_bytes}")
-        for name in ("keepalive_s", "body_timeout_s", "head_timeout_s", "idle_timeout_s"):
-            value = getattr(self, name)
-            if not value > 0:  # also refuses NaN
-                raise ValueError(f"{name} must be a positive number, not {value}")
-        for name in ("head_timeout_s", "idle_timeout_s"):  # event-loop timers: finite
-            if math.isinf(getattr(self, name)):
-                raise ValueError(f"{name} must be finite")
-        if self.max_connections_per_ip < 0:
-            raise ValueError("max_connections_per_ip must not be negative, not "
-                             f"{self.max_connections_per_ip}")
-        for name in ("max_connections", "backlog"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
+    def stream_opened(self) -> None: ...
+
+    def stream_closed(self) -> None: ...
+
+
+def _is_stream(start: Message) -> bool:
+    for name, value in start.get("headers", ()):
+        if value.startswith(b"text/event-stream") and name.lower() == b"content-type":
+            return True
+    return False
+
 
 class StreamableHTTPApp:
     """The MCP endpoint as an ASGI callable."""
@@ -192,6 +140,7 @@ class StreamableHTTPApp:
         lane is unaffected; ``tests/transports/test_http_express.py`` compares them)."""
         self._changes = changes
         self._stopping = False
+        self._observer: ResponseObserver | None = None
         self._session_streams = (None if changes is None else SessionStreams(
             kernel, changes, keepalive_s=self._config.keepalive_s))
         config = self._config
@@ -211,6 +160,11 @@ class StreamableHTTPApp:
         """The transport options (fixed for the app's life: its checks are memoized)."""
         return self._config
 
+    def observe_responses(self, observer: ResponseObserver) -> None:
+        """Tell ``observer`` of every response from now on (in the app's own send wrapper,
+        so counting costs no ASGI layer of its own)."""
+        self._observer = observer
+
     def begin_shutdown(self) -> None:
         """The server is stopping: end every stream (listen and standalone) so each response
         can finish; called by the runner before it waits for connections to close."""
@@ -224,11 +178,24 @@ class StreamableHTTPApp:
             await serve_lifespan(receive, send)
         elif kind == "http":
             started: list[bool] = []
+            observer = self._observer
+            streaming: list[bool] = []
 
             def tracking_send(message: Message) -> Awaitable[None]:
                 # A plain function handing back send's own awaitable: no extra coroutine.
-                if not started and message["type"] == "http.response.start":
-                    started.append(True)
+                if not started:
+                    if message["type"] == "http.response.start":
+                        started.append(True)
+                        if observer is not None:
+                            observer.responded(message["status"])
+                            if _is_stream(message):
+                                streaming.append(True)
+                                observer.stream_opened()
+                elif (streaming and message["type"] == "http.response.body"
+                      and not message.get("more_body")):
+                    streaming.clear()
+                    assert observer is not None
+                    observer.stream_closed()
                 return send(message)
 
             try:
@@ -246,12 +213,17 @@ class StreamableHTTPApp:
                 if task is not None:
                     task.uncancel()
                 if not started:
-                    await respond_plain(send, 503, b"Service Unavailable: the server is stopping")
+                    await respond_plain(tracking_send, 503,
+                                        b"Service Unavailable: the server is stopping")
             except Exception:
                 _log.exception("transport fault while serving %s %s", scope.get("method"),
                                scope.get("path"))
                 if not started:
-                    await respond_plain(send, 500, b"Internal Server Error")
+                    await respond_plain(tracking_send, 500, b"Internal Server Error")
+            finally:
+                if streaming:
+                    assert observer is not None
+                    observer.stream_closed()
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1000})
 

@@ -30,7 +30,7 @@ import uvicorn
 
 from toolkeeper.transports.asgi_io import ASGIApp
 from toolkeeper.transports.connection_bounds import bounded_protocol, effective_cap, per_ip_cap
-from toolkeeper.transports.http import DEFAULT_BACKLOG, HttpConfig
+from toolkeeper.transports.http_config import DEFAULT_BACKLOG, HttpConfig
 
 __all__ = [
     "GRACEFUL_SHUTDOWN_S",

@@ -53,7 +53,7 @@ from toolkeeper.protocol import (
 from toolkeeper.protocol.codes import INVALID_REQUEST
 from toolkeeper.transports.asgi_io import resume
 from toolkeeper.transports.asks import LegacyChannel, PendingAsks
-from toolkeeper.transports.http import DEFAULT_MAX_BODY
+from toolkeeper.transports.http_config import DEFAULT_MAX_BODY
 from toolkeeper.transports.session_stream import (
     ChangeFeed,
     ChangeSubscription,
