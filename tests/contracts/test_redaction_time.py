@@ -5,7 +5,7 @@ per character than ordinary text, through both :func:`redact_text` and the call 
 :func:`arguments_digest`.
 
 Python's regular expression engine counts no steps, so the tests measure time, as the CPU time
-of this thread (other processes on the machine do not count) and the best of three runs. The
+of this thread (other processes on the machine do not count) and the best of five runs. The
 property is linearity, so the main assertion is a ratio: four times the input takes less than
 eight times as long (a quadratic search takes sixteen); the absolute bound on the largest input
 is generous (about a hundred times what a linear pass takes) and only catches a search that
@@ -42,9 +42,10 @@ PREFIXES = (
 
 
 def _cpu_seconds(function: Callable[[str], object], text: str) -> float:
-    """The best of three runs, in CPU seconds of this thread."""
+    """The best of five runs, in CPU seconds of this thread (the best: another process can only
+    add to a run's time, through the caches it shares)."""
     best = float("inf")
-    for _ in range(3):
+    for _ in range(5):
         start = time.thread_time()
         function(text)
         best = min(best, time.thread_time() - start)
@@ -66,5 +67,5 @@ def test_adversarial_text_is_redacted_in_linear_time(
     small = _cpu_seconds(function, _adversarial(prefix, SIZE // 4))
     large = _cpu_seconds(function, _adversarial(prefix, SIZE))
     assert large < BOUND
-    # below a millisecond the timer's noise is most of the figure: compare from there up
-    assert large < 8 * max(small, 0.001)
+    # below two milliseconds the timer's noise is most of the figure: compare from there up
+    assert large < 8 * max(small, 0.002)
