@@ -11,12 +11,14 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
 
 import toolkeeper
 
-__all__ = ["read_until", "serving_announced_port", "serving_gateway", "stop_process"]
+__all__ = ["read_until", "serving_announced_port", "serving_gateway", "serving_handler",
+           "stop_process"]
 
 SRC = str(Path(toolkeeper.__file__).resolve().parent.parent)
 """This checkout's sources, put first on a child's PYTHONPATH."""
@@ -103,3 +105,18 @@ def serving_announced_port(argv: Sequence[str], env: Mapping[str, str] | None = 
         stop_process(proc)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+@contextmanager
+def serving_handler(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A stdlib ``ThreadingHTTPServer`` with ``handler`` on an ephemeral 127.0.0.1 port, in a
+    thread of this process, yielding its ``/mcp`` URL; shut down and joined on exit."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)

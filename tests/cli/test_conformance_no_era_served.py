@@ -18,14 +18,14 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import AbstractContextManager, contextmanager
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
-from process_kit import START_TIMEOUT_S, read_until, stop_process
+from process_kit import START_TIMEOUT_S, read_until, serving_handler, stop_process
 from toolkeeper.cli.main import cli
 from toolkeeper.client import ClientTimeouts, Target
 from toolkeeper.conformance import builtin_corpus
@@ -53,17 +53,8 @@ class _Html500(BaseHTTPRequestHandler):
         return
 
 
-@contextmanager
-def _html_500_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Html500)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+def _html_500_server() -> AbstractContextManager[str]:
+    return serving_handler(_Html500)
 
 
 def _check(result: Result) -> None:

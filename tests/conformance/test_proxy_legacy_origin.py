@@ -7,15 +7,14 @@ harness's own deliberate header/body mismatch. The deployment assertions (``--co
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import AbstractContextManager
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+from process_kit import serving_handler
 from toolkeeper.cli.main import cli
 from toolkeeper.conformance import run_proxy_evidence
 
@@ -36,17 +35,8 @@ class _LegacyOnly(BaseHTTPRequestHandler):
         return
 
 
-@contextmanager
-def _legacy_origin() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _LegacyOnly)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+def _legacy_origin() -> AbstractContextManager[str]:
+    return serving_handler(_LegacyOnly)
 
 
 def _invoke(*args: str) -> Any:
