@@ -2,7 +2,9 @@
 spent (in the registry store) before the handler runs, so a replay, sequential or concurrent,
 is refused ``replayed`` and the side effect happens once; ``read`` and ``idempotent_write``
 states may be resumed again. The state's lifetime is ``request_state_ttl_s``. A request with
-``inputResponses`` and no ``requestState`` is a first round (MRTR, 2026-07-28)."""
+``inputResponses`` and no ``requestState`` is a first round of a ``write`` or ``destructive``
+tool; a ``read`` or ``idempotent_write`` tool takes the answers to the keys it asks (MRTR,
+2026-07-28)."""
 
 from __future__ import annotations
 
@@ -182,18 +184,43 @@ def test_a_state_that_asked_again_is_spent_and_the_new_state_carries_the_call(
     assert done == ["a/b"]
 
 
-def test_input_responses_without_a_request_state_are_a_first_round(
-        registry: Registry, effects: Effects) -> None:
+@pytest.mark.parametrize("name", ONCE)
+def test_input_responses_without_a_request_state_are_a_first_round_of_a_write(
+        registry: Registry, effects: Effects, name: str) -> None:
     # mrtr.mdx (2026-07-28): every InputRequiredResult of this gateway has a requestState,
-    # which a retry MUST echo; responses that answer nothing asked SHOULD be ignored.
+    # which a retry MUST echo; a tool that runs once per sealed state runs only on answers to
+    # asks it made, so responses without a state are ignored and the ask is asked.
     d = _driver(registry, effects)
-    for name in SIDE_EFFECTS:
-        result = d.request("tools/call", name=name, arguments={"a": 1},
-                           inputResponses=CONFIRM)["result"]
-        assert result["resultType"] == "input_required"
-        assert list(result["inputRequests"]) == ["confirm"]
-        assert isinstance(result["requestState"], str)
-    assert sum(effects.done.values()) == 0
+    result = d.request("tools/call", name=name, arguments={"a": 1},
+                       inputResponses=CONFIRM)["result"]
+    assert result["resultType"] == "input_required"
+    assert list(result["inputRequests"]) == ["confirm"]
+    assert isinstance(result["requestState"], str)
+    assert effects.done[name] == 0
+
+
+@pytest.mark.parametrize("name", ("read", "idempotent_write"))
+def test_input_responses_without_a_request_state_answer_a_repeatable_tool(
+        registry: Registry, effects: Effects, name: str) -> None:
+    # mrtr.mdx (2026-07-28): "the server SHOULD ignore any information it does not
+    # recognize or need": the key the tool asks is answered, the extra keys are ignored.
+    d = _driver(registry, effects)
+    result = d.request("tools/call", name=name, arguments={"a": 1},
+                       inputResponses={**CONFIRM, "unknown_extra_key": accept(name="x")}
+                       )["result"]
+    assert result.get("resultType", "complete") == "complete", result
+    assert result["content"] == [{"type": "text", "text": f"{name} done"}]
+    assert effects.done[name] == 1
+
+
+def test_input_responses_without_a_request_state_that_answer_no_ask_are_a_first_round(
+        registry: Registry, effects: Effects) -> None:
+    d = _driver(registry, effects)
+    result = d.request("tools/call", name="read", arguments={"a": 1},
+                       inputResponses={"another": accept(name="x")})["result"]
+    assert result["resultType"] == "input_required"
+    assert list(result["inputRequests"]) == ["confirm"]
+    assert effects.done["read"] == 0
 
 
 def test_a_state_lives_for_the_configured_lifetime_and_is_expired_after() -> None:

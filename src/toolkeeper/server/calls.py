@@ -173,8 +173,9 @@ class ToolCalls:
         asker = state = None
         if binding.takes_context and call.era is Era.MODERN:
             try:
-                resumed = self._states.resume_call(call.params, name, route.version,
-                                                   arguments, call.principal)
+                resumed = self._states.resume_call(
+                    call.params, name, route.version, arguments, call.principal,
+                    unsolicited=route.plan.spec.side_effect not in _SINGLE_USE)
             except JsonRpcError as exc:
                 self._log.refused(refusal_reason(exc))
                 raise

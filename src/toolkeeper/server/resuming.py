@@ -55,10 +55,14 @@ retry (-32603) rather than run it unrecorded.
 
 **Answers only to what was asked.** A state carries the keys its round asked (``asked``); a
 retry's ``inputResponses`` answer only those, others are ignored. A request with
-``inputResponses`` and no ``requestState`` is a first round: its responses are ignored (every
-``input_required`` of this gateway carries a ``requestState``, which the client MUST echo in
-its retry, so such responses answer nothing that was asked; the 2026-07-28 MRTR text is cited
-where a state is opened).
+``inputResponses`` and no ``requestState`` carries answers no round of this gateway asked
+(every ``input_required`` it sends has a ``requestState``, which the client MUST echo). For a
+``write`` or ``destructive`` tool it is a first round: the responses are ignored, every ask is
+asked and sealed, and the retry spends its state, so such a tool runs only on answers to asks
+it made. For a ``read`` or ``idempotent_write`` tool and for a prompt, the responses answer
+the asks whose keys they carry and any other key is ignored: a run on them can do nothing a
+resumed state could not, and MRTR asks a server to ignore what it does not recognize rather
+than fail (the 2026-07-28 text is cited where a state is opened).
 
 Answers too large to seal into a token a gateway would open
 (:data:`~toolkeeper.protocol.sealing.MAX_TOKEN_CHARS`) make the round the handler's failure
@@ -207,21 +211,26 @@ class RequestStates:
         return self._ttl_s
 
     def resume(self, params: Mapping[str, Any], tool: str, version: str,
-               arguments: Mapping[str, Any], principal: Principal) -> ModernAsker | None:
+               arguments: Mapping[str, Any], principal: Principal, *,
+               unsolicited: bool = False) -> ModernAsker | None:
         """The asker of a ``tools/call`` retry (:meth:`resume_call`'s, without its state)."""
-        resumed = self.resume_call(params, tool, version, arguments, principal)
+        resumed = self.resume_call(params, tool, version, arguments, principal,
+                                   unsolicited=unsolicited)
         return None if resumed is None else resumed[0]
 
     def resume_call(self, params: Mapping[str, Any], tool: str, version: str,
-                    arguments: Mapping[str, Any], principal: Principal
-                    ) -> tuple[ModernAsker, SealedState] | None:
+                    arguments: Mapping[str, Any], principal: Principal, *,
+                    unsolicited: bool = False
+                    ) -> tuple[ModernAsker, SealedState | None] | None:
         """The asker of a ``tools/call`` retry and the state it opened (:meth:`resume_for`
         with purpose :data:`PURPOSE`, bound to the tool and its contract version); None for
-        a call without ``requestState``."""
+        a call that is no retry. ``unsolicited``: ``inputResponses`` without ``requestState``
+        answer the asks whose keys they carry (a tool whose state may be resumed again);
+        otherwise they are ignored. The state is None when no ``requestState`` was opened."""
         if params.get("requestState") is None and params.get("inputResponses") is None:
             return None
         return self._open(PURPOSE, {"tool": tool, "version": version}, params, arguments,
-                          principal)
+                          principal, unsolicited=unsolicited)
 
     def spend(self, state: SealedState) -> None:
         """Spend ``state`` (:class:`SpentStates`): JsonRpcError ``replayed`` when it was
@@ -241,12 +250,12 @@ class RequestStates:
         """The asker of a retry of ``purpose`` (the method): the sealed answers, then the
         ``inputResponses`` for keys the state does not answer; None for a request that is no
         retry (JsonRpcError -32602 for a state or a response refused)."""
-        opened = self._open(purpose, subject, params, arguments, principal)
+        opened = self._open(purpose, subject, params, arguments, principal, unsolicited=True)
         return None if opened is None else opened[0]
 
     def _open(self, purpose: str, subject: Mapping[str, str], params: Mapping[str, Any],
-              arguments: Mapping[str, Any], principal: Principal
-              ) -> tuple[ModernAsker, SealedState] | None:
+              arguments: Mapping[str, Any], principal: Principal, *, unsolicited: bool
+              ) -> tuple[ModernAsker, SealedState | None] | None:
         token = params.get("requestState")
         responses = params.get("inputResponses") or {}
         for key, value in responses.items():
@@ -257,12 +266,15 @@ class RequestStates:
             # MRTR (2026-07-28, basic/patterns/mrtr.mdx): every InputRequiredResult of this
             # gateway carries a requestState, and "the client MUST echo back the exact value
             # of that field when retrying the original request"; so inputResponses without
-            # one answer no inputRequests of ours, and "if additional, unexpected parameters
-            # are provided in the InputResponses object, the server SHOULD ignore any
-            # information it does not recognize or need". The request is a first round: its
-            # responses are ignored and every ask is asked ("Servers MUST NOT assume that
+            # one answer no inputRequests of ours. "If additional, unexpected parameters are
+            # provided in the InputResponses object, the server SHOULD ignore any information
+            # it does not recognize or need": a tool that may run again on a resumed state
+            # takes the answers whose keys it asks and ignores the rest; a tool that runs
+            # once per sealed state ignores them all and asks ("Servers MUST NOT assume that
             # clients will fulfill the inputRequests").
-            return None
+            if not unsolicited or not responses:
+                return None
+            return ModernAsker(dict(responses)), None
         try:
             payload, expires_at = self._sealer.open_expiring(
                 token, purpose, _binding(subject, arguments, principal), now=self._clock())
