@@ -43,8 +43,9 @@ request and raises :class:`InputRequired`, which ends the round (the handler unw
 round's ``inputRequests``. The answers the handler used travel inside the sealed
 ``requestState`` (:mod:`toolkeeper.server.resuming`), never in server memory, so any replica
 sharing the sealing key resumes the call; a retry's ``inputResponses`` add to them (a key the
-state already answers keeps its sealed answer; keys nobody asks are ignored, and a retry
-without ``requestState`` is a first round whose answers came early). An unanswered key is
+state already answers keeps its sealed answer; keys nobody asks are ignored; answers sent
+without ``requestState`` answer a ``read`` or ``idempotent_write`` tool's asks and are ignored
+by a ``write`` or ``destructive`` tool, which asks them). An unanswered key is
 simply asked again in the next ``input_required``. A handler must therefore be deterministic
 up to its asks (the same arguments and answers make the same asks in the same order) and
 should do its side effects after its last ask; it must not swallow :class:`InputRequired` (a
