@@ -51,6 +51,13 @@ _log = logging.getLogger("toolkeeper.calllog")
 _PRUNE_EVERY_S = 60.0
 _HELD_BATCHES = 100  # rows held across failing writes: this many batches
 _json = msgspec.json.encode
+_UNCOUNTED = frozenset({"rate_limited", "concurrency_limited", "capability_required"})
+"""Refusals the sinks' gate-refusal count leaves out (authentication refusals too: the
+``auth.`` reasons, counted where they happen, ``observe_auth_refusal``)."""
+_COUNTED_AS = {"unentitled_tool": "unknown_tool", "retired_tool": "unknown_tool",
+               "unavailable_tool": "unknown_tool",
+               "unentitled_version": "schema_version_unknown"}
+"""The gate-refusal count keeps the wire's reasons: the refusal log's finer ones, as sent."""
 
 
 class CallSink(Protocol):
@@ -111,12 +118,14 @@ class CallRecorder:
         self._done.append((self._open.pop(handle, None), outcome, latency_ms))
 
     def refused(self, record: RefusalRecord) -> None:
-        if record.reason == "invalid_arguments":
+        reason = record.reason
+        if reason == "invalid_arguments":
             for sink in self._sinks:
                 sink.invalid(record.tool or "", record.version or "")
-        else:
+        elif reason not in _UNCOUNTED and not reason.startswith("auth."):
+            reason = _COUNTED_AS.get(reason, reason)
             for sink in self._sinks:
-                sink.refused(record.reason)
+                sink.refused(reason)
         if self._refusal_rows is None:
             return
         refusals = self._refusals

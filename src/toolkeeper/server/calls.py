@@ -165,7 +165,7 @@ class ToolCalls:
             raise capability_error(binding.requires, call.era)
         found = route.validator.bounded_errors(arguments, self._checked_values)
         if found.issues:
-            self._log.refused(call_refusal(call, "invalid_arguments"))
+            self._log.refused(call_refusal(call, "invalid_arguments", route.version))
             return self._wire(call, route, invalid_arguments_result(
                 found.issues, self._max_errors, truncated=found.truncated))
         if binding is None:

@@ -56,14 +56,16 @@ def _asked_version(params: Any) -> str | None:
     return asked_text(value)
 
 
-def call_refusal(call: Call, reason: str) -> RefusalRecord:
-    """The record of ``call`` refused for ``reason``: the tool and version as asked, the
+def call_refusal(call: Call, reason: str, version: str | None = None) -> RefusalRecord:
+    """The record of ``call`` refused for ``reason``: the tool and version as asked (or
+    ``version``, the one the gate resolved, whose schema refused the arguments), the
     principal, the era, the request id and the digest of the arguments (when an object)."""
     params = call.params
     principal = call.principal
     arguments = params.get("arguments")
     return RefusalRecord(
-        reason, asked_text(params.get("name")), _asked_version(params),
+        reason, asked_text(params.get("name")),
+        _asked_version(params) if version is None else version,
         getattr(principal, "tenant", None), getattr(principal, "credential", None),
         "modern" if call.era is Era.MODERN else call.era.value, call.request_id,
         arguments_digest(arguments) if isinstance(arguments, dict) else None)
