@@ -262,16 +262,19 @@ class AuthenticationError(ToolkeeperError):
     ``reason`` is one of :data:`toolkeeper.auth.REASONS` (logged and counted, never sent:
     the HTTP answer is a fixed 401 whatever the reason). ``token_sent`` says whether the
     request carried a credential at all; ``challenge`` is the ``WWW-Authenticate`` value the
-    401 carries (the principal resolver, which knows the resource metadata URL, sets it)."""
+    401 carries (the principal resolver, which knows the resource metadata URL, sets it);
+    ``credential`` is the id of the credential refused when it was identified (a stored key's
+    id, a verified token's ``iss#sub``; never a secret), for the refusal log only."""
 
     default_code = "auth.refused"
 
     def __init__(self, reason: str, *, token_sent: bool = True,
-                 challenge: str = "Bearer") -> None:
+                 challenge: str = "Bearer", credential: str | None = None) -> None:
         super().__init__(f"authentication refused: {reason}", code=f"auth.{reason}")
         self.reason = reason
         self.token_sent = token_sent
         self.challenge = challenge
+        self.credential = credential
 
 
 class JsonRpcError(ToolkeeperError):

@@ -117,8 +117,13 @@ class IssuerVerifier:
             raise AuthenticationError(_reason(exc)) from None
         if lifetime_exceeded(claims, self.max_lifetime_s,
                              now=time.time() if now is None else now, leeway_s=self.leeway_s):
-            raise AuthenticationError("lifetime_too_long")
+            raise AuthenticationError("lifetime_too_long", credential=self._credential(claims))
         return self._principal(claims), float(claims["exp"]) + self.leeway_s
+
+    def _credential(self, claims: Mapping[str, Any]) -> str | None:
+        """The credential id of verified ``claims`` (``iss#sub``), for the refusal log."""
+        sub = claims.get("sub")
+        return f"{self._credential_prefix}#{sub}" if isinstance(sub, str) and sub else None
 
     def _principal(self, claims: Mapping[str, Any]) -> Principal:
         tenant_claim, scopes_claim, clearance_claim = self._claims
@@ -131,7 +136,7 @@ class IssuerVerifier:
                 or not isinstance(sub, str) or not sub or not isinstance(tenant, str)):
             raise AuthenticationError("bad_claims")
         if self.tenants is not None and tenant not in self.tenants:
-            raise AuthenticationError("tenant_not_allowed")
+            raise AuthenticationError("tenant_not_allowed", credential=self._credential(claims))
         try:
             return Principal.parse(tenant, scopes, clearance,
                                    credential=f"{self._credential_prefix}#{sub}")

@@ -215,7 +215,7 @@ class KeyAuthenticator:
             entry = self._verify(token)
         if entry.expires_at is not None and self._wall() >= entry.expires_at:
             self._cache.pop(token, None)
-            raise AuthenticationError("expired")
+            raise AuthenticationError("expired", credential=entry.principal.credential)
         return entry.principal
 
     def _verify(self, token: str) -> _Verified:
@@ -230,10 +230,11 @@ class KeyAuthenticator:
             hmac.compare_digest(hash_secret(_DUMMY_SALT, secret), "0" * 64)  # same work
             raise AuthenticationError("unknown_key")
         if not hmac.compare_digest(hash_secret(bytes.fromhex(record.salt), secret), record.hash):
-            raise AuthenticationError("unknown_key")
+            # A stored key's id with a wrong secret: the id is recorded, never the secret.
+            raise AuthenticationError("unknown_key", credential=record.id)
         if record.revoked_at is not None:
             self._cache.pop(token, None)
-            raise AuthenticationError("revoked")
+            raise AuthenticationError("revoked", credential=record.id)
         principal = Principal.parse(record.tenant, record.scopes, record.clearance,
                                     credential=record.id)
         entry = _Verified(principal, _epoch(record.expires) if record.expires else None,

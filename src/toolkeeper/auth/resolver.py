@@ -15,7 +15,10 @@ no method configured the resolver is the anonymous :class:`~toolkeeper.server.Lo
 More than one ``Authorization`` header is ``malformed``, whatever they hold. A missing,
 malformed, expired or unverifiable credential is an
 :class:`~toolkeeper.errors.AuthenticationError` carrying the challenge that points at the
-protected-resource metadata; the HTTP transport answers it 401.
+protected-resource metadata; the HTTP transport answers it 401. Each refusal is also told to
+the callback :meth:`BearerResolver.observe_refusals` set (the gateway's refusal log): its
+reason, the credential id when the credential was identified, and the era the request's
+``MCP-Protocol-Version`` header names (None without one).
 """
 
 from __future__ import annotations
@@ -30,10 +33,15 @@ from toolkeeper.auth.settings import AuthSettingsLike
 from toolkeeper.errors import AuthenticationError, ConfigError
 from toolkeeper.observability.metrics import observe_auth_refusal
 from toolkeeper.protocol import TransportFacts
+from toolkeeper.protocol.versions import era_of
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server import LocalPrincipal, PrincipalResolver, fixed_principal
 
-__all__ = ["METHODS", "BearerResolver", "build_resolver", "stdio_principal"]
+__all__ = ["METHODS", "BearerResolver", "RefusalObserver", "build_resolver", "stdio_principal"]
+
+RefusalObserver = Callable[[str, "str | None", "str | None"], None]
+"""Told of a refused credential: its reason, the credential id (None: not identified) and
+the request's era (``modern``, ``legacy``, None: not known)."""
 
 METHODS: Final = frozenset({"keys", "jwt"})
 """The values of ``auth.methods``."""
@@ -51,13 +59,26 @@ class BearerResolver:
         # skips its parsing and hands the authenticator that very token object, whose hash
         # its cache lookup reuses. The authenticator still judges the token on every call.
         self._last: tuple[str, Callable[[str], Principal], str] = ("", _never, "")
+        self._refused: RefusalObserver | None = None
+
+    def observe_refusals(self, observer: RefusalObserver) -> None:
+        """Tell ``observer`` of every refused credential from now on."""
+        self._refused = observer
+
+    def _tell(self, exc: AuthenticationError, facts: TransportFacts) -> None:
+        observe_auth_refusal(exc.reason)  # (a no-op unless metrics run)
+        observer = self._refused
+        if observer is not None:
+            era = era_of(facts.headers.get("mcp-protocol-version"))
+            observer(exc.reason, exc.credential, None if era is None else era.value)
 
     def __call__(self, facts: TransportFacts) -> Principal:
         headers = facts.headers
         header = headers.get("authorization")
         if header is None:
-            observe_auth_refusal("missing")
-            raise AuthenticationError("missing", token_sent=False, challenge=self._missing)
+            missing = AuthenticationError("missing", token_sent=False, challenge=self._missing)
+            self._tell(missing, facts)
+            raise missing
         try:
             if headers.repeats("authorization"):  # which one would speak?
                 raise AuthenticationError("malformed")
@@ -66,8 +87,9 @@ class BearerResolver:
                 return last[1](last[2])
             return self._read(header)
         except AuthenticationError as exc:
-            observe_auth_refusal(exc.reason)  # (a no-op unless metrics run)
-            raise AuthenticationError(exc.reason, challenge=self._invalid) from None
+            self._tell(exc, facts)
+            raise AuthenticationError(exc.reason, challenge=self._invalid,
+                                      credential=exc.credential) from None
 
     def _read(self, header: str) -> Principal:
         scheme, _, token = header.partition(" ")

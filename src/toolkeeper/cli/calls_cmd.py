@@ -4,6 +4,9 @@ Reads the registry's ``calls`` table read-only (never migrates or writes it, lik
 read commands). Filters: ``--tool``, ``--tenant``, ``--outcome``, ``--since`` (an ISO-8601 UTC
 time such as ``2026-01-31T12:00:00Z``, or an age: ``90s``, ``15m``, ``2h``, ``7d``), at most
 ``--limit`` rows. Exit 0 (also when nothing matches), 2 for bad input or an unusable registry.
+
+``--refused`` reads the refusal log instead (the ``refusals`` table: calls refused before
+dispatch, docs/refusal-log.md) with the same filters, ``--reason`` in place of ``--outcome``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,14 @@ import click
 
 from toolkeeper.cli.output import echo_json, fail
 from toolkeeper.errors import ToolkeeperError
-from toolkeeper.registry.call_rows import CallQuery, open_call_rows
+from toolkeeper.registry.call_rows import (
+    CallQuery,
+    CallRow,
+    RefusalQuery,
+    RefusalRow,
+    open_call_rows,
+    open_refusal_rows,
+)
 from toolkeeper.registry.location import ENV_VAR
 
 __all__ = ["register"]
@@ -53,6 +63,9 @@ def since_bound(text: str, now_ns: int) -> int:
 @click.option("--tenant", default=None, help="Only calls by this tenant.")
 @click.option("--outcome", type=click.Choice(OUTCOMES), default=None,
               help="Only calls that ended so.")
+@click.option("--refused", is_flag=True, help="Refused calls (the refusal log) instead.")
+@click.option("--reason", default=None, metavar="CODE",
+              help="With --refused: only refusals for this reason code.")
 @click.option("--since", default=None, metavar="TIME|AGE",
               help="Only calls dispatched since: ISO-8601 (UTC if no zone) or 90s, 15m, 2h, 7d.")
 @click.option("--limit", type=click.IntRange(1, 1_000_000), default=100, show_default=True,
@@ -60,27 +73,59 @@ def since_bound(text: str, now_ns: int) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--registry", "registry_url", envvar=ENV_VAR, default=None, metavar="URL",
               help=f"sqlite:///path.db or postgresql://... (env {ENV_VAR}).")
-def calls_cmd(tool: str | None, tenant: str | None, outcome: str | None, since: str | None,
-              limit: int, as_json: bool, registry_url: str | None) -> None:
-    """Dispatched tool calls from the durable call log, newest first."""
+def calls_cmd(tool: str | None, tenant: str | None, outcome: str | None, refused: bool,
+              reason: str | None, since: str | None, limit: int, as_json: bool,
+              registry_url: str | None) -> None:
+    """Dispatched tool calls from the durable call log, newest first (--refused: the calls
+    refused before dispatch)."""
     try:
+        if refused and outcome is not None:
+            raise ToolkeeperError("--outcome filters dispatched calls; with --refused use "
+                                  "--reason", code="cli.option_conflict", data={"option": "--outcome"})
+        if reason is not None and not refused:
+            raise ToolkeeperError("--reason filters refused calls: add --refused",
+                                  code="cli.option_conflict", data={"option": "--reason"})
         bound = None if since is None else since_bound(since, time.time_ns())
-        rows = open_call_rows(registry_url, read_only=True)
+        if refused:
+            found: list[CallRow] | list[RefusalRow] = _refusals(
+                registry_url, RefusalQuery(tool, tenant, reason, bound, limit))
+        else:
+            found = _calls(registry_url, CallQuery(tool, tenant, outcome, bound, limit))
     except ToolkeeperError as exc:
         fail(exc, as_json=as_json)
-    try:
-        found = rows.query(CallQuery(tool, tenant, outcome, bound, limit))
-    except ToolkeeperError as exc:
-        fail(exc, as_json=as_json)
-    finally:
-        rows.close()
     if as_json:
         echo_json([row.to_dict() for row in found])
         return
     for row in found:
-        who = row.tenant if row.credential is None else f"{row.tenant}/{row.credential}"
-        click.echo(f"{row.at} {row.tool} {row.version} {row.outcome} {row.latency_ms:.1f}ms "
-                   f"{who} {row.era}")
+        click.echo(_line(row))
+
+
+def _calls(registry_url: str | None, query: CallQuery) -> list[CallRow]:
+    rows = open_call_rows(registry_url, read_only=True)
+    try:
+        return rows.query(query)
+    finally:
+        rows.close()
+
+
+def _refusals(registry_url: str | None, query: RefusalQuery) -> list[RefusalRow]:
+    rows = open_refusal_rows(registry_url, read_only=True)
+    try:
+        return rows.query(query)
+    finally:
+        rows.close()
+
+
+def _line(row: CallRow | RefusalRow) -> str:
+    if isinstance(row, RefusalRow):
+        who = "-" if row.tenant is None else row.tenant
+        if row.credential is not None:
+            who = f"{who}/{row.credential}"
+        return (f"{row.at} {row.tool or '-'} {row.version or '-'} {row.reason} {who} "
+                f"{row.era or '-'}")
+    who = row.tenant if row.credential is None else f"{row.tenant}/{row.credential}"
+    return (f"{row.at} {row.tool} {row.version} {row.outcome} {row.latency_ms:.1f}ms "
+            f"{who} {row.era}")
 
 
 def register(group: click.Group) -> None:

@@ -292,6 +292,9 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             minimum=0, maximum=36500),
     Setting("calllog.retention_rows", INTEGER, 1_000_000, "Keep at most this many rows "
             "(0: no cap).", minimum=0, maximum=10**12),
+    Setting("calllog.refusals", BOOLEAN, True, "Also write refused calls to the refusal log "
+            "(`toolkeeper calls --refused`, docs/refusal-log.md), with `calllog.durable`: the "
+            "same batching and retention, counted apart."),
     # metrics
     Setting("metrics.port", INTEGER, 0, "Prometheus exposition port (0: off).",
             flag="--metrics-port", minimum=0, maximum=65535),

@@ -22,7 +22,12 @@ from toolkeeper.errors import ConfigError
 from toolkeeper.observability.metrics import GatewayMetrics, MetricsMiddleware, MetricsServer
 from toolkeeper.observability.recorder import CallRecorder, CallSink
 from toolkeeper.registry import Registry
-from toolkeeper.registry.call_rows import CallRows, open_call_rows
+from toolkeeper.registry.call_rows import (
+    CallRows,
+    RefusalRows,
+    open_call_rows,
+    open_refusal_rows,
+)
 from toolkeeper.server.calllog import CallLog
 
 __all__ = ["CallLogSettings", "MetricsSettings", "Observability", "build_observability"]
@@ -37,6 +42,7 @@ class CallLogSettings:
     max_batch: int = 1000
     retention_days: int = 30
     retention_rows: int = 1_000_000
+    refusals: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +66,8 @@ class _CallLogConfig(Protocol):
     def retention_days(self) -> int: ...
     @property
     def retention_rows(self) -> int: ...
+    @property
+    def refusals(self) -> bool: ...
 
 
 class _MetricsConfig(Protocol):
@@ -119,10 +127,18 @@ def build_observability(calllog: _CallLogConfig, metrics: _MetricsConfig, *,
         rows: CallRows | None = (open_call_rows(registry_url) if calllog.durable else None)
         if rows is None and not sinks:
             return obs
+        refusals: RefusalRows | None = None
+        if rows is not None and calllog.refusals:
+            try:
+                refusals = open_refusal_rows(registry_url)
+            except BaseException:
+                rows.close()
+                raise
         recorder = CallRecorder(rows, sinks, flush_interval_ms=calllog.flush_interval_ms,
                                 max_batch=calllog.max_batch,
                                 retention_days=calllog.retention_days,
-                                retention_rows=calllog.retention_rows)
+                                retention_rows=calllog.retention_rows,
+                                refusal_rows=refusals)
         recorder.start()
         obs._stops.append(recorder.stop)
         obs.call_log = recorder

@@ -17,6 +17,16 @@ wake, holding at most ``100 * max_batch`` rows; beyond that the oldest are dropp
 counted. Retention (rows older than ``retention_days``, all but the newest
 ``retention_rows``) is applied by the flusher once a minute (by age, a few rows completed
 after a newer one may outlive the bound: :mod:`toolkeeper.registry.call_segments`).
+
+Refusals (calls refused before dispatch, :class:`~toolkeeper.server.calllog.RefusalRecord`)
+take the same way on their own path: one ``deque.append`` of the record and its time, the
+sinks' counters, nothing else; the flusher writes them to the durable
+:class:`~toolkeeper.registry.call_rows.RefusalRows` in the same batches, with the same
+retention. Their buffer is bounded: at most ``100 * max_batch`` refusals wait to be written
+(queued, or held across failing writes); past that the oldest are dropped, counted in
+``refusals_dropped`` and said in one WARNING per flush, so a refusal flood costs a bounded
+amount of memory whatever the database does. The flusher also wakes each time ``max_batch``
+refusals are queued.
 """
 
 from __future__ import annotations
@@ -31,8 +41,8 @@ from typing import Protocol
 
 import msgspec
 
-from toolkeeper.registry.call_rows import CallRows, CallValues
-from toolkeeper.server.calllog import CallRecord
+from toolkeeper.registry.call_rows import CallRows, CallValues, RefusalRows, RefusalValues
+from toolkeeper.server.calllog import CallRecord, RefusalRecord
 
 __all__ = ["CallRecorder", "CallSink"]
 
@@ -41,6 +51,13 @@ _log = logging.getLogger("toolkeeper.calllog")
 _PRUNE_EVERY_S = 60.0
 _HELD_BATCHES = 100  # rows held across failing writes: this many batches
 _json = msgspec.json.encode
+_UNCOUNTED = frozenset({"rate_limited", "concurrency_limited", "capability_required"})
+"""Refusals the sinks' gate-refusal count leaves out (authentication refusals too: the
+``auth.`` reasons, counted where they happen, ``observe_auth_refusal``)."""
+_COUNTED_AS = {"unentitled_tool": "unknown_tool", "retired_tool": "unknown_tool",
+               "unavailable_tool": "unknown_tool",
+               "unentitled_version": "schema_version_unknown"}
+"""The gate-refusal count keeps the wire's reasons: the refusal log's finer ones, as sent."""
 
 
 class CallSink(Protocol):
@@ -61,8 +78,15 @@ class CallRecorder:
     def __init__(self, rows: CallRows | None, sinks: Sequence[CallSink] = (), *,
                  flush_interval_ms: int = 200, max_batch: int = 1000,
                  retention_days: int = 30, retention_rows: int = 1_000_000,
-                 clock_ns: Callable[[], int] = time.time_ns) -> None:
+                 clock_ns: Callable[[], int] = time.time_ns,
+                 refusal_rows: RefusalRows | None = None) -> None:
         self._rows = rows
+        self._refusal_rows = refusal_rows
+        self._refusal_cap = max_batch * _HELD_BATCHES
+        self._refusals: deque[tuple[RefusalRecord, int]] = deque(maxlen=self._refusal_cap)
+        self._ready_refusals: list[RefusalValues] = []
+        self.refusals_dropped = 0
+        self._refusals_said = 0
         self._sinks = tuple(sinks)
         self._interval = flush_interval_ms / 1000.0
         self._max_batch = max_batch
@@ -93,13 +117,23 @@ class CallRecorder:
     def completed(self, handle: int, outcome: str, latency_ms: float) -> None:
         self._done.append((self._open.pop(handle, None), outcome, latency_ms))
 
-    def refused(self, reason: str) -> None:
-        for sink in self._sinks:
-            sink.refused(reason)
-
-    def invalid(self, tool: str, version: str) -> None:
-        for sink in self._sinks:
-            sink.invalid(tool, version)
+    def refused(self, record: RefusalRecord) -> None:
+        reason = record.reason
+        if reason == "invalid_arguments":
+            for sink in self._sinks:
+                sink.invalid(record.tool or "", record.version or "")
+        elif reason not in _UNCOUNTED and not reason.startswith("auth."):
+            reason = _COUNTED_AS.get(reason, reason)
+            for sink in self._sinks:
+                sink.refused(reason)
+        if self._refusal_rows is None:
+            return
+        refusals = self._refusals
+        if len(refusals) == self._refusal_cap:
+            self.refusals_dropped += 1  # the append below pushes the oldest out
+        refusals.append((record, self._clock_ns()))
+        if len(refusals) % self._max_batch == 0:
+            self._wake.set()
 
     # --- the flusher -----------------------------------------------------------------------
 
@@ -121,6 +155,9 @@ class CallRecorder:
         if self._rows is not None:
             self._rows.close()
             self._rows = None
+        if self._refusal_rows is not None:
+            self._refusal_rows.close()
+            self._refusal_rows = None
 
     def _loop(self) -> None:
         while not self._stopping:
@@ -132,8 +169,10 @@ class CallRecorder:
                 _log.exception("call log: flush failed")
 
     def drain(self) -> None:
-        """Tell the sinks of the completed calls queued and make their rows (thread-safe)."""
+        """Tell the sinks of the completed calls queued and make their rows, and the rows of
+        the refusals queued (thread-safe)."""
         with self._drain_lock:
+            self._drain_refusals()
             done, keep = self._done, self._rows is not None
             tell = [sink.completed for sink in self._sinks]
             add = self._ready.append
@@ -151,10 +190,29 @@ class CallRecorder:
                          latency_ms, "" if rid is None else str(rid) if type(rid) is int
                          else _json(rid).decode()))
 
+    def _drain_refusals(self) -> None:
+        """The queued refusals as rows (under the drain lock)."""
+        if self._refusal_rows is None:
+            return
+        queued, add = self._refusals, self._ready_refusals.append
+        for _ in range(len(queued)):
+            record, at_ns = queued.popleft()
+            rid = record.request_id
+            add((at_ns // 1000, record.tenant, record.credential, record.tool, record.version,
+                 record.reason, record.era,
+                 None if rid is None else str(rid) if type(rid) is int else _json(rid).decode(),
+                 record.arguments_digest))
+        excess = len(self._ready_refusals) - self._refusal_cap
+        if excess > 0:  # held across failing writes: the newest are kept
+            self.refusals_dropped += excess
+            del self._ready_refusals[:excess]
+
     def flush(self) -> None:
-        """Drain, then write the completed calls in batches (and prune when it is time)."""
+        """Drain, then write the completed calls and the refusals in batches (and prune when
+        it is time)."""
         self.drain()
         with self._write_lock:
+            self._flush_refusals()
             rows = self._rows
             if rows is None:
                 return
@@ -170,6 +228,30 @@ class CallRecorder:
                 _log.warning("call log: writing %d rows failed (%s); retrying",
                              len(pending) - written, getattr(exc, "code", type(exc).__name__))
                 self._hold(pending[written:])
+
+    def _flush_refusals(self) -> None:
+        """Write the refusal rows made (under the write lock); on a failure, hold the rest
+        for the next flush (bounded by :meth:`_drain_refusals`)."""
+        rows = self._refusal_rows
+        if rows is None:
+            return
+        with self._drain_lock:
+            pending, self._ready_refusals = self._ready_refusals, []
+        written = 0
+        try:
+            while written < len(pending):
+                rows.append(pending[written:written + self._max_batch])
+                written = min(len(pending), written + self._max_batch)
+        except Exception as exc:
+            _log.warning("refusal log: writing %d rows failed (%s); retrying",
+                         len(pending) - written, getattr(exc, "code", type(exc).__name__))
+            with self._drain_lock:
+                self._ready_refusals = pending[written:] + self._ready_refusals
+        dropped = self.refusals_dropped
+        if dropped != self._refusals_said:
+            _log.warning("refusal log: %d refusals dropped in all: more than %d waited to be "
+                         "written", dropped, self._refusal_cap)
+            self._refusals_said = dropped
 
     def _hold(self, unwritten: list[CallValues]) -> None:
         with self._drain_lock:
@@ -190,3 +272,5 @@ class CallRecorder:
         keep = self._retention_rows or None
         if before is not None or keep is not None:
             rows.prune(before, keep)
+            if self._refusal_rows is not None:
+                self._refusal_rows.prune(before, keep)

@@ -14,20 +14,34 @@ request id is the empty string, read back as ``None`` (neither is ever empty: a 
 is a key id, ``iss#sub`` or ``stdio``, a request id is JSON text). The SQL backends store each
 appended batch as one row, a segment (:mod:`toolkeeper.registry.call_segments`). The row and
 query values live in :mod:`toolkeeper.registry.call_query`, below both.
+
+The refusal log (:class:`RefusalRows`, the ``refusals`` table, migration 5) is kept the same
+way beside it, opened by :func:`open_refusal_rows`; its values live in
+:mod:`toolkeeper.registry.refusal_query`.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 from toolkeeper.registry.call_query import CallQuery, CallRow, CallValues, at_text
-from toolkeeper.registry.call_segments import PostgresCallRows, SQLiteCallRows
+from toolkeeper.registry.call_segments import (
+    PostgresCallRows,
+    PostgresRefusalRows,
+    SQLiteCallRows,
+    SQLiteRefusalRows,
+)
 from toolkeeper.registry.location import open_store
+from toolkeeper.registry.refusal_query import RefusalQuery, RefusalRow, RefusalValues
 
-__all__ = ["CallQuery", "CallRow", "CallRows", "CallValues", "MemoryCallRows", "at_text",
-           "open_call_rows"]
+__all__ = ["CallQuery", "CallRow", "CallRows", "CallValues", "MemoryCallRows",
+           "MemoryRefusalRows", "RefusalQuery", "RefusalRow", "RefusalRows", "RefusalValues",
+           "at_text", "open_call_rows", "open_refusal_rows"]
+
+_V = TypeVar("_V", bound=tuple[Any, ...])
+_R = TypeVar("_R", CallRow, RefusalRow)
 
 
 class CallRows(Protocol):
@@ -49,18 +63,31 @@ class CallRows(Protocol):
         ...
 
 
-class MemoryCallRows:
-    """The in-process twin (``memory:`` registries and tests)."""
+class RefusalRows(Protocol):
+    """Where the refusal log's rows are kept (as :class:`CallRows`, with refusals)."""
 
-    def __init__(self) -> None:
-        self._rows: list[CallRow] = []
+    def append(self, rows: Sequence[RefusalValues]) -> None: ...
+
+    def prune(self, before: int | None, keep_rows: int | None) -> int: ...
+
+    def query(self, query: RefusalQuery) -> list[RefusalRow]: ...
+
+    def close(self) -> None: ...
+
+
+class _MemoryRows(Generic[_V, _R]):
+    """The in-process twin of a log (``memory:`` registries and tests)."""
+
+    def __init__(self, of: Callable[[_V, int], _R]) -> None:
+        self._of: Callable[[_V, int], _R] = of
+        self._rows: list[_R] = []
         self._lock = threading.Lock()
 
-    def append(self, rows: Sequence[CallValues]) -> None:
+    def append(self, rows: Sequence[_V]) -> None:
         with self._lock:
             seq = self._rows[-1].seq if self._rows else 0
             for offset, values in enumerate(rows, 1):
-                self._rows.append(CallRow.of(values, seq + offset))
+                self._rows.append(self._of(values, seq + offset))
 
     def prune(self, before: int | None, keep_rows: int | None) -> int:
         with self._lock:
@@ -71,13 +98,32 @@ class MemoryCallRows:
             self._rows = kept
             return dropped
 
+    def close(self) -> None:
+        pass
+
+
+class MemoryCallRows(_MemoryRows[CallValues, CallRow]):
+    """The call log's in-process twin."""
+
+    def __init__(self) -> None:
+        super().__init__(CallRow.of)
+
     def query(self, query: CallQuery) -> list[CallRow]:
         with self._lock:
             found = [r for r in reversed(self._rows) if query.matches(r)]
         return found[:query.limit]
 
-    def close(self) -> None:
-        pass
+
+class MemoryRefusalRows(_MemoryRows[RefusalValues, RefusalRow]):
+    """The refusal log's in-process twin."""
+
+    def __init__(self) -> None:
+        super().__init__(RefusalRow.of)
+
+    def query(self, query: RefusalQuery) -> list[RefusalRow]:
+        with self._lock:
+            found = [r for r in reversed(self._rows) if query.matches(r)]
+        return found[:query.limit]
 
 
 def _beside(store: object, read_only: bool) -> CallRows:
@@ -91,6 +137,16 @@ def _beside(store: object, read_only: bool) -> CallRows:
     return MemoryCallRows()
 
 
+def _refusals_beside(store: object, read_only: bool) -> RefusalRows:
+    path = getattr(store, "path", None)
+    if path is not None:
+        return SQLiteRefusalRows(str(path), read_only)
+    url = getattr(store, "url", None)
+    if isinstance(url, str):
+        return PostgresRefusalRows(url, read_only)
+    return MemoryRefusalRows()
+
+
 def open_call_rows(url: str | None, *, read_only: bool = False) -> CallRows:
     """The call log of the registry at ``url`` (None: the default registry). The registry must
     exist; opening it to write migrates it (as any registry write does), opening it
@@ -99,5 +155,15 @@ def open_call_rows(url: str | None, *, read_only: bool = False) -> CallRows:
     store = open_store(url, create=False, read_only=read_only)
     try:
         return _beside(store, read_only)
+    finally:
+        store.close()
+
+
+def open_refusal_rows(url: str | None, *, read_only: bool = False) -> RefusalRows:
+    """The refusal log of the registry at ``url``, opened as :func:`open_call_rows` opens the
+    call log (``registry.schema_outdated`` when reading one not yet migrated to it)."""
+    store = open_store(url, create=False, read_only=read_only)
+    try:
+        return _refusals_beside(store, read_only)
     finally:
         store.close()

@@ -1,4 +1,6 @@
-"""The call log stored as segments, on SQLite and PostgreSQL (the ``calls`` table, migration 3).
+"""The call log stored as segments, on SQLite and PostgreSQL (the ``calls`` table, migration 3),
+and the refusal log in the same form (the ``refusals`` table, migration 5: its rows are
+:data:`~toolkeeper.registry.refusal_query.RefusalValues`; everything below holds for it too).
 
 The recorder's flusher appends a batch of calls as ONE row, a segment: the batch's
 :data:`~toolkeeper.registry.call_rows.CallValues` tuples encoded as one msgpack array
@@ -33,46 +35,71 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from operator import itemgetter
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import quote
 
 import msgspec
 
 from toolkeeper.errors import StoreError
-from toolkeeper.registry.call_query import CallQuery, CallRow, CallValues
+from toolkeeper.registry.call_query import CallRow, CallValues
 from toolkeeper.registry.masking import masked
+from toolkeeper.registry.refusal_query import RefusalRow, RefusalValues
 
-__all__ = ["PostgresCallRows", "SQLiteCallRows"]
+__all__ = ["PostgresCallRows", "PostgresRefusalRows", "SQLiteCallRows", "SQLiteRefusalRows"]
 
 _encode = msgspec.msgpack.Encoder().encode
-_decode = msgspec.msgpack.Decoder(list[CallValues]).decode
 _at = itemgetter(0)  # a row's at: min and max compare it alone, not whole rows
 
-_APPEND = ("INSERT INTO calls (seq, call_count, at_min, at_max, body)"
-           " VALUES (COALESCE((SELECT MAX(seq) FROM calls), 0) + ?, ?, ?, ?, ?)")
+_APPEND = ("INSERT INTO {t} (seq, call_count, at_min, at_max, body)"
+           " VALUES (COALESCE((SELECT MAX(seq) FROM {t}), 0) + ?, ?, ?, ?, ?)")
 
 
 _SEGMENTS = 64  # segments read per query page
 
+_V = TypeVar("_V", bound=tuple[Any, ...])  # a row as written, ``at`` first
+_R = TypeVar("_R")  # a row as read
+_R_contra = TypeVar("_R_contra", contravariant=True)
 
-class _SegmentRows:
-    """The call log as segments, over any DB-API connection whose ``execute`` returns a
-    cursor (sqlite3's and psycopg's both do); subclasses run the work in a transaction."""
+
+class _Query(Protocol[_R_contra]):
+    """A filter over rows (:class:`CallQuery`, :class:`RefusalQuery`)."""
+
+    @property
+    def since(self) -> int | None: ...
+    @property
+    def limit(self) -> int: ...
+    def matches(self, row: _R_contra) -> bool: ...
+
+
+class _SegmentRows(Generic[_V, _R]):
+    """A log as segments in ``_table``, over any DB-API connection whose ``execute`` returns
+    a cursor (sqlite3's and psycopg's both do); subclasses run the work in a transaction. The
+    call log's table is ``calls``, the refusal log's ``refusals``: the same columns, rows of
+    their own values."""
 
     _mark = "?"
-    _lock_sql: str | None = None  # run first in a writing transaction (PostgreSQL: one writer)
+    _table = "calls"
+    _what = "call log"
+    _decode: Callable[[bytes], list[_V]]
+    _of: Callable[[_V, int], _R]
+
+    @property
+    def _lock_sql(self) -> str | None:
+        """Run first in a writing transaction (PostgreSQL: one writer)."""
+        return None
 
     def _run(self, work: Callable[[Any], Any], write: bool = False) -> Any:
         raise NotImplementedError
 
     def _sql(self, text: str) -> str:
-        return text.replace("?", self._mark)
+        return text.replace("{t}", self._table).replace("?", self._mark)
 
     def _begin_write(self, conn: Any) -> None:
-        if self._lock_sql is not None:
-            conn.execute(self._lock_sql)
+        lock = self._lock_sql
+        if lock is not None:
+            conn.execute(lock)
 
-    def append(self, rows: Sequence[CallValues]) -> None:
+    def append(self, rows: Sequence[_V]) -> None:
         if not rows:
             return
         count = len(rows)
@@ -100,18 +127,18 @@ class _SegmentRows:
         """Delete the segments wholly older than ``before`` (the newest one is emptied
         instead, so its ``seq`` is never reused), then cut from each segment that starts
         older the longest run of older rows at its start."""
-        newest = conn.execute("SELECT MAX(seq) FROM calls").fetchone()[0]
+        newest = conn.execute(self._sql("SELECT MAX(seq) FROM {t}")).fetchone()[0]
         if newest is None:
             return 0
-        old = self._sql("FROM calls WHERE at_max < ? AND seq < ?")
+        old = self._sql("FROM {t} WHERE at_max < ? AND seq < ?")
         dropped = int(conn.execute(f"SELECT COALESCE(SUM(call_count), 0) {old}",
                                    (before, newest)).fetchone()[0])
         conn.execute(f"DELETE {old}", (before, newest))
         straddling = conn.execute(self._sql(
-            "SELECT seq, call_count, body FROM calls WHERE at_min < ? AND call_count > 0"),
+            "SELECT seq, call_count, body FROM {t} WHERE at_min < ? AND call_count > 0"),
             (before,)).fetchall()
         for seq, count, body in straddling:
-            values = _decode(body)
+            values = self._decode(body)
             cut = 0
             while cut < count and values[cut][0] < before:
                 cut += 1
@@ -123,53 +150,56 @@ class _SegmentRows:
     def _prune_rows(self, conn: Any, keep: int) -> int:
         """Delete the oldest segments while more than ``keep`` rows are stored, and cut the
         oldest rows from the segment the bound falls in."""
-        total = int(conn.execute("SELECT COALESCE(SUM(call_count), 0) FROM calls").fetchone()[0])
+        total = int(conn.execute(self._sql("SELECT COALESCE(SUM(call_count), 0) FROM {t}"))
+                    .fetchone()[0])
         excess = total - keep
         if excess <= 0:
             return 0
         whole = None  # the newest segment deleted whole
         left = excess
-        for seq, count in conn.execute("SELECT seq, call_count FROM calls ORDER BY seq").fetchall():
+        for seq, count in conn.execute(
+                self._sql("SELECT seq, call_count FROM {t} ORDER BY seq")).fetchall():
             if count > left:
                 break
             whole, left = seq, left - count
         if whole is not None:
-            conn.execute(self._sql("DELETE FROM calls WHERE seq <= ?"), (whole,))
+            conn.execute(self._sql("DELETE FROM {t} WHERE seq <= ?"), (whole,))
         if left:
             seq, body = conn.execute(self._sql(
-                "SELECT seq, body FROM calls WHERE seq > ? ORDER BY seq LIMIT 1"),
+                "SELECT seq, body FROM {t} WHERE seq > ? ORDER BY seq LIMIT 1"),
                 (-1 if whole is None else whole,)).fetchone()
-            self._rewrite(conn, seq, _decode(body)[left:])
+            self._rewrite(conn, seq, self._decode(body)[left:])
         return excess
 
-    def _rewrite(self, conn: Any, seq: int, values: list[CallValues]) -> None:
+    def _rewrite(self, conn: Any, seq: int, values: list[_V]) -> None:
         """Keep only ``values``, the newest rows of segment ``seq`` (whose seq stays its
         last row's)."""
         if values:
             ats = list(map(_at, values))
             bounds = (min(ats), max(ats))
             conn.execute(self._sql(
-                "UPDATE calls SET call_count = ?, at_min = ?, at_max = ?, body = ? WHERE seq = ?"),
+                "UPDATE {t} SET call_count = ?, at_min = ?, at_max = ?, body = ? WHERE seq = ?"),
                 (len(values), *bounds, _encode(values), seq))
         else:
-            conn.execute(self._sql("UPDATE calls SET call_count = 0, body = ? WHERE seq = ?"),
+            conn.execute(self._sql("UPDATE {t} SET call_count = 0, body = ? WHERE seq = ?"),
                          (_encode(values), seq))
 
-    def query(self, query: CallQuery) -> list[CallRow]:
+    def query(self, query: _Query[_R]) -> list[_R]:
         since = -(2**62) if query.since is None else query.since
-        sql = self._sql("SELECT seq, call_count, body FROM calls WHERE at_max >= ? AND seq < ?"
+        sql = self._sql("SELECT seq, call_count, body FROM {t} WHERE at_max >= ? AND seq < ?"
                         f" ORDER BY seq DESC LIMIT {_SEGMENTS}")
+        decode, of = self._decode, self._of
 
-        def work(conn: Any) -> list[CallRow]:
-            found: list[CallRow] = []
+        def work(conn: Any) -> list[_R]:
+            found: list[_R] = []
             below = 2**62
             while True:
                 page = conn.execute(sql, (since, below)).fetchall()
                 for seq, count, body in page:
                     first = seq - count + 1
-                    values = _decode(body)
+                    values = decode(body)
                     for index in range(count - 1, -1, -1):
-                        row = CallRow.of(values[index], first + index)
+                        row = of(values[index], first + index)
                         if query.matches(row):
                             found.append(row)
                             if len(found) >= query.limit:
@@ -180,7 +210,7 @@ class _SegmentRows:
         return list(self._run(work))
 
 
-class SQLiteCallRows(_SegmentRows):
+class _SQLiteSegments(_SegmentRows[_V, _R]):
     def __init__(self, path: str, read_only: bool) -> None:
         self._path = path
         mode = "ro" if read_only else "rw"
@@ -195,7 +225,8 @@ class SQLiteCallRows(_SegmentRows):
         self._lock = threading.Lock()
 
     def _error(self, exc: sqlite3.Error) -> StoreError:
-        return StoreError(f"the call log in {self._path} failed: {exc}", code="calllog.store")
+        return StoreError(f"the {self._what} in {self._path} failed: {exc}",
+                          code="calllog.store")
 
     def _run(self, work: Callable[[Any], Any], write: bool = False) -> Any:
         with self._lock:
@@ -216,9 +247,12 @@ class SQLiteCallRows(_SegmentRows):
             self._conn.close()
 
 
-class PostgresCallRows(_SegmentRows):
+class _PostgresSegments(_SegmentRows[_V, _R]):
     _mark = "%s"
-    _lock_sql = "LOCK TABLE calls IN EXCLUSIVE MODE"
+
+    @property
+    def _lock_sql(self) -> str | None:
+        return f"LOCK TABLE {self._table} IN EXCLUSIVE MODE"
 
     def __init__(self, url: str, read_only: bool) -> None:
         import psycopg
@@ -235,7 +269,7 @@ class PostgresCallRows(_SegmentRows):
             raise self._error(exc) from None
 
     def _error(self, exc: Exception) -> StoreError:
-        return StoreError(f"the call log failed: {self._masked(str(exc), self._url)}",
+        return StoreError(f"the {self._what} failed: {self._masked(str(exc), self._url)}",
                           code="calllog.store")
 
     def _run(self, work: Callable[[Any], Any], write: bool = False) -> Any:
@@ -252,3 +286,39 @@ class PostgresCallRows(_SegmentRows):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+_decode_calls = msgspec.msgpack.Decoder(list[CallValues]).decode
+_decode_refusals = msgspec.msgpack.Decoder(list[RefusalValues]).decode
+
+
+class SQLiteCallRows(_SQLiteSegments[CallValues, CallRow]):
+    """The call log (``calls``) on SQLite."""
+
+    _decode = staticmethod(_decode_calls)
+    _of = staticmethod(CallRow.of)
+
+
+class PostgresCallRows(_PostgresSegments[CallValues, CallRow]):
+    """The call log (``calls``) on PostgreSQL."""
+
+    _decode = staticmethod(_decode_calls)
+    _of = staticmethod(CallRow.of)
+
+
+class SQLiteRefusalRows(_SQLiteSegments[RefusalValues, RefusalRow]):
+    """The refusal log (``refusals``) on SQLite."""
+
+    _table = "refusals"
+    _what = "refusal log"
+    _decode = staticmethod(_decode_refusals)
+    _of = staticmethod(RefusalRow.of)
+
+
+class PostgresRefusalRows(_PostgresSegments[RefusalValues, RefusalRow]):
+    """The refusal log (``refusals``) on PostgreSQL."""
+
+    _table = "refusals"
+    _what = "refusal log"
+    _decode = staticmethod(_decode_refusals)
+    _of = staticmethod(RefusalRow.of)

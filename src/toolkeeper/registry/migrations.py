@@ -82,6 +82,13 @@ _SPENT_STATES: tuple[str, ...] = (
 """Migration 4's table and index, the same on both backends
 (:mod:`toolkeeper.registry.spent_states`)."""
 
+_REFUSALS_INDEXES: tuple[str, ...] = (
+    "CREATE INDEX refusals_at_min ON refusals (at_min)",
+    "CREATE INDEX refusals_at_max ON refusals (at_max)",
+)
+"""Migration 5's indexes: the refusal log, the call log's segments in a table of its own
+(:mod:`toolkeeper.registry.refusal_query`)."""
+
 SQLITE_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "contracts, append-only audit trail", (
         """CREATE TABLE contracts (
@@ -134,6 +141,15 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         *_CALLS_INDEXES,
     )),
     Migration(4, "spent request states", _SPENT_STATES),
+    Migration(5, "refusal log", (
+        """CREATE TABLE refusals (
+            seq INTEGER PRIMARY KEY,
+            call_count INTEGER NOT NULL,
+            at_min INTEGER NOT NULL,
+            at_max INTEGER NOT NULL,
+            body BLOB NOT NULL)""",
+        *_REFUSALS_INDEXES,
+    )),
 )
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
@@ -190,6 +206,15 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
         *_CALLS_INDEXES,
     )),
     Migration(4, "spent request states", _SPENT_STATES),
+    Migration(5, "refusal log", (
+        """CREATE TABLE refusals (
+            seq BIGINT PRIMARY KEY,
+            call_count INTEGER NOT NULL,
+            at_min BIGINT NOT NULL,
+            at_max BIGINT NOT NULL,
+            body BYTEA NOT NULL)""",
+        *_REFUSALS_INDEXES,
+    )),
 )
 
 

@@ -1,22 +1,32 @@
-"""The call log: one record per *dispatched* tool call (SPEC 3.4 step 4).
+"""The call log: one record per *dispatched* tool call (SPEC 3.4 step 4), and the refusal log
+beside it: one :class:`RefusalRecord` per call refused before dispatch.
 
-A call that fails the schema-version gate or argument validation never reaches the log
-(invariant 2). Arguments are never stored, only the SHA-256 of their redacted canonical JSON.
+A call that fails the schema-version gate or argument validation never reaches the call log
+(invariant 2); it is a refusal instead, told through :meth:`CallLog.refused` on the refusal
+path only. Arguments are never stored, only the SHA-256 of their redacted canonical JSON; the
+tool name and version a refused call asked for are kept as text, redacted
+(:func:`~toolkeeper.contracts.redaction.redact_text`) and clipped (:func:`asked_text`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+from collections import deque
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import msgspec
 
 from toolkeeper.contracts.canonical import canonical_json
-from toolkeeper.contracts.redaction import redact
+from toolkeeper.contracts.redaction import redact, redact_text
 
-__all__ = ["CallLog", "CallRecord", "InMemoryCallLog", "arguments_digest"]
+__all__ = ["ASKED_TEXT_LIMIT", "CallLog", "CallRecord", "InMemoryCallLog", "RefusalRecord",
+           "arguments_digest", "asked_text"]
+
+ASKED_TEXT_LIMIT: Final = 256
+"""The most characters of a refused call's tool name or version that are kept: a caller
+chooses them, so a refusal never costs the log more than this for either."""
 
 
 def arguments_digest(arguments: Mapping[str, Any]) -> str:
@@ -50,21 +60,45 @@ class CallRecord(msgspec.Struct, frozen=True, gc=False):
     request_id: str | int | None = None
 
 
+def asked_text(value: object) -> str | None:
+    """What a refused call asked for (its tool name, its pinned version) as it is kept: a
+    string redacted and clipped to :data:`ASKED_TEXT_LIMIT` characters (a clipped one ends
+    with ``…``); anything else (a name that is not a string, no version) None."""
+    if type(value) is not str:
+        return None
+    if len(value) > ASKED_TEXT_LIMIT:
+        value = value[:ASKED_TEXT_LIMIT - 1] + "\u2026"
+    return redact_text(value)
+
+
+class RefusalRecord(msgspec.Struct, frozen=True, gc=False):
+    """One call refused before dispatch (docs/refusal-log.md lists the ``reason`` codes).
+    ``tool`` and ``version``: as asked (:func:`asked_text`); ``tenant`` and ``credential``:
+    the principal's, None before one is known (a failed authentication); ``era``:
+    ``modern`` or ``legacy`` when known; ``arguments_digest``: as the call log's, when the
+    call carried an arguments object."""
+
+    reason: str
+    tool: str | None = None
+    version: str | None = None
+    tenant: str | None = None
+    credential: str | None = None
+    era: str | None = None
+    request_id: str | int | None = None
+    arguments_digest: str | None = None
+
+
 class CallLog(Protocol):
     """Where dispatched calls are recorded: ``dispatched`` before the handler runs,
-    ``completed`` after it, with the handle ``dispatched`` returned."""
+    ``completed`` after it, with the handle ``dispatched`` returned; and refused ones."""
 
     def dispatched(self, record: CallRecord) -> int: ...
 
     def completed(self, handle: int, outcome: str, latency_ms: float) -> None: ...
 
-    def refused(self, reason: str) -> None:
-        """A ``tools/call`` refused before dispatch: the schema gate's ``reason`` (or
-        ``unknown_tool``, ``invalid_params``). Never a record (invariant 2); for metrics."""
-        ...
-
-    def invalid(self, tool: str, version: str) -> None:
-        """A ``tools/call`` whose arguments failed validation (never a record either)."""
+    def refused(self, record: RefusalRecord) -> None:
+        """A ``tools/call`` refused before dispatch (or a request whose credential was
+        refused). Never a call record (invariant 2): a refusal record, and a metric."""
         ...
 
 
@@ -78,6 +112,7 @@ class InMemoryCallLog:
 
     def __init__(self, max_records: int = 100_000) -> None:
         self._records: dict[int, CallRecord] = {}  # insertion order is dispatch order
+        self._refusals: deque[RefusalRecord] = deque(maxlen=max_records)
         self._done: dict[int, tuple[str, float]] = {}
         self._next = 0
         self._max = max_records
@@ -114,8 +149,11 @@ class InMemoryCallLog:
             if handle in self._records:
                 self._done[handle] = (outcome, latency_ms)
 
-    def refused(self, reason: str) -> None:
-        """Not recorded here (see :class:`CallLog`)."""
+    @property
+    def refusals(self) -> tuple[RefusalRecord, ...]:
+        """The newest ``max_records`` refusals, oldest first."""
+        with self._lock:
+            return tuple(self._refusals)
 
-    def invalid(self, tool: str, version: str) -> None:
-        """Not recorded here (see :class:`CallLog`)."""
+    def refused(self, record: RefusalRecord) -> None:
+        self._refusals.append(record)  # (a bounded deque: the oldest one goes)

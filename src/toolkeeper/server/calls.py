@@ -4,13 +4,13 @@ then the handler.
 Invalid arguments are a tool *result* with ``isError: true`` (the model can correct itself):
 ``structuredContent = {"errors": [{"path", "keyword", "message"}, ...]}`` sorted by (path,
 message), at most ``max_reported_errors`` of them (``"omitted": N`` counts the rest), and one
-text block summarising them
-(:func:`~toolkeeper.server.call_outcomes.invalid_arguments_result`). Only the first
-:func:`~toolkeeper.server.call_outcomes.collection_bound` values of the arguments are checked
-for errors: arguments of more are answered with the errors found there and
-``"truncated": true`` (``omitted`` then a lower bound), so the work is bounded too. The call log is only
-written for calls that reach a handler. A handler exception is an ``isError`` result with a
-generic text; the exception is logged server-side, never sent (an
+text block summarising them (:func:`~toolkeeper.server.call_outcomes.invalid_arguments_result`).
+Only the first :func:`~toolkeeper.server.call_outcomes.collection_bound` values of the
+arguments are checked for errors: arguments of more are answered with the errors found there
+and ``"truncated": true`` (``omitted`` then a lower bound), so the work is bounded too. The call
+log is only written for calls that reach a handler; one refused before is a refusal record
+(:mod:`~toolkeeper.server.refusals`, built on the refusal path only). A handler exception is
+an ``isError`` result with a generic text; the exception is logged server-side, never sent (an
 :class:`~toolkeeper.errors.AskError` it did not catch, the client's refusal or silence, as one
 WARNING line with its code, the traceback at DEBUG). A handler that runs past its call timeout
 (:mod:`~toolkeeper.server.limits`) is cancelled and answered with
@@ -72,6 +72,7 @@ from toolkeeper.server.gate import FASTMCP_META_KEY, SCHEMA_VERSION_KEY, request
 from toolkeeper.server.handler_threads import threaded
 from toolkeeper.server.handlers import HandlerBinding, ToolContext, ToolHandlers, capability_error
 from toolkeeper.server.limits import TIMEOUT_META_KEY, CallTimeoutError, bounded, timed_out_result
+from toolkeeper.server.refusals import call_refusal, gate_refusal
 from toolkeeper.server.resuming import RequestStates, SealedState
 from toolkeeper.server.routes import Route, Routes, closed_schema
 from toolkeeper.server.views import ToolViews
@@ -103,6 +104,7 @@ class ToolCalls:
                  call_timeout: Callable[[str], float | None] | None = None,
                  request_states: RequestStates | None = None,
                  max_reported_errors: int = DEFAULT_MAX_REPORTED_ERRORS) -> None:
+        self._registry = registry
         self._routes = Routes(registry, views, handlers)
         self._states = (request_states if request_states is not None
                         else RequestStates(Sealer.ephemeral()))
@@ -153,16 +155,17 @@ class ToolCalls:
         try:
             name, arguments, route = self._target(call)
         except JsonRpcError as exc:
-            self._log.refused(refusal_reason(exc))
+            self._log.refused(gate_refusal(self._registry, call, exc))
             raise
         self._last = None
         binding = route.binding
         if binding is not None and binding.requires and missing_capabilities(
                 binding.requires, call.client_capabilities):
+            self._log.refused(call_refusal(call, "capability_required"))
             raise capability_error(binding.requires, call.era)
         found = route.validator.bounded_errors(arguments, self._checked_values)
         if found.issues:
-            self._log.invalid(route.plan.spec.name, route.version)
+            self._log.refused(call_refusal(call, "invalid_arguments", route.version))
             return self._wire(call, route, invalid_arguments_result(
                 found.issues, self._max_errors, truncated=found.truncated))
         if binding is None:
@@ -177,7 +180,7 @@ class ToolCalls:
                     call.params, name, route.version, arguments, call.principal,
                     unsolicited=route.plan.spec.side_effect not in _SINGLE_USE)
             except JsonRpcError as exc:
-                self._log.refused(refusal_reason(exc))
+                self._log.refused(call_refusal(call, refusal_reason(exc)))
                 raise
             if resumed is not None:
                 asker, state = resumed
@@ -198,12 +201,12 @@ class ToolCalls:
         try:
             await asyncio.to_thread(self._states.spend, state)
         except JsonRpcError as exc:
-            self._log.refused(refusal_reason(exc))
+            self._log.refused(call_refusal(call, refusal_reason(exc)))
             raise
         except StoreError as exc:
             _log.warning("tool %s %s: the request state could not be recorded as spent (%s); "
                          "the call is refused", route.plan.spec.name, route.version, exc.code)
-            self._log.refused("state_unrecorded")
+            self._log.refused(call_refusal(call, "state_unrecorded"))
             raise internal_error() from None
         return await self._run(call, route, binding, arguments, asker, emit)
 

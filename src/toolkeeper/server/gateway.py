@@ -45,6 +45,7 @@ from toolkeeper.server.limits import CallLimits
 from toolkeeper.server.listen import listen_method
 from toolkeeper.server.principal import LocalPrincipal, PrincipalResolver
 from toolkeeper.server.prompt_methods import PromptMethods
+from toolkeeper.server.refusals import auth_refusal, limit_refusal
 from toolkeeper.server.resuming import DEFAULT_TTL_S, RequestStates, SpentStates
 from toolkeeper.server.runnable import CanRun
 from toolkeeper.server.views import Page, ToolViews, View
@@ -155,6 +156,11 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
                         "not an async one: resolve credentials the transport already has")
     resolver: PrincipalResolver = (resolve_principal if resolve_principal is not None
                                    else LocalPrincipal(registry))
+    observe = getattr(resolver, "observe_refusals", None)
+    if callable(observe):  # a resolver that refuses credentials (the bearer one) records them
+        log = call_log
+        observe(lambda reason, credential, era: log.refused(auth_refusal(reason, credential,
+                                                                         era)))
     views = ToolViews(registry, page_size=list_page_size, runs=runs)
     sealer = sealer if sealer is not None else Sealer.ephemeral()
     hub = changes if changes is not None else ChangeHub.for_registry(registry)
@@ -169,7 +175,8 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     call_method = Method("tools/call", calls, header_schema=calls.header_schema,
                          express=calls.express)
     if limits is not None and limits.admission is not None:
-        call_method = limits.admission.wrap(call_method)
+        call_method = limits.admission.wrap(
+            call_method, lambda call, exc: call_log.refused(limit_refusal(call, exc)))
     list_cache = CacheHint(list_ttl_ms, "private")
     capabilities = CAPABILITIES
     prompt_methods: list[Method] = []

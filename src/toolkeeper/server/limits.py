@@ -39,6 +39,7 @@ from functools import partial
 from types import CoroutineType
 from typing import Any, Final
 
+from toolkeeper.errors import JsonRpcError
 from toolkeeper.protocol import Call, Deferred, Emit, Finish, Method, MethodResult, Outcome, Pending
 from toolkeeper.protocol.faults import rate_limited
 from toolkeeper.server.content import ToolResult, text
@@ -273,14 +274,22 @@ class Admission:
                 del self._states[key]
         self._sweep_at = max(_SWEEP_AT, 2 * len(self._states))
 
-    def wrap(self, method: Method) -> Method:
+    def wrap(self, method: Method,
+             refused: Callable[[Call, JsonRpcError], None] | None = None) -> Method:
         """``method`` with every call admitted first and left when it ends: its handler's
         (after the result, or the Deferred's completion), and its express lane's Pending (a
-        call the lane declines is admitted on the ordinary path instead, so once)."""
+        call the lane declines is admitted on the ordinary path instead, so once). A call
+        the admission refuses is told to ``refused`` (the refusal log) before the error
+        propagates; an admitted one costs nothing more (a ``try`` is free until it raises)."""
         handler, express = method.handler, method.express
 
         def limited(call: Call) -> MethodResult:
-            state = self.enter(call.principal)
+            try:
+                state = self.enter(call.principal)
+            except JsonRpcError as exc:
+                if refused is not None:
+                    refused(call, exc)
+                raise
             try:
                 result = handler(call)
             except BaseException:
@@ -296,7 +305,12 @@ class Admission:
             outcome = express(call, finish)
             if outcome is None:
                 return None
-            state = self.enter(call.principal)  # a refusal: the kernel answers it
+            try:
+                state = self.enter(call.principal)  # a refusal: the kernel answers it
+            except JsonRpcError as exc:
+                if refused is not None:
+                    refused(call, exc)
+                raise
             if isinstance(outcome, Pending):
                 return Pending(outcome.request_id, partial(self._held, outcome.run, state),
                                outcome.headers, outcome.stream)
