@@ -1,7 +1,8 @@
 """What ``serve`` prints on standard error once it serves: the first line
 ``toolkeeper gateway on URL`` (``stdio`` for a stdio server), then one ``toolkeeper KEY:
 VALUE`` line each for the registry (its password masked), the estate, the auth mode, the
-handler count and, over HTTP, the probe and metrics URLs (``docs/operations.md``).
+handler count, the metrics URL when metrics are on and, over HTTP, last, the probe URLs
+(``docs/operations.md``).
 
 The lines are for people and for scripts alike: the keys and the first line are stable, and a
 line's value never holds a secret.
@@ -54,8 +55,8 @@ def banner_lines(config: GatewayConfig, registry: Registry, handlers: ToolHandle
              f"toolkeeper estate: {_estate(config, registry)}",
              f"toolkeeper auth: {_auth(config, stdio=url is None)}",
              f"toolkeeper handlers: {len(handlers.bound())}"]
-    if url is not None:
-        lines.append(f"toolkeeper probes: {_beside(url, LIVE_PATH)} {_beside(url, READY_PATH)}")
     if metrics_url is not None:
         lines.append(f"toolkeeper metrics: {metrics_url}")
+    if url is not None:  # the last line over HTTP
+        lines.append(f"toolkeeper probes: {_beside(url, LIVE_PATH)} {_beside(url, READY_PATH)}")
     return lines
