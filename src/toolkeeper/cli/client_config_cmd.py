@@ -84,8 +84,9 @@ def _bearer(key: str | None, key_env: str | None) -> str | None:
 
 def _bridge_entry(url: str, key: str | None, key_env: str | None) -> dict[str, Any]:
     """Claude Desktop's: ``mcp-remote`` bridges stdio to the endpoint; it expands ``${VAR}``
-    in its arguments from its environment (the header argument holds no space, as the bridge
-    advises for clients on Windows)."""
+    in its arguments from its environment. A key given goes through the entry's ``env``, so
+    the header argument holds no space (the bridge's advice for clients on Windows); a
+    variable named is referred to in the argument itself."""
     args = ["-y", "mcp-remote", url]
     entry: dict[str, Any] = {"command": "npx", "args": args}
     if key is not None:
