@@ -150,6 +150,17 @@ def test_an_env_reference_is_written_never_a_value(monkeypatch: pytest.MonkeyPat
                   "claude")["args"][-2:] == ["--header", "Authorization:Bearer ${TK_KEY}"]
 
 
+def test_a_given_key_is_written_as_given_and_reaches_the_bridge_through_its_env() -> None:
+    assert _config("--client", "claude", "--url", URL, "--api-key", "tk_given") == {
+        "mcpServers": {"toolkeeper": {
+            "command": "npx",
+            "args": ["-y", "mcp-remote", URL, "--header",
+                     "Authorization:${TOOLKEEPER_AUTHORIZATION}"],
+            "env": {"TOOLKEEPER_AUTHORIZATION": "Bearer tk_given"}}}}
+    assert _entry(_config("--client", "cursor", "--url", URL, "--api-key", "tk_given"),
+                  "cursor")["headers"] == {"Authorization": "Bearer tk_given"}
+
+
 def test_vscode_can_prompt_for_the_key_and_keep_it_out_of_the_file() -> None:
     assert _config("--client", "vscode", "--url", URL, "--prompt-key") == {
         "inputs": [{"type": "promptString", "id": "toolkeeper-api-key", "password": True,
