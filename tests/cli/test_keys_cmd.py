@@ -31,7 +31,8 @@ class Keys:
         return code, json.loads(out)
 
     def add(self, *args: str) -> dict[str, Any]:
-        code, out = self.json("add", "--tenant", "acme", "--clearance", "internal", *args)
+        code, out = self.json("add", "--create", "--tenant", "acme", "--clearance", "internal",
+                              *args)
         assert code == 0, out
         return dict(out)
 
@@ -53,7 +54,7 @@ def keys(request: pytest.FixtureRequest, tmp_path: Path) -> Keys:
 
 
 def test_add_prints_the_key_once_as_canonical_json(keys: Keys) -> None:
-    code, out, _ = keys.run("add", "--tenant", "acme", "--scope", "b", "--scope", "a",
+    code, out, _ = keys.run("add", "--create", "--tenant", "acme", "--scope", "b", "--scope", "a",
                             "--clearance", "internal", "--json")
     assert code == 0
     added = json.loads(out)
@@ -66,7 +67,7 @@ def test_add_prints_the_key_once_as_canonical_json(keys: Keys) -> None:
 
 
 def test_add_without_json_prints_only_the_key_on_stdout(keys: Keys) -> None:
-    code, out, err = keys.run("add", "--tenant", "acme", "--clearance", "public")
+    code, out, err = keys.run("add", "--create", "--tenant", "acme", "--clearance", "public")
     assert code == 0
     assert out.count("\n") == 1 and out.startswith("tk_")
     assert keys.authenticate(out.strip()) == "acme"

@@ -72,7 +72,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     (tmp / "e2e_handlers.py").write_text(HANDLERS)
     registry = f"sqlite:///{tmp}/registry.db"
     keys = {
-        "acme": _toolkeeper("keys", "add", "--registry", registry, "--tenant", "acme",
+        "acme": _toolkeeper("keys", "add", "--create", "--registry", registry, "--tenant", "acme",
                             "--clearance", "internal", "--json")["key"],
         "globex": _toolkeeper("keys", "add", "--registry", registry, "--tenant", "globex",
                               "--scope", "vault.admin", "--clearance", "confidential",

@@ -6,6 +6,11 @@ key once (it is not kept: only its salted hash is); ``list`` never shows a key o
 opens the store read-only; ``revoke`` marks a key revoked, and every gateway refuses it within a
 second. Exit codes: 0 done, 1 no such key, 2 bad input (bad clearance, tenant, scope or expiry,
 unusable registry).
+
+Every ``keys`` command refuses a registry that is not there (``registry.missing``, nothing
+created: a mistyped path or database never becomes a new, empty key store), except ``keys add
+--create``, which makes it; and every one refuses ``memory:`` (``registry.memory_refused``): a
+key kept in this process's memory is gone when the command exits.
 """
 
 from __future__ import annotations
@@ -19,9 +24,9 @@ import click
 from toolkeeper.auth.keys import issue_key, parse_expiry, revoke_key
 from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, echo_json, fail
 from toolkeeper.errors import NotFoundError, ToolkeeperError
-from toolkeeper.registry import open_store
+from toolkeeper.registry import RegistryStore, open_store
 from toolkeeper.registry.apikeys import ApiKeyRecord, KeyStore, key_store
-from toolkeeper.registry.location import ENV_VAR
+from toolkeeper.registry.location import ENV_VAR, default_url
 
 __all__ = ["register"]
 
@@ -31,8 +36,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _options(func: F) -> F:
     func = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")(func)
     return click.option("--registry", "registry_url", envvar=ENV_VAR, default=None,
-                        metavar="URL", help="sqlite:///path.db, postgresql://... or memory: "
-                        f"(env {ENV_VAR}; default: a SQLite file in the user data dir).")(func)
+                        metavar="URL", help="sqlite:///path.db or postgresql://... (memory: is refused; "
+                        f"env {ENV_VAR}; default: a SQLite file in the user data dir).")(func)
 
 
 def _fail(error: ToolkeeperError, as_json: bool) -> None:
@@ -40,12 +45,31 @@ def _fail(error: ToolkeeperError, as_json: bool) -> None:
          code=EXIT_REFUSED if isinstance(error, NotFoundError) else EXIT_BAD_INPUT)
 
 
+def _refuse_memory(url: str | None) -> None:
+    scheme, sep, _ = (url or "").strip().partition(":")
+    if sep and scheme.lower() == "memory":
+        raise ToolkeeperError("keys need a registry that outlives the command: memory: keeps "
+                              "nothing (use sqlite:///path.db or postgresql://...)",
+                              code="registry.memory_refused", data={"scheme": "memory"})
+
+
+def _open(url: str | None, *, create: bool, read_only: bool) -> RegistryStore:
+    _refuse_memory(url if url is not None else default_url())
+    try:
+        return open_store(url, create=create, read_only=read_only)
+    except ToolkeeperError as exc:
+        if exc.code != "registry.missing" or read_only:
+            raise
+        raise ToolkeeperError(f"{exc.message} (keys add --create makes one)", code=exc.code,
+                              path=exc.path, data=exc.data) from None
+
+
 @contextmanager
 def _keys(url: str | None, as_json: bool, *, create: bool = False, read_only: bool = False
           ) -> Iterator[KeyStore]:
     """The key store at ``url``; every ToolkeeperError inside is reported with its exit code."""
     try:
-        store = open_store(url, create=create, read_only=read_only)
+        store = _open(url, create=create, read_only=read_only)
     except ToolkeeperError as exc:
         _fail(exc, as_json)
     try:
@@ -77,15 +101,18 @@ def keys_group() -> None:
 @click.option("--name", default=None, help="A label for people (shown by keys list).")
 @click.option("--expires", default=None, metavar="WHEN",
               help="ISO-8601 time (UTC unless an offset is given) or a duration: 30d, 12h, P90D.")
+@click.option("--create", is_flag=True,
+              help="Make the registry when it does not exist (else registry.missing).")
 @_options
 def add_cmd(tenant: str, scopes: tuple[str, ...], clearance: str, name: str | None,
-            expires: str | None, registry_url: str | None, as_json: bool) -> None:
+            expires: str | None, create: bool, registry_url: str | None, as_json: bool
+            ) -> None:
     """Create a key and print it once (only its salted hash is kept)."""
     try:
         expiry = parse_expiry(expires) if expires is not None else None
     except ToolkeeperError as exc:
         _fail(exc, as_json)
-    with _keys(registry_url, as_json, create=True) as store:
+    with _keys(registry_url, as_json, create=create) as store:
         issued = issue_key(store, tenant=tenant, scopes=scopes, clearance=clearance, name=name,
                            expires=expiry)
     record = issued.record

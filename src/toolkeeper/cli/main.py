@@ -7,6 +7,7 @@ import click
 from toolkeeper.cli import (
     call_cmd,
     calls_cmd,
+    client_config_cmd,
     conformance_cmd,
     conformance_evidence_cmd,
     contracts_cmds,
@@ -28,7 +29,8 @@ def cli() -> None:
 
 
 for _module in (contracts_cmds, export_cmd, diff_cmd, registry_cmds, serve_cmd, keys_cmd,
-                calls_cmd, tools_cmd, call_cmd, conformance_cmd, conformance_evidence_cmd):
+                calls_cmd, tools_cmd, call_cmd, conformance_cmd, conformance_evidence_cmd,
+                client_config_cmd):
     _module.register(cli)
 
 

@@ -14,6 +14,9 @@ through the publish guard (all of them or none: a breaking change without a MAJO
 refused with the guard's rule id and each change's classifier rule id, exit 1). The registry
 is ``--registry URL``, else ``TOOLKEEPER_REGISTRY``, else the default SQLite file.
 Logs go to stderr (stdout carries the protocol under ``--stdio``), as text or JSON lines.
+Once serving, stderr gets ``toolkeeper gateway on URL`` (``stdio``) and the start-up lines of
+:mod:`~toolkeeper.cli.serve_banner`; over HTTP ``/healthz`` and ``/readyz`` answer beside the
+endpoint and on the metrics listener (:mod:`~toolkeeper.server.health`).
 
 Only what this process can run is listed and served (:mod:`~toolkeeper.server.runnable`): at
 start a warning line names each callable contract without a handler here
@@ -37,7 +40,7 @@ import os
 import re
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -46,6 +49,7 @@ import click
 from toolkeeper.cli.documents import read_document
 from toolkeeper.cli.handler_refs import load_handlers
 from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, fail, fail_refused
+from toolkeeper.cli.serve_banner import banner_lines
 from toolkeeper.cli.serve_config import AUTH_CHOICES, config_from_flags
 from toolkeeper.cli.serve_features import ServeFeatures, build_features
 from toolkeeper.config import GatewayConfig, LegacySettings
@@ -252,6 +256,7 @@ def _serve(config: GatewayConfig) -> None:
         _report_coverage(registry, [spec for _, spec in batch], handlers,
                          strict=config.estate.strict, log=log)
         _publish(registry, batch, demo=config.estate.demo, log=log)
+        features.health.estate_loaded()
     except PublishRefusedError as exc:
         fail_refused(exc)
     except (ToolkeeperError, ValueError) as exc:
@@ -273,7 +278,9 @@ def _serve(config: GatewayConfig) -> None:
                     "random key of this process; its cursors and request state resume only "
                     "here, until it stops", config.sealing.keys_env or "sealing.keys_env")
     try:
-        _run(config, gateway, features, protocol_out, log, sock)
+        _run(config, gateway, features, protocol_out, log, sock,
+             banner=lambda url, metrics: banner_lines(config, registry, handlers, url=url,
+                                                      metrics_url=metrics))
     finally:
         features.stop()  # writes the last call-log rows: before the registry closes
         registry.close()
@@ -337,10 +344,13 @@ def _publish(registry: Registry, batch: Sequence[tuple[str, ToolSpec]], *, demo:
 
 def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
          protocol_out: BinaryIO | None, log: logging.Logger,
-         sock: socket.socket | None = None) -> None:
+         sock: socket.socket | None = None, *,
+         banner: Callable[[str | None, str | None], Sequence[str]]) -> None:
     server = config.server
     if protocol_out is not None:
         log.info("serving on stdio")
+        for line in banner(None, None):
+            click.echo(line, err=True)
         try:
             run_stdio(gateway.kernel, changes=gateway.changes, stdout=protocol_out,
                       asks=PendingAsks(config.legacy.ask_timeout_s,
@@ -351,9 +361,12 @@ def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
                                  code="serve.stdout_failed"), code=EXIT_REFUSED)
         log.info("stopped")
         return
+    metrics_url = None
     if features.observability.metrics_port is not None:
-        log.info("metrics on http://%s:%d/metrics", config.metrics.host,
-                 features.observability.metrics_port)
+        host = config.metrics.host
+        metrics_url = (f"http://{f'[{host}]' if ':' in host else host}:"
+                       f"{features.observability.metrics_port}/metrics")
+        log.info("metrics on %s", metrics_url)
     http = HttpConfig(path=server.path,
                       policy=_policy(server.host, server.allowed_hosts, server.allowed_origins),
                       json_response=server.json_response, max_body_bytes=server.max_body_bytes,
@@ -364,13 +377,15 @@ def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
                       max_connections_per_ip=server.max_connections_per_ip,
                       backlog=server.backlog,
                       documents=dict(features.documents), replay=_replay(config.legacy),
+                      probes=features.health,
                       ask_timeout_s=config.legacy.ask_timeout_s,
                       max_pending_asks=config.legacy.max_pending_asks,
                       max_pending_asks_per_session=config.legacy.max_pending_asks_per_session)
 
     def ready(running: RunningServer) -> None:
         log.info("toolkeeper gateway listening on %s", running.url)
-        click.echo(f"toolkeeper gateway on {running.url}", err=True)
+        for line in banner(running.url, metrics_url):  # the first: toolkeeper gateway on URL
+            click.echo(line, err=True)
 
     app = create_asgi_app(gateway.kernel, http, changes=gateway.changes)
     try:  # SIGTERM and SIGINT end it gracefully, with status 0

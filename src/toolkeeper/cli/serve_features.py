@@ -1,6 +1,7 @@
 """The features ``serve`` assembles from its configuration, beside the gateway itself: who a
 request is (``[auth]``), the limits (``[limits]``), the sealer (``[sealing]``), and the call
-log, metrics and spans (``[calllog]``, ``[metrics]``, ``logging.otel``).
+log, metrics and spans (``[calllog]``, ``[metrics]``, ``logging.otel``), and the health probes
+(:class:`~toolkeeper.server.health.Health`, on the HTTP and the metrics listener).
 
 Each feature is built by its own module's build function from the loader's values:
 :func:`toolkeeper.auth.build_resolver` / :func:`~toolkeeper.auth.stdio_principal`,
@@ -20,6 +21,7 @@ from toolkeeper.config import GatewayConfig
 from toolkeeper.observability import Observability, build_observability
 from toolkeeper.protocol.sealing import Sealer
 from toolkeeper.registry import Registry
+from toolkeeper.server.health import Health
 from toolkeeper.server.limits import CallLimits, build_limits
 from toolkeeper.server.principal import PrincipalResolver
 from toolkeeper.server.sealing import build_sealer
@@ -37,6 +39,7 @@ class ServeFeatures:
     limits: CallLimits | None
     observability: Observability
     sealer: Sealer
+    health: Health
     documents: Mapping[str, bytes] = field(default_factory=dict)
 
     def stop(self) -> None:
@@ -62,7 +65,9 @@ def build_features(config: GatewayConfig, registry: Registry, *, stdio: bool
     resolver, documents = _principals(config, registry, stdio=stdio)
     limits = build_limits(config.limits)
     sealer = build_sealer(config.sealing, os.environ)
+    health = Health(registry)
     observability = build_observability(config.calllog, config.metrics, registry=registry,
                                         registry_url=config.registry.url or None,
-                                        otel=config.logging.otel)
-    return ServeFeatures(resolver, limits, observability, sealer, documents)
+                                        otel=config.logging.otel,
+                                        probes=None if stdio else health.answer)
+    return ServeFeatures(resolver, limits, observability, sealer, health, documents)

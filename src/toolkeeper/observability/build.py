@@ -107,9 +107,12 @@ class Observability:
 
 def build_observability(calllog: _CallLogConfig, metrics: _MetricsConfig, *,
                         registry: Registry, registry_url: str | None,
-                        otel: bool = False, tracer_provider: Any = None) -> Observability:
+                        otel: bool = False, tracer_provider: Any = None,
+                        probes: Callable[[str], tuple[int, bytes] | None] | None = None
+                        ) -> Observability:
     """Start the call recorder (when calls are kept, counted or traced), the metrics listener
-    (``metrics.port`` > 0) and the span sink (``otel``); see the module docstring."""
+    (``metrics.port`` > 0, answering ``probes`` too: ``Health.answer``) and the span sink
+    (``otel``); see the module docstring."""
     sinks: list[CallSink] = []
     obs = Observability(None)
     try:
@@ -143,7 +146,7 @@ def build_observability(calllog: _CallLogConfig, metrics: _MetricsConfig, *,
         obs._stops.append(recorder.stop)
         obs.call_log = recorder
         if obs.metrics is not None:
-            server = _listen(obs.metrics, metrics, recorder.drain)
+            server = _listen(obs.metrics, metrics, recorder.drain, probes)
             obs._stops.append(server.stop)
             obs.metrics_port = server.port
     except BaseException:
@@ -153,9 +156,11 @@ def build_observability(calllog: _CallLogConfig, metrics: _MetricsConfig, *,
 
 
 def _listen(gauges: GatewayMetrics, settings: _MetricsConfig,
-            before_scrape: Callable[[], None]) -> MetricsServer:
+            before_scrape: Callable[[], None],
+            probes: Callable[[str], tuple[int, bytes] | None] | None) -> MetricsServer:
     try:
-        return MetricsServer(gauges, settings.host, settings.port, before_scrape)
+        return MetricsServer(gauges, settings.host, settings.port, before_scrape,
+                             probes=probes)
     except OSError as exc:
         raise ConfigError(f"cannot listen for metrics on {settings.host}:{settings.port}: "
                           f"{exc.strerror or exc}", code="config.metrics_port",

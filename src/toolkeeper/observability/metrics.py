@@ -26,6 +26,7 @@ import threading
 import time
 from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
+from http import HTTPStatus
 from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -276,15 +277,33 @@ class _ThreadingServer(ThreadingMixIn, WSGIServer):
     daemon_threads = True
 
 
+def _probe_answer(environ: dict[str, Any], start_response: Any, status: int,
+                  body: bytes) -> Iterable[bytes]:
+    method = environ.get("REQUEST_METHOD")
+    if method not in ("GET", "HEAD"):
+        start_response("405 Method Not Allowed", [("Allow", "GET, HEAD"),
+                                                  ("Content-Length", "0")])
+        return [b""]
+    start_response(f"{status} {HTTPStatus(status).phrase}",
+                   [("Content-Type", "application/json"), ("Cache-Control", "no-store"),
+                    ("Content-Length", str(len(body)))])
+    return [b"" if method == "HEAD" else body]
+
+
 class MetricsServer:
-    """The exposition listener: ``before_scrape`` runs first on every scrape."""
+    """The exposition listener: ``before_scrape`` runs first on every scrape; ``probes``
+    (``Health.answer``) answers ``/healthz`` and ``/readyz`` on it too."""
 
     def __init__(self, metrics: GatewayMetrics, host: str, port: int,
-                 before_scrape: Callable[[], None] | None = None) -> None:
+                 before_scrape: Callable[[], None] | None = None, *,
+                 probes: Callable[[str], tuple[int, bytes] | None] | None = None) -> None:
         exposition = make_wsgi_app(metrics.registry)
         hook = before_scrape
 
         def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+            answer = None if probes is None else probes(environ.get("PATH_INFO", ""))
+            if answer is not None:  # /healthz, /readyz: no scrape, no hook
+                return _probe_answer(environ, start_response, *answer)
             if hook is not None:
                 hook()
             result: Iterable[bytes] = exposition(environ, start_response)

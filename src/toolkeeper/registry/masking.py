@@ -7,9 +7,10 @@ import re
 from typing import Final
 from urllib.parse import unquote
 
-__all__ = ["masked"]
+__all__ = ["masked", "shown_url"]
 
 _USERINFO: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#@]*)@")
+_QUERY_PASSWORD: Final = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
 
 
 def masked(text: str, url: str) -> str:
@@ -23,3 +24,9 @@ def masked(text: str, url: str) -> str:
         if form:
             text = text.replace(form, "***")
     return text
+
+
+def shown_url(url: str) -> str:
+    """``url`` as it may be printed: its userinfo password (:func:`masked`) and a libpq
+    ``password=`` query parameter replaced by ``***``."""
+    return _QUERY_PASSWORD.sub(r"\1***", masked(url, url))

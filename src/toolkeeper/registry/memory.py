@@ -181,6 +181,10 @@ class MemoryStore:
                 del self._spent[digest]
             return len(gone)
 
+    def ping(self) -> None:
+        """In-process data is always reachable while the store is open."""
+        self._check_open()
+
     def close(self) -> None:
         self._closed = True
 

@@ -51,6 +51,7 @@ _log = logging.getLogger(__name__)
 __all__ = ["PostgresStore"]
 
 # Advisory lock namespaces (first key of the two-int form): "tk" + a role digit.
+PING_CONNECT_TIMEOUT_S = 2  # libpq rounds a smaller value up to 2 seconds
 _NAME_LOCK = 0x746B01
 _AUDIT_LOCK = 0x746B02
 _MIGRATION_LOCK = 0x746B03
@@ -382,6 +383,19 @@ class PostgresStore:
     def _send_token(self, token: str) -> None:
         with self._lock:
             self._live().execute("SELECT pg_notify(%s, %s)", (CHANNEL, token))
+
+    def ping(self) -> None:
+        """A new session (connect timeout :data:`PING_CONNECT_TIMEOUT_S`) reads the schema
+        table and closes: never the store's own connection, so a probe waits neither behind a
+        call holding it nor for its longer connect timeout."""
+        if self._closed:
+            raise StoreError("the store is closed", code="registry.closed")
+        try:
+            with psycopg.connect(self.url, autocommit=True,
+                                 connect_timeout=PING_CONNECT_TIMEOUT_S) as conn:
+                conn.execute(f"SELECT MAX(version) FROM {SCHEMA_TABLE}").fetchone()
+        except psycopg.Error as exc:
+            raise _store_error(exc, self.url) from None
 
     def close(self) -> None:
         if self._closed:

@@ -303,6 +303,10 @@ class Registry:
 
         return unsubscribe
 
+    def ping(self) -> None:
+        """Reach the store's data afresh (:meth:`RegistryStore.ping`); raises StoreError."""
+        self._store.ping()
+
     def close(self) -> None:
         """Close the store (stops a PostgreSQL listener); idempotent."""
         with self._lock:

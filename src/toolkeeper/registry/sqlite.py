@@ -47,6 +47,7 @@ from toolkeeper.registry.store import AuditEntry, AuditRecord, Snapshot
 
 __all__ = ["SQLiteStore"]
 
+_PING_BUSY_S = 1.0
 _AUDIT_COLUMNS = "seq, at, actor, action, name, version, rule, verdict"
 
 
@@ -370,6 +371,22 @@ class SQLiteStore:
         except OSError:
             return b""
         return header if len(header) == _WAL_HEADER_BYTES else b""
+
+    def ping(self) -> None:
+        """A new read-only connection to the file reads its schema table: the store's own
+        connection keeps reading a file removed from under it, this one does not."""
+        self._check_open()
+        try:
+            conn = sqlite3.connect(f"{_uri(self.path)}?mode=ro", uri=True, timeout=_PING_BUSY_S,
+                                   isolation_level=None)
+        except sqlite3.Error as exc:
+            raise _store_error(exc, self.path) from None
+        try:
+            conn.execute(f"SELECT MAX(version) FROM {SCHEMA_TABLE}").fetchone()
+        except sqlite3.Error as exc:
+            raise _store_error(exc, self.path) from None
+        finally:
+            conn.close()
 
     def close(self) -> None:
         with self._lock:

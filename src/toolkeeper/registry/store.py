@@ -161,6 +161,12 @@ class RegistryStore(Protocol):
         """True when changes may have been committed elsewhere since the last look (pull side)."""
         ...
 
+    def ping(self) -> None:
+        """Reach the stored data afresh, cheaply (a readiness probe): a new connection that
+        reads the schema table, so a file removed or a server stopped since the store opened
+        is found; raises :class:`~toolkeeper.errors.StoreError` when it cannot."""
+        ...
+
     def close(self) -> None:
         """Release connections and threads; idempotent."""
         ...

@@ -18,8 +18,10 @@ step   check                                                failure
 
 A reply is JSON with the status from the code table; an accepted notification is 202 with an
 empty body. Any other path is 404, except the static documents of :attr:`HttpConfig.documents`
-(the RFC 9728 metadata). A request whose handler emits a notification (progress, log) is
-committed to SSE at the first one, and so is one silent for ``keepalive_s`` (then pinged);
+(the RFC 9728 metadata) and, with :attr:`HttpConfig.probes`, ``/healthz`` and ``/readyz``
+(:mod:`~toolkeeper.transports.probes`: before every check, uncounted). A request whose
+handler emits a notification (progress, log) is committed to SSE at the first one, and so is
+one silent for ``keepalive_s`` (then pinged);
 once committed the status is 200 and the response is the last event. A stream method
 (``subscriptions/listen``) is SSE in every mode and needs ``text/event-stream`` in ``Accept``
 (406). A client that disconnects cancels its handler. A legacy session's calls
@@ -89,6 +91,7 @@ from toolkeeper.transports.http_rungs import (
 )
 from toolkeeper.transports.legacy_calls import LegacyCalls
 from toolkeeper.transports.pending import answer_pending
+from toolkeeper.transports.probes import PROBE_PATHS, answer_probe
 from toolkeeper.transports.session_stream import ChangeFeed, SessionStreams
 
 __all__ = ["ASGIApp", "HttpConfig", "StreamableHTTPApp", "create_asgi_app"]
@@ -177,6 +180,10 @@ class StreamableHTTPApp:
         if kind == "lifespan":
             await serve_lifespan(receive, send)
         elif kind == "http":
+            probes = self._config.probes
+            if probes is not None and self._probe_path(scope["path"]):
+                await answer_probe(probes, scope, send)  # not counted, checked or logged
+                return
             started: list[bool] = []
             observer = self._observer
             streaming: list[bool] = []
@@ -226,6 +233,10 @@ class StreamableHTTPApp:
                     observer.stream_closed()
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1000})
+
+    def _probe_path(self, path: str) -> bool:
+        endpoint = self._config.path
+        return endpoint is not None and path != endpoint and path in PROBE_PATHS
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         config = self.config

@@ -14,6 +14,7 @@ from toolkeeper.transports.asks import (
     DEFAULT_MAX_PENDING,
     DEFAULT_MAX_PENDING_PER_SESSION,
 )
+from toolkeeper.transports.probes import HealthProbes
 from toolkeeper.transports.replay import ReplayConfig
 from toolkeeper.transports.security import OriginPolicy
 
@@ -57,6 +58,11 @@ class HttpConfig:
     """Static JSON documents served by path beside the endpoint, to GET (else 405), without
     authentication or Host checks: the protected-resource metadata (RFC 9728 3) at its
     well-known paths. Only when ``path`` is set (a mounted app serves every path)."""
+    probes: HealthProbes | None = None
+    """The answers of ``GET /healthz`` and ``GET /readyz``
+    (:mod:`~toolkeeper.transports.probes`), served beside the endpoint without authentication,
+    Host or Origin checks, and uncounted; None: those paths are 404. Only when ``path`` is set
+    and is not one of them."""
     replay: ReplayConfig = field(default_factory=ReplayConfig)
     """Resumable legacy streams (:mod:`~toolkeeper.transports.resumable`): the ``retry``
     hint and the replay logs' bounds (``max_events`` 0: none; never in JSON mode)."""
