@@ -17,7 +17,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import click
 from click.shell_completion import CompletionItem
@@ -36,8 +36,13 @@ ERA_ALIASES: Final[Mapping[str, str]] = MappingProxyType({
 """The dated era names each command also accepts, and the era each names."""
 _F = TypeVar("_F", bound=Callable[..., Any])
 
+if TYPE_CHECKING:
+    _Choice = click.Choice[str]
+else:  # click.Choice is generic from click 8.2 on; the package supports 8.1
+    _Choice = click.Choice
 
-class EraType(click.Choice[str]):
+
+class EraType(_Choice):
     """``auto``, ``modern`` or ``legacy``; a dated alias converts to the era it names."""
 
     name = "era"
@@ -45,7 +50,7 @@ class EraType(click.Choice[str]):
     def __init__(self) -> None:
         super().__init__([*ERAS, *ERA_ALIASES])
 
-    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
         return "[" + "|".join(ERAS) + "]"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
