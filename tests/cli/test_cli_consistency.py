@@ -113,7 +113,7 @@ def test_tools_stdio_takes_one_command_string_and_the_words_after_double_dash_al
         tmp_path: Path) -> None:
     argv = demo_argv(tmp_path)
     one_string = _tools(invoke("tools", "--stdio", shlex.join(argv), "--json"))
-    words = _tools(invoke("tools", "--stdio", "--", *argv, "--json"))
+    words = _tools(invoke("tools", "--json", "--stdio", "--", *argv))
     assert one_string == words == ("2026-07-28", DEMO_TOOLS)
 
 
@@ -196,7 +196,8 @@ def test_contracts_repair_prints_the_repaired_arguments_and_exits_on_what_remain
     assert json.loads(as_json.stdout) == json.loads(
         invoke("validate", contract, BAD_ARGS, "--repair", "--json").stdout)
     fine = invoke("contracts", "repair", contract, '{"reference": "PMT-771", "x": 1}')
-    assert (fine.exit_code, json.loads(fine.stdout)) == (0, {"reference": "PMT-771"})
+    assert (fine.exit_code, json.loads(fine.stdout)) == (
+        0, {"reference": "PMT-771", "include_legs": False})  # x dropped, the default filled
 
 
 def test_the_contracts_group_lists_validate_repair_diff_and_export() -> None:
@@ -239,7 +240,7 @@ def test_without_json_a_usage_error_stays_click_text_on_stderr_exit_2() -> None:
 
 
 def test_json_after_double_dash_belongs_to_the_stdio_command_not_to_toolkeeper() -> None:
-    done = toolkeeper("call", "--bogus", "--", "server", "--json")
+    done = toolkeeper("tools", "--bogus", "--", "server", "--json")
     assert (done.returncode, done.stdout) == (2, "")
     assert "Usage:" in done.stderr
 

@@ -153,7 +153,7 @@ def test_a_minted_token_is_accepted_by_the_gateway_over_http_with_its_claims(
     token = done.stdout.strip()
     assert "development" in done.stderr and token not in done.stderr
     assert _listed(gateway, token) == (0, ["payments.lookup"])  # scope and clearance carried
-    public = mint(config, issuer, "--tenant", "acme").stdout.strip()
+    public = mint(config, issuer, "--tenant", "acme", "--lifetime", "300").stdout.strip()
     assert _listed(gateway, public) == (0, [])  # public clearance: the confidential tool hidden
 
 
