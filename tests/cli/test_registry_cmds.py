@@ -81,7 +81,10 @@ def test_a_refused_publish_exits_1_with_rule_bump_changes_and_minimum_version(tk
     assert code == 1
     assert set(out) == {"error"}
     error = out["error"]
-    assert set(error) == {"rule", "bump", "changes", "minimumVersion"}
+    assert set(error) == {"code", "message", "data", "rule", "bump", "changes", "minimumVersion"}
+    assert error["code"] == "publish.bump_required"
+    assert {k: error["data"][k] for k in ("rule", "bump", "changes", "minimumVersion")} == {
+        k: error[k] for k in ("rule", "bump", "changes", "minimumVersion")}
     assert (error["rule"], error["bump"], error["minimumVersion"]) == (
         "publish.bump_required", "major", "2.0.0")
     assert error["changes"] and {"rule", "path", "bump", "reason"} <= set(error["changes"][0])

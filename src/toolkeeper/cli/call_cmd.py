@@ -1,12 +1,13 @@
 """``toolkeeper call``: one governed ``tools/call`` through the client kernel (issue 15).
 
-``toolkeeper call URL TOOL ARGS_JSON`` or ``toolkeeper call --stdio -- CMD ARG... TOOL
-ARGS_JSON``: the last two words are the tool and its arguments (a JSON object), the words before
-them name the endpoint. The kernel lists the tools, validates the arguments against the listed
-contract, repairs them (unless ``--no-repair``), pins the call to the listed
-``_meta.schemaVersion`` when the server publishes one, and on the gateway's re-list refusal
-re-lists once. There is no model on the command line: arguments that stay invalid are reported
-and nothing is sent.
+``toolkeeper call --url URL TOOL ARGS_JSON`` (or ``call URL TOOL ARGS_JSON``), or
+``toolkeeper call --stdio "CMD ARG..." TOOL ARGS_JSON`` (or ``--stdio -- CMD ARG... TOOL
+ARGS_JSON``): the last two words are the tool and its arguments (a JSON object), the words
+before them name the endpoint (:mod:`toolkeeper.cli.targets`). The kernel lists the tools,
+validates the arguments against the listed contract, repairs them (unless ``--no-repair``),
+pins the call to the listed ``_meta.schemaVersion`` when the server publishes one, and on the
+gateway's re-list refusal re-lists once. There is no model on the command line: arguments that
+stay invalid are reported and nothing is sent.
 
 ``--json`` prints one object: ``ok``, ``era``, ``tool``, ``schemaVersion``, ``repairs``,
 ``errors``, ``relisted``, ``incompatible``, ``result`` (the MCP result) and ``error`` (the
@@ -26,7 +27,7 @@ from typing import Any, NoReturn
 import click
 
 from toolkeeper.cli.output import echo_json, fail
-from toolkeeper.cli.tools_cmd import client_options, era_policy, target_of
+from toolkeeper.cli.targets import client_options, era_policy, target_of
 from toolkeeper.client import Target, connect
 from toolkeeper.client.kernel import Kernel
 from toolkeeper.client.kernel_outcome import CallOutcome
@@ -116,10 +117,11 @@ def _refuse(error: ToolkeeperError, tool: str | None, as_json: bool) -> NoReturn
 @click.command("call", context_settings={"ignore_unknown_options": True})
 @click.option("--no-repair", is_flag=True, help="Skip the repair pass (SPEC 1.3).")
 @client_options
-def call_cmd(target: tuple[str, ...], no_repair: bool, stdio: bool, era: str, strict: bool,
-             allow_legacy: bool, token: str | None, as_json: bool) -> None:
-    """One governed call: TARGET... TOOL ARGS_JSON (a URL, or --stdio and a command)."""
-    if len(target) < 3:
+def call_cmd(target: tuple[str, ...], no_repair: bool, url: str | None, stdio: str | None,
+             era: str, strict: bool, allow_legacy: bool, token: str | None, as_json: bool
+             ) -> None:
+    """One governed call: [TARGET...] TOOL ARGS_JSON (--url URL, a URL word, or --stdio CMD)."""
+    if len(target) < (2 if url is not None or stdio else 3):
         _refuse(ToolkeeperError("give the endpoint, the tool and its arguments as JSON",
                                 code="cli.bad_input"), None, as_json)
     *words, tool, raw = target
@@ -134,7 +136,7 @@ def call_cmd(target: tuple[str, ...], no_repair: bool, stdio: bool, era: str, st
     selected: list[str] = []
     try:
         choice, allowed = era_policy(era, strict, allow_legacy)
-        outcome = asyncio.run(_call(target_of(words, stdio), choice, token, allowed, tool,
+        outcome = asyncio.run(_call(target_of(words, stdio, url), choice, token, allowed, tool,
                                     arguments, not no_repair, selected))
     except ClientError as exc:
         if as_json:

@@ -9,7 +9,7 @@ installed is skipped with the reason, except under ``CI=true``, where that is a 
 Exit 0 when the policy accepts every run, 1 when it refuses one, 2 on a setup failure (an SDK
 missing under CI, none installed, an unknown fixture, a bad policy file).
 
-``proxy (--origin URL | --app) [--config correct|faulty|PATH] [--content-type TYPE ...]
+``proxy (--url URL | --app) [--config correct|faulty|PATH] [--content-type TYPE ...]
 [--accept TYPE ...] [--json] [--markdown FILE]``: proxy evidence through a real nginx started
 on 127.0.0.1 in front of the origin (``--app``: the demo gateway, served on 127.0.0.1, with a
 call of one of its tools added to the default exchanges). ``--content-type`` and ``--accept``
@@ -145,7 +145,7 @@ def sdk_diff_cmd(sdks: tuple[str, ...], role: str, fixtures: tuple[str, ...],
 def _proxy(origin: str | None, app: bool, config: str,
            assertions: DeploymentAssertions | None = None) -> ProxyReport:
     if (origin is None) == (not app):
-        raise ToolkeeperError("give exactly one of --origin and --app", code="cli.bad_target")
+        raise ToolkeeperError("give exactly one of --url and --app", code="cli.bad_target")
     chosen: str | Path = config if config in CONFIGS else Path(config)
     if origin is not None:
         return run_proxy_evidence(origin, chosen, assertions=assertions)
@@ -165,7 +165,8 @@ def _assertions(content_types: tuple[str, ...], accept: tuple[str, ...]
 
 
 @click.command("proxy")
-@click.option("--origin", default=None, metavar="URL", help="The origin's MCP endpoint.")
+@click.option("--url", "--origin", "origin", default=None, metavar="URL",
+              help="The origin's MCP endpoint (--origin is the former spelling).")
 @click.option("--app", is_flag=True, help="toolkeeper's demo gateway as the origin.")
 @click.option("--config", default="correct", show_default=True, metavar="correct|faulty|PATH",
               help="A shipped nginx configuration by name, or a template file.")

@@ -1,4 +1,12 @@
-"""``toolkeeper validate``: arguments against a contract's input schema or a bare schema."""
+"""``toolkeeper contracts validate`` (alias ``toolkeeper validate``) and ``toolkeeper contracts
+repair``: arguments against a contract's input schema or a bare schema.
+
+``contracts repair CONTRACT_OR_SCHEMA ARGS_JSON`` runs the repair pass (SPEC 1.3) and prints
+the repaired arguments as canonical JSON on stdout, so they can be piped on; each repair and
+each error that remains is a line on stderr. ``--json`` prints the object ``validate
+--repair --json`` prints (``repaired``, ``repairs``, ``valid``, ``errors``). Exit 0 when the
+repaired arguments are valid, 1 when errors remain, 2 on bad input.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +16,7 @@ from typing import Any
 
 import click
 
+from toolkeeper.cli.contracts_group import alias, contracts_group
 from toolkeeper.cli.documents import load_contract_or_schema, parse_json, read_document
 from toolkeeper.cli.output import EXIT_OK, EXIT_REFUSED, echo_json, fail
 from toolkeeper.cli.sources import STDIN, read_source
@@ -106,5 +115,39 @@ def validate_cmd(contract_or_schema: str, args_json: str, do_repair: bool, as_js
     sys.exit(EXIT_OK if not errors else EXIT_REFUSED)
 
 
+@click.command("repair")
+@click.argument("contract_or_schema")
+@click.argument("args_json")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def repair_cmd(contract_or_schema: str, args_json: str, as_json: bool) -> None:
+    """Repair ARGS_JSON (a file, '-' for stdin, or inline JSON) against a contract or schema
+    and print the repaired arguments (each repair and remaining error on stderr).
+
+    Exit 0 valid after repair, 1 still invalid, 2 bad input.
+    """
+    try:
+        schema, assert_formats = load_schema_document(contract_or_schema)
+        arguments = _read_arguments(args_json)
+    except ToolkeeperError as exc:
+        fail(exc, as_json=as_json)
+    result = repair(arguments, schema, assert_formats=assert_formats)
+    repairs = [r.to_dict() for r in result.repairs]
+    errors = [i.to_dict() for i in result.errors]
+    if as_json:
+        echo_json({"repaired": result.arguments, "repairs": repairs, "valid": not errors,
+                   "errors": errors})
+    else:
+        echo_json(result.arguments)
+        for r in repairs:
+            click.echo(f"repaired {r['path']}: {r['rule']}", err=True)
+        for e in errors:
+            click.echo(f"{e['path']}: {e['message']} [{e['keyword']}]", err=True)
+    sys.exit(EXIT_OK if not errors else EXIT_REFUSED)
+
+
 def register(group: click.Group) -> None:
-    group.add_command(validate_cmd)
+    """Add ``contracts validate`` and ``contracts repair``, and ``validate`` as the alias of
+    the first, to the CLI group."""
+    contracts_group.add_command(validate_cmd)
+    contracts_group.add_command(repair_cmd)
+    alias(group, validate_cmd)

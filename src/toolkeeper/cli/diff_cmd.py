@@ -1,4 +1,5 @@
-"""``toolkeeper diff BEFORE AFTER``: classify the change between two contracts or schemas (SPEC 1.4).
+"""``toolkeeper contracts diff BEFORE AFTER`` (alias ``toolkeeper diff``): classify the change
+between two contracts or schemas (SPEC 1.4).
 
 Each file is a contract (JSON or YAML) or a bare JSON Schema: a mapping with none of the keys
 ``name``, ``version``, ``inputSchema`` is a bare schema (an input schema unless ``--output``).
@@ -22,6 +23,7 @@ from typing import Any
 
 import click
 
+from toolkeeper.cli.contracts_group import alias, contracts_group
 from toolkeeper.cli.documents import load_contract_or_schema
 from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, echo_json, fail
 from toolkeeper.cli.registry_cmds import stored_contract
@@ -144,5 +146,6 @@ def diff_cmd(before: str, after: str, output: bool, fail_on: str | None,
 
 
 def register(group: click.Group) -> None:
-    """Add ``diff`` to the CLI group."""
-    group.add_command(diff_cmd)
+    """Add ``contracts diff``, and ``diff`` as its alias, to the CLI group."""
+    contracts_group.add_command(diff_cmd)
+    alias(group, diff_cmd)

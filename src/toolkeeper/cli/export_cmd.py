@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from toolkeeper.cli.contracts_group import contracts_group
 from toolkeeper.cli.handler_refs import load_handlers
 from toolkeeper.cli.output import EXIT_REFUSED, echo_json, fail
 from toolkeeper.contracts.canonical import canonical_json
@@ -69,12 +70,7 @@ def _plan(specs: list[ToolSpec], directory: Path) -> list[tuple[ToolSpec, Path, 
     return plan
 
 
-@click.group("contracts")
-def contracts_group() -> None:
-    """Contracts derived from typed handlers."""
-
-
-@contracts_group.command("export")
+@click.command("export")
 @click.argument("reference", metavar="MODULE:ATTR")
 @click.argument("directory", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--force", is_flag=True, help="Replace contract files whose bytes differ.")
@@ -120,5 +116,6 @@ def export_cmd(reference: str, directory: Path, force: bool, as_json: bool) -> N
 
 
 def register(group: click.Group) -> None:
-    """Add the ``contracts`` group to ``group``."""
+    """Add the ``contracts`` group, with ``export`` in it, to ``group``."""
+    contracts_group.add_command(export_cmd)
     group.add_command(contracts_group)

@@ -23,6 +23,7 @@ import click
 
 from toolkeeper.auth.keys import issue_key, parse_expiry, revoke_key
 from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, echo_json, fail
+from toolkeeper.cli.usage import ToolkeeperGroup
 from toolkeeper.errors import NotFoundError, ToolkeeperError
 from toolkeeper.registry import RegistryStore, open_store
 from toolkeeper.registry.apikeys import ApiKeyRecord, KeyStore, key_store
@@ -89,7 +90,7 @@ def _line(record: ApiKeyRecord) -> str:
            f" [{state}]{name}"
 
 
-@click.group("keys")
+@click.group("keys", cls=ToolkeeperGroup)
 def keys_group() -> None:
     """API keys for the gateway (kept in the registry store as salted hashes)."""
 

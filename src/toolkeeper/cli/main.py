@@ -16,13 +16,15 @@ from toolkeeper.cli import (
     keys_cmd,
     registry_cmds,
     serve_cmd,
+    token_cmd,
     tools_cmd,
 )
+from toolkeeper.cli.usage import ToolkeeperGroup
 
 __all__ = ["cli", "main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=ToolkeeperGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="toolkeeper")
 def cli() -> None:
     """toolkeeper: a contract-governed MCP tool registry and gateway."""
@@ -30,7 +32,7 @@ def cli() -> None:
 
 for _module in (contracts_cmds, export_cmd, diff_cmd, registry_cmds, serve_cmd, keys_cmd,
                 calls_cmd, tools_cmd, call_cmd, conformance_cmd, conformance_evidence_cmd,
-                client_config_cmd):
+                client_config_cmd, token_cmd):
     _module.register(cli)
 
 

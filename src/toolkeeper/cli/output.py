@@ -11,8 +11,8 @@ from toolkeeper.contracts.canonical import canonical_json
 from toolkeeper.contracts.redaction import redact_text
 from toolkeeper.errors import PublishRefusedError, ToolkeeperError
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_REFUSED", "change_lines", "echo_json", "fail",
-           "fail_refused"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_REFUSED", "change_lines", "echo_json",
+           "error_object", "fail", "fail_refused", "refusal_json"]
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -31,15 +31,35 @@ def _printable(text: str) -> str:
     return redact_text(text.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
+def error_object(error: ToolkeeperError) -> dict[str, Any]:
+    """The one error object of the command line: ``code``, ``message``, and ``path`` and
+    ``data`` when present (message and path printable and redacted)."""
+    rendered = error.to_dict()
+    rendered["message"] = _printable(error.message)
+    if error.path is not None:
+        rendered["path"] = _printable(error.path)
+    return rendered
+
+
+def refusal_json(error: PublishRefusedError) -> dict[str, Any]:
+    """A publish refusal under ``--json``: the error object (``code`` the guard's rule id,
+    ``data`` its details), and the details' four keys beside it as well (``rule``, ``bump``,
+    ``changes``, ``minimumVersion``), where scripts written before the one error object read
+    them."""
+    data = error.data
+    rendered = error_object(error)
+    rendered.update({"rule": data.get("rule", error.code), "bump": data.get("bump"),
+                     "changes": data.get("changes", []),
+                     "minimumVersion": data.get("minimumVersion")})
+    return {"error": rendered}
+
+
 def fail(error: ToolkeeperError | str, *, as_json: bool = False, code: int = EXIT_BAD_INPUT
          ) -> NoReturn:
     """Report a bad-input error (JSON on stdout with --json, else a line on stderr) and exit."""
     if isinstance(error, str):
         error = ToolkeeperError(error, code="cli.bad_input")
-    rendered = error.to_dict()
-    rendered["message"] = _printable(error.message)
-    if error.path is not None:
-        rendered["path"] = _printable(error.path)
+    rendered = error_object(error)
     if as_json:
         echo_json({"error": rendered})
     else:

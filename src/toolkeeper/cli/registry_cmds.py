@@ -24,7 +24,14 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from toolkeeper.cli.documents import read_document
-from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, change_lines, echo_json, fail
+from toolkeeper.cli.output import (
+    EXIT_BAD_INPUT,
+    EXIT_REFUSED,
+    change_lines,
+    echo_json,
+    fail,
+    refusal_json,
+)
 from toolkeeper.contracts.canonical import canonical_json
 from toolkeeper.contracts.classify import classify
 from toolkeeper.contracts.semver import Version
@@ -58,18 +65,11 @@ def _exit_code(error: ToolkeeperError) -> int:
     return EXIT_BAD_INPUT
 
 
-def _refusal_json(error: PublishRefusedError) -> dict[str, Any]:
-    data = error.data
-    return {"error": {"rule": data.get("rule", error.code), "bump": data.get("bump"),
-                      "changes": data.get("changes", []),
-                      "minimumVersion": data.get("minimumVersion")}}
-
-
 def _report(error: ToolkeeperError, as_json: bool) -> NoReturn:
     code = _exit_code(error)
     if isinstance(error, PublishRefusedError):
         if as_json:
-            echo_json(_refusal_json(error))
+            echo_json(refusal_json(error))
         else:
             click.echo(f"refused: {error.message} [{error.code}]", err=True)
             for line in change_lines(error):

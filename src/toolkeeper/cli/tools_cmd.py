@@ -1,6 +1,7 @@
 """``toolkeeper tools``: the tools an MCP endpoint lists, with their contract versions.
 
-``toolkeeper tools URL`` or ``toolkeeper tools --stdio -- CMD ARG...``; ``--era`` picks the
+``toolkeeper tools --url URL`` (or ``tools URL``) or ``toolkeeper tools --stdio "CMD ARG..."``
+(or ``--stdio -- CMD ARG...``; :mod:`toolkeeper.cli.targets`); ``--era`` picks the
 selection policy (SPEC 5.1). An endpoint named on the command line is explicitly configured,
 so ``auto`` (the default) may give it the bounded legacy probe: one modern
 ``server/discover``, and only when that is inconclusive one legacy ``initialize``.
@@ -22,66 +23,16 @@ era decision).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from toolkeeper.cli.output import echo_json, fail
+from toolkeeper.cli.targets import client_options, era_policy, target_of
 from toolkeeper.client import ClientSession, Target, ToolListing, connect
 from toolkeeper.errors import ClientError
 
-__all__ = ["client_options", "era_policy", "register", "target_of", "tool_version"]
-
-TOKEN_ENV = "TOOLKEEPER_TOKEN"
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def client_options(command: _F) -> _F:
-    """The options every client command shares: the target words, --stdio, --era, --strict,
-    --allow-legacy, --token and --json."""
-    for option in reversed((
-        click.argument("target", nargs=-1, required=True),
-        click.option("--stdio", is_flag=True,
-                     help="TARGET is a command that serves MCP on stdin/stdout."),
-        click.option("--era", type=click.Choice(["auto", "modern", "legacy"]), default="auto",
-                     show_default=True,
-                     help="auto: modern probe, then a bounded legacy probe when it is "
-                          "inconclusive; modern: strict; legacy: legacy only."),
-        click.option("--strict", is_flag=True,
-                     help="Refuse the legacy fallback: the endpoint must prove the modern "
-                          "era (the same as --era modern)."),
-        click.option("--allow-legacy", is_flag=True, hidden=True,
-                     help="Kept for scripts: the legacy fallback is the default."),
-        click.option("--token", envvar=TOKEN_ENV, default=None, metavar="T",
-                     help=f"Bearer token for HTTP (env {TOKEN_ENV})."),
-        click.option("--json", "as_json", is_flag=True, help="Machine-readable output."),
-    )):
-        command = option(command)
-    return command
-
-
-def era_policy(era: str, strict: bool, allow_legacy: bool) -> tuple[str, bool]:
-    """The ``connect`` era choice and ``legacy_allowed`` of the command line: an endpoint
-    named there is explicitly configured, so legacy is allowed unless ``--strict``
-    (``cli.bad_input`` for ``--strict`` with ``--era legacy``, or with ``--allow-legacy``)."""
-    if strict and (era == "legacy" or allow_legacy):
-        raise ClientError("--strict refuses the legacy era: it cannot go with "
-                          + ("--era legacy" if era == "legacy" else "--allow-legacy"),
-                          code="cli.bad_input")
-    if strict:
-        return "modern", False
-    return era, era != "modern"
-
-
-def target_of(words: Sequence[str], stdio: bool) -> Target:
-    """The endpoint the command line names (ClientError ``client.bad_target``)."""
-    if stdio:
-        return Target.from_stdio(list(words))
-    if len(words) != 1:
-        raise ClientError("give one URL, or --stdio and a command",
-                          code="client.bad_target")
-    return Target.from_url(words[0])
+__all__ = ["register", "tool_version"]
 
 
 def tool_version(descriptor: dict[str, Any]) -> str | None:
@@ -107,12 +58,12 @@ async def _list(target: Target, era: Any, token: str | None, allow_legacy: bool
 
 @click.command("tools")
 @client_options
-def tools_cmd(target: tuple[str, ...], stdio: bool, era: str, strict: bool,
-              allow_legacy: bool, token: str | None, as_json: bool) -> None:
+def tools_cmd(target: tuple[str, ...], url: str | None, stdio: str | None, era: str,
+              strict: bool, allow_legacy: bool, token: str | None, as_json: bool) -> None:
     """The tools an MCP endpoint lists, with their versions."""
     try:
         choice, allowed = era_policy(era, strict, allow_legacy)
-        session, listing = asyncio.run(_list(target_of(target, stdio), choice, token,
+        session, listing = asyncio.run(_list(target_of(target, stdio, url), choice, token,
                                              allowed))
     except ClientError as exc:
         fail(exc, as_json=as_json)

@@ -234,6 +234,11 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             check="readable_file"),
     Setting("auth.jwt.issuers[].jwks_url", STRING, "", "JWKS URL, fetched and cached.",
             check="http_url"),
+    Setting("auth.jwt.issuers[].private_key_file", STRING, "", "Development only: a PEM "
+            "private key (unencrypted) that `toolkeeper token mint` signs this issuer's "
+            "tokens with. The gateway never reads it: it verifies with `public_key_file`, "
+            "`jwks_file` or `jwks_url`, and the key's public half must be among them.",
+            check="readable_file"),
     Setting("auth.jwt.issuers[].jwks_refresh_s", INTEGER, 300, "Seconds between JWKS "
             "fetches.", minimum=1, maximum=_DAY),
     Setting("auth.jwt.issuers[].leeway_s", INTEGER, 30, "Clock leeway for `exp` and `nbf`, "

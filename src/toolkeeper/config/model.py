@@ -97,6 +97,7 @@ class JwtIssuerSettings:
     public_key_file: str = ""
     jwks_file: str = ""
     jwks_url: str = ""
+    private_key_file: str = ""
     jwks_refresh_s: int = 300
     leeway_s: int = 30
     tenant_claim: str = "tenant"
