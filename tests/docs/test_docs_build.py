@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import yaml
-
 from docs_kit import ROOT
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from docs_kit import BIN, READY_LINES, ROOT, free_port, page_env, stop
+
 from toolkeeper.config import SETTINGS
 
 EXAMPLES = ROOT / "examples"
