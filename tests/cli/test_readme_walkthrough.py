@@ -1,4 +1,4 @@
-"""The README, the commands' --help and examples/ followed literally by a new user: every
+"""The README, docs/, the commands' --help and examples/ followed literally by a new user: every
 documented command line, exit code, output shape, option and environment variable, run as a real
 ``toolkeeper`` process (the installed console script) in a temporary directory, over a SQLite
 registry, with the gateway on 127.0.0.1. Every wait is bounded."""
@@ -97,7 +97,7 @@ def post(url: str, body: dict[str, Any], head: dict[str, str]) -> httpx.Response
         return http.post(url, content=json.dumps(body), headers=head)
 
 
-# --- The gateway (README "Set-up on a fresh machine" and "The gateway") -----------------------
+# --- The gateway (README "Set-up on a fresh machine", docs/handlers.md) ---------------------
 
 README_CALL = ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"payments.lookup",'
                '"arguments":{"reference":"PMT771","include_legs":"yes","urgent":true},"_meta":'
@@ -480,7 +480,7 @@ def test_diff_of_the_db_query_examples_is_major_with_exit_0(tmp_path: Path) -> N
 
 def test_the_anonymous_local_principal_sees_every_contract_except_tenant_limited_ones(
         tmp_path: Path) -> None:
-    """README: "a local anonymous principal sees the whole estate"; server/principal.py adds
+    """docs/handlers.md: "a local anonymous principal sees the whole estate"; server/principal.py adds
     "except contracts restricted to named tenants", which is what happens (and serve has no
     option to configure another principal)."""
     estate = tmp_path / "estate"

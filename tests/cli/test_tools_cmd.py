@@ -47,13 +47,28 @@ def test_tools_text_names_the_era_and_one_tool_per_line(tmp_path: Path) -> None:
         ["db.query", "4.0.0"], ["payments.lookup", "1.0.0"], ["tickets.create", "1.0.0"]]
 
 
-def test_tools_exits_2_with_a_stable_code_when_nothing_listens() -> None:
+def test_tools_exits_2_with_a_stable_code_and_the_url_tried_when_nothing_listens() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    result = CliRunner().invoke(cli, ["tools", "--json", f"http://127.0.0.1:{port}/mcp"])
+    url = f"http://127.0.0.1:{port}/mcp"
+    result = CliRunner().invoke(cli, ["tools", "--json", url])
     assert result.exit_code == 2
-    assert json.loads(result.stdout)["error"]["code"] == "client.connection_refused"
+    error = json.loads(result.stdout)["error"]
+    assert (error["code"], error["data"]["url"]) == ("client.connection_refused", url)
+    text = CliRunner().invoke(cli, ["tools", url])
+    assert text.exit_code == 2 and url in text.stderr
+
+
+def test_the_url_a_refusal_names_carries_no_user_information_or_query() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = CliRunner().invoke(
+        cli, ["tools", "--json", f"http://ada:s3cret@127.0.0.1:{port}/mcp?token=s3cret"])
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["error"]["data"]["url"] == f"http://127.0.0.1:{port}/mcp"
+    assert "s3cret" not in result.stdout
 
 
 def test_tools_refuses_a_target_that_is_not_a_url() -> None:

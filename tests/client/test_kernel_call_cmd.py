@@ -131,6 +131,7 @@ def test_a_refused_connection_exits_2_with_the_client_error_code() -> None:
     out = json.loads(done.output)
     assert done.exit_code == 2 and set(out) == KEYS
     assert out["era"] is None and out["error"]["code"] == "client.connection_refused"
+    assert out["error"]["data"]["url"] == url
 
 
 @pytest.mark.parametrize(("words", "code"), [

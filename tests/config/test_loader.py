@@ -134,7 +134,9 @@ def test_the_shipped_example_loads_with_every_section_typed() -> None:
     assert Path(issuer.jwks_file) == ROOT / "examples" / "keys" / "idp-jwks.json"
     assert config.limits.tenants["acme"].concurrency == 32
     assert config.limits.tools["db.query"].call_timeout_s == 5.0
-    assert Path(config.estate.dirs[0]) == ROOT / "examples" / "conformance" / "contracts"
+    assert config.estate.demo is True and config.estate.dirs == ()
+    assert config.estate.handlers == (f"{ROOT / 'examples' / 'typed_tools.py'}:handlers",)
+    assert config.legacy.max_sessions_per_tenant == 2500
     assert (config.metrics.port, config.logging.format, config.auth.stdio is not None) == (
         9464, "json", True)
     assert (config.sealing.keys_env, config.server.list_page_size) == (

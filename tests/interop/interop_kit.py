@@ -290,7 +290,7 @@ def render_doc(clients: list[str], rows: Mapping[tuple[str, str, str], list[str]
         "",
         "Reproduce (installs are cached under `${TOOLKEEPER_INTEROP_CACHE:-~/.cache/toolkeeper-interop}`):",
         "",
-        "```sh",
+        "```text",
         "TOOLKEEPER_WRITE_COMPAT=1 python -m pytest tests/interop",
         "```",
         "",

@@ -75,7 +75,7 @@ class HttpTransport:
                     return await _read_answer(response, message.get("id"), max_bytes,
                                               self, headers)
         except (TimeoutError, httpx.HTTPError) as exc:
-            raise _exchange_error(exc, timeout) from None
+            raise _exchange_error(exc, timeout, self._url) from None
 
     async def _answer(self, request: dict[str, Any], headers: Mapping[str, str]) -> None:
         """Answer a request the server sent on a response stream or the standalone GET
@@ -103,7 +103,7 @@ class HttpTransport:
         except TimeoutError:
             raise ClientTimeoutError(f"no acknowledgement within {timeout}s") from None
         except httpx.HTTPError as exc:
-            raise _connection_error(exc) from None
+            raise _connection_error(exc, self._url) from None
 
     async def stream(self, message: Mapping[str, Any] | None, headers: Mapping[str, str], *,
                      max_bytes: int) -> AsyncIterator[Any]:
@@ -133,7 +133,7 @@ class HttpTransport:
                         await self._answer(event, headers)  # a server's request, as on calls
                     yield event
         except httpx.HTTPError as exc:
-            raise _connection_error(exc) from None
+            raise _connection_error(exc, self._url) from None
 
     async def send_raw(self, request: RawRequest, *, timeout: float, max_bytes: int
                        ) -> RawAnswer:
@@ -158,7 +158,7 @@ class HttpTransport:
             if (isinstance(exc, TimeoutError) and head
                     and any(is_answer(m) for m in log.messages)):
                 return log.answer(*head[0])
-            raise _exchange_error(exc, timeout) from None
+            raise _exchange_error(exc, timeout, self._url) from None
 
     async def end_session(self, headers: Mapping[str, str], *, timeout: float) -> None:
         try:
@@ -184,7 +184,7 @@ def _raise_for_refusal(response: httpx.Response) -> None:
                                            "retryAfter": response.headers.get("retry-after")})
 
 
-def _exchange_error(exc: TimeoutError | httpx.HTTPError, timeout: float
+def _exchange_error(exc: TimeoutError | httpx.HTTPError, timeout: float, url: str
                     ) -> ClientTimeoutError | ClientConnectionError:
     """What a request that awaits its answer raises when ``exc`` ended it: the caller's
     deadline passing, httpx's own timeout, or a connection failure."""
@@ -193,15 +193,18 @@ def _exchange_error(exc: TimeoutError | httpx.HTTPError, timeout: float
                                   data={"timeoutS": timeout})
     if isinstance(exc, httpx.TimeoutException):
         return ClientTimeoutError("the HTTP connection timed out")
-    return _connection_error(exc)
+    return _connection_error(exc, url)
 
 
-def _connection_error(exc: httpx.HTTPError) -> ClientConnectionError:
+def _connection_error(exc: httpx.HTTPError, url: str) -> ClientConnectionError:
+    """The failure, naming the URL tried (without its user information, query or fragment,
+    where a credential could sit), so a wrong port or path shows in the message."""
+    tried = str(httpx.URL(url).copy_with(userinfo=b"", query=None, fragment=None))
     if isinstance(exc, httpx.ConnectError):
-        return ClientConnectionError("the connection was refused", code=REFUSED,
-                                     data={"kind": type(exc).__name__})
-    return ClientConnectionError(f"the connection failed ({type(exc).__name__})",
-                                 data={"kind": type(exc).__name__})
+        return ClientConnectionError(f"the connection to {tried} was refused", code=REFUSED,
+                                     data={"kind": type(exc).__name__, "url": tried})
+    return ClientConnectionError(f"the connection to {tried} failed ({type(exc).__name__})",
+                                 data={"kind": type(exc).__name__, "url": tried})
 
 
 async def _events(response: httpx.Response, decoder: SseDecoder, max_bytes: int, *,
