@@ -27,7 +27,8 @@ _READY = re.compile(rb"toolkeeper gateway on (http://127\.0\.0\.1:\d+/mcp)")
 COVERED = {
     "gateway.toml", "typed_tools.py", "payments.lookup.json", "db.query-3.0.0.json",
     "db.query-4.0.0.json", "payments.lookup.bad-args.json", "payments.lookup-1.1.0.json",
-    "keys/idp-jwks.json", "conformance/README.md", "conformance/handlers.py",
+    "keys/idp-jwks.json", "keys/idp-dev-private-key.pem", "conformance/README.md",
+    "conformance/handlers.py",
 }
 """The files each test below runs, besides the contracts under conformance/contracts/."""
 
@@ -74,7 +75,7 @@ def test_every_example_file_is_run_by_a_test_here() -> None:
     assert contracts and all(f.endswith(".json") for f in contracts)
 
 
-def test_gateway_toml_serves_its_handlers_to_an_api_key_and_answers_a_list_and_a_call(
+def test_gateway_toml_serves_its_handlers_to_an_api_key_and_a_minted_jwt(
         home: Path) -> None:
     metrics = free_port()
     with serving(home, "--config", "examples/gateway.toml", "--port", str(free_port()),
@@ -87,6 +88,11 @@ def test_gateway_toml_serves_its_handlers_to_an_api_key_and_answers_a_list_and_a
         called = tk(home, "call", "--json", "--token", key, url, "units.convert",
                     '{"value": 2.54, "unit": "in"}')
         anonymous = tk(home, "tools", "--json", url)
+        minted = tk(home, "token", "mint", "--config", "examples/gateway.toml", "--issuer",
+                    "https://idp.example", "--tenant", "acme", "--scope", "payments.read",
+                    "--clearance", "confidential")
+        assert minted.returncode == 0, minted.stderr
+        by_jwt = tk(home, "tools", "--json", "--token", minted.stdout.strip(), url)
         scraped = httpx.get(f"http://127.0.0.1:{metrics}/metrics", timeout=20)
     assert listed.returncode == 0, listed.stderr
     assert [t["name"] for t in json.loads(listed.stdout)["tools"]] == [
@@ -94,6 +100,9 @@ def test_gateway_toml_serves_its_handlers_to_an_api_key_and_answers_a_list_and_a
     answer = json.loads(called.stdout)
     assert (called.returncode, answer["ok"], answer["result"]["structuredContent"]) == (
         0, True, {"result": 6.4516})
+    assert by_jwt.returncode == 0, by_jwt.stderr
+    assert [t["name"] for t in json.loads(by_jwt.stdout)["tools"]] == [
+        "payments.lookup", "units.convert"]  # no shipping.read scope in the token
     assert (anonymous.returncode, json.loads(anonymous.stdout)["error"]["code"]) == (
         2, "client.unauthorized")
     assert scraped.status_code == 200 and "toolkeeper_calls_total" in scraped.text

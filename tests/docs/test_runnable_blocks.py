@@ -58,14 +58,24 @@ SET_UP = ("python3 -m venv .venv && . .venv/bin/activate && pip install -q -e . 
 (.ci/run holds the second verbatim), not in a page's scratch directory."""
 
 
-def test_every_shell_block_is_runnable_but_the_readmes_two_set_up_commands() -> None:
+WHEEL = ("python -m pip install build\n"
+         "python -m build --wheel --outdir dist .\n"
+         "python -m venv /tmp/tk && /tmp/tk/bin/pip install dist/toolkeeper-*.whl\n"
+         "/tmp/tk/bin/toolkeeper serve --demo\n")
+"""docs/operations.md's wheel steps: they build this checkout, so tests/test_wheel.py runs them
+(build, a fresh virtual environment, ``serve --demo`` answering the seed's call)."""
+
+
+def test_every_shell_block_is_runnable_but_the_set_up_and_wheel_commands() -> None:
     """A command shown in a shell block is run by this file; a synopsis is a ``text`` block."""
     unmarked = [block for page in doc_pages() for block in blocks_of(page)
                 if block.language in SHELLS and not block.runnable]
     assert [(block.page, block.code) for block in unmarked] == [
-        ("README.md", SET_UP[0]), ("README.md", SET_UP[1])]
+        ("README.md", SET_UP[0]), ("README.md", SET_UP[1]), ("docs/operations.md", WHEEL)]
+    assert (ROOT / "tests" / "test_wheel.py").is_file()
     readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
-    assert all(block.line < 40 for block in unmarked), "the set-up is on the first screen"
+    assert all(block.line < 40 for block in unmarked if block.page == "README.md"), (
+        "the set-up is on the first screen")
     assert readme[0] == "# toolkeeper"
     assert SET_UP[1] in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
