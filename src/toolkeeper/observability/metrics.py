@@ -22,10 +22,13 @@ the call recorder, so it counts every call answered before it.
 from __future__ import annotations
 
 import logging
+import selectors
+import socket
 import threading
 import time
 from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
+from contextlib import suppress
 from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -292,11 +295,30 @@ class MetricsServer:
 
         self._server = make_server(host, port, app, _ThreadingServer, handler_class=_QuietHandler)
         self.port: int = self._server.server_port
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={
-            "poll_interval": 0.2}, name="toolkeeper-metrics", daemon=True)
+        self._server.timeout = 0  # handle_request never waits: it runs when a scrape is ready
+        # The listener sleeps until a scrape or stop() (its wake socket), never on a timer: an
+        # idle gateway's metrics thread does no work between scrapes.
+        self._stopping = False
+        self._wake, self._woken = socket.socketpair()
+        self._thread = threading.Thread(target=self._serve, name="toolkeeper-metrics",
+                                        daemon=True)
         self._thread.start()
 
+    def _serve(self) -> None:
+        server = self._server
+        with selectors.DefaultSelector() as selector:
+            selector.register(server.fileno(), selectors.EVENT_READ)
+            selector.register(self._woken, selectors.EVENT_READ)
+            while not self._stopping:
+                for key, _ in selector.select():
+                    if key.fileobj is not self._woken and not self._stopping:
+                        server.handle_request()
+
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._stopping = True
+        with suppress(OSError):
+            self._wake.send(b"\0")
         self._thread.join(5.0)
+        self._server.server_close()
+        self._wake.close()
+        self._woken.close()

@@ -71,7 +71,14 @@ from toolkeeper.server.content import ToolResult, check_content, text, to_tool_r
 from toolkeeper.server.gate import FASTMCP_META_KEY, SCHEMA_VERSION_KEY, requested_version
 from toolkeeper.server.handler_threads import threaded
 from toolkeeper.server.handlers import HandlerBinding, ToolContext, ToolHandlers, capability_error
-from toolkeeper.server.limits import TIMEOUT_META_KEY, CallTimeoutError, bounded, timed_out_result
+from toolkeeper.server.limits import (
+    TIMEOUT_META_KEY,
+    Admission,
+    CallTimeoutError,
+    bounded,
+    bounded_rest,
+    timed_out_result,
+)
 from toolkeeper.server.resuming import RequestStates, SealedState
 from toolkeeper.server.routes import Route, Routes, closed_schema
 from toolkeeper.server.views import ToolViews
@@ -102,11 +109,14 @@ class ToolCalls:
                  call_log: CallLog, tools_changed: Callable[[], None] | None = None,
                  call_timeout: Callable[[str], float | None] | None = None,
                  request_states: RequestStates | None = None,
-                 max_reported_errors: int = DEFAULT_MAX_REPORTED_ERRORS) -> None:
+                 max_reported_errors: int = DEFAULT_MAX_REPORTED_ERRORS,
+                 admission: Admission | None = None) -> None:
         self._routes = Routes(registry, views, handlers)
         self._states = (request_states if request_states is not None
                         else RequestStates(Sealer.ephemeral()))
         self._call_timeout = call_timeout
+        # Admits the express lane's Pendings (the gateway wraps the ordinary path).
+        self._admission = admission
         self._log = call_log
         self._tools_changed = tools_changed
         self._last: tuple[Call, _Target] | None = None
@@ -238,20 +248,39 @@ class ToolCalls:
                 or not route.validator.is_valid_json(arguments)):
             self._last = (call, (name, arguments, route))
             return None
+        # Admitted here, as the last step (a refusal raises: the kernel answers it); left when
+        # the Pending's run ends.
+        slot = None if self._admission is None else self._admission.enter(principal)
         return Pending(call.request_id, partial(self._express_run, call, route, binding,
-                                                arguments, finish))
+                                                arguments, finish, slot))
 
     async def _express_run(self, call: Call, route: Route, binding: HandlerBinding,
-                           arguments: dict[str, Any], finish: Finish, emit: Emit) -> Reply:
+                           arguments: dict[str, Any], finish: Finish, slot: Any,
+                           emit: Emit) -> Reply:
         """:meth:`_run` and the kernel's completion of its result (as ``run_method``'s), in one
         coroutine. ``finish`` encodes the reply at once, before the call log completes, so a
-        result that is not JSON is the handler's failure here as in :meth:`_settle`."""
+        result that is not JSON is the handler's failure here as in :meth:`_settle`. ``slot``:
+        the admission's, left at the end. A coroutine's first step is taken here under a call
+        timeout (:func:`~toolkeeper.server.limits.bounded`, without its coroutine)."""
         try:
             handle = self._dispatched(call, route, arguments)
             started = time.perf_counter()
             try:
                 value = self._invoke(call, route, binding, arguments, emit)
-                if type(value) is CoroutineType or (
+                if type(value) is CoroutineType and self._call_timeout is not None:
+                    timeout_s = self._call_timeout(route.plan.spec.name)
+                    if timeout_s is not None:
+                        try:
+                            step = value.send(None)
+                        except StopIteration as done:
+                            value = done.value
+                        else:  # the deadline counted from before the first step
+                            value = await bounded_rest(value, step, timeout_s, timeout_s + (
+                                asyncio.get_running_loop().time()
+                                - (time.perf_counter() - started)))
+                    else:
+                        value = await value
+                elif type(value) is CoroutineType or (
                         not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
                     value = await (value if self._call_timeout is None
                                    else self._timed(route, value))
@@ -272,6 +301,11 @@ class ToolCalls:
             return reply
         except Exception as exc:
             return error_reply(call.request_id, exc)
+        finally:
+            if slot is not None:
+                admission = self._admission
+                assert admission is not None
+                admission.leave(slot)
 
     def _dispatched(self, call: Call, route: Route, arguments: dict[str, Any]) -> int:
         principal: Principal = call.principal

@@ -52,6 +52,7 @@ __all__ = [
     "TenantLimits",
     "ToolLimits",
     "bounded",
+    "bounded_rest",
     "build_limits",
     "principal_key",
     "timed_out_result",
@@ -273,11 +274,14 @@ class Admission:
                 del self._states[key]
         self._sweep_at = max(_SWEEP_AT, 2 * len(self._states))
 
-    def wrap(self, method: Method) -> Method:
+    def wrap(self, method: Method, *, express: bool = True) -> Method:
         """``method`` with every call admitted first and left when it ends: its handler's
         (after the result, or the Deferred's completion), and its express lane's Pending (a
-        call the lane declines is admitted on the ordinary path instead, so once)."""
-        handler, express = method.handler, method.express
+        call the lane declines is admitted on the ordinary path instead, so once).
+        ``express=False`` leaves the express lane as it is, for a lane that admits the
+        Pendings it makes itself (``tools/call``'s: one coroutine less per call)."""
+        handler = method.handler
+        express_lane = method.express if express else None
 
         def limited(call: Call) -> MethodResult:
             state = self.enter(call.principal)
@@ -292,8 +296,8 @@ class Admission:
             return result
 
         def limited_express(call: Call, finish: Finish) -> Outcome | None:
-            assert express is not None
-            outcome = express(call, finish)
+            assert express_lane is not None
+            outcome = express_lane(call, finish)
             if outcome is None:
                 return None
             state = self.enter(call.principal)  # a refusal: the kernel answers it
@@ -304,7 +308,7 @@ class Admission:
             return outcome
 
         return replace(method, handler=limited,
-                       express=None if express is None else limited_express)
+                       express=method.express if express_lane is None else limited_express)
 
     async def _held(self, run: Callable[[Emit], Awaitable[Any]], state: _State,
                     emit: Emit) -> Any:
@@ -331,25 +335,34 @@ async def bounded(awaitable: Awaitable[Any], timeout_s: float) -> Any:
     A coroutine is first run to its first suspension with no timer: one that finishes without
     suspending (an ``async`` handler that awaited nothing pending) had no point at which it
     could be cancelled, so it costs no timer. One that suspends finishes under a timeout at
-    the same deadline, counted from before that first step."""
+    the same deadline, counted from before that first step (:func:`bounded_rest`; the tools/call
+    express lane takes the first step itself, with no coroutine of this one)."""
     if type(awaitable) is CoroutineType:
         deadline = asyncio.get_running_loop().time() + timeout_s
         try:
             pending = awaitable.send(None)
         except StopIteration as done:
             return done.value
-        scope = asyncio.timeout_at(deadline)
-        try:
-            async with scope:
-                return await _Resumed(awaitable, pending)
-        except TimeoutError:
-            if scope.expired():
-                raise CallTimeoutError(timeout_s) from None
-            raise
+        return await bounded_rest(awaitable, pending, timeout_s, deadline)
     scope = asyncio.timeout(timeout_s)
     try:
         async with scope:
             return await awaitable
+    except TimeoutError:
+        if scope.expired():
+            raise CallTimeoutError(timeout_s) from None
+        raise
+
+
+async def bounded_rest(coro: CoroutineType[Any, Any, Any], pending: Any, timeout_s: float,
+                       deadline: float) -> Any:
+    """The rest of a coroutine that suspended at its first step (``pending``: what it
+    yielded), under a timeout at ``deadline`` (the running loop's clock): its value, or
+    CallTimeoutError once the deadline passed (a TimeoutError of its own passes through)."""
+    scope = asyncio.timeout_at(deadline)
+    try:
+        async with scope:
+            return await _Resumed(coro, pending)
     except TimeoutError:
         if scope.expired():
             raise CallTimeoutError(timeout_s) from None
