@@ -157,6 +157,7 @@ class GatewayMetrics:
         self._invalid = Counter("toolkeeper_validation_failures", "tools/call whose arguments "
                                 "failed validation.", ("tool", "version"), registry=r)
         self._responses = _StatusCounts()
+        self._status_counts = self._responses.counts
         r.register(self._responses)
         self.open_streams = Gauge("toolkeeper_open_streams", "SSE response streams open.",
                                   registry=r)
@@ -191,12 +192,10 @@ class GatewayMetrics:
         self._auth.labels(reason).inc()
 
     def responded(self, status: int) -> None:
-        counts = self._responses.counts
-        count = counts.get(status)
-        if count is None:
+        try:
+            self._status_counts[status] += 1
+        except KeyError:  # (raised before anything is written) the status's first response
             self._responses.first(status)
-        else:
-            counts[status] = count + 1
 
     def stream_opened(self) -> None:
         self.open_streams.inc()

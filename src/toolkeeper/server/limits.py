@@ -236,27 +236,21 @@ class Admission:
             if last is not None and last[0] is principal:  # a resolver's cached principal
                 state = last[1]
             else:
-                key = principal_key(principal)
-                found = self._states.get(key)
-                if found is None:
-                    if len(self._states) >= self._sweep_at:
-                        self._sweep(now)
-                    found = self._states[key] = _State(
-                        self._tenants.get(key[0], self._default) if key[0] is not None
-                        else self._default, now)
-                state = found
+                state = self._state(principal_key(principal), now)
                 self._last = (principal, state)
             rule = state.rule
             if rule.concurrency and state.in_flight >= rule.concurrency:
                 raise rate_limited(_CONCURRENCY_RETRY_S, "concurrency")
-            if rule.rate_per_s:
-                tokens = state.tokens + (now - state.stamp) * rule.rate_per_s
-                state.tokens = tokens if tokens < rule.burst else rule.burst
+            rate = rule.rate_per_s
+            if rate:
+                tokens = state.tokens + (now - state.stamp) * rate
+                if tokens > rule.burst:
+                    tokens = rule.burst
                 state.stamp = now
-                if state.tokens < 1.0:
-                    wait = (1.0 - state.tokens) / rule.rate_per_s
-                    raise rate_limited(max(1, math.ceil(wait - 1e-9)), "rate")
-                state.tokens -= 1.0
+                if tokens < 1.0:
+                    state.tokens = tokens
+                    raise rate_limited(max(1, math.ceil((1.0 - tokens) / rate - 1e-9)), "rate")
+                state.tokens = tokens - 1.0
             state.in_flight += 1
             return state
 
