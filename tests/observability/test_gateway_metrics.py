@@ -27,6 +27,7 @@ from toolkeeper.observability import (
     build_observability,
     observe_auth_refusal,
 )
+from toolkeeper.observability.metrics import MetricsServer
 from toolkeeper.registry import Registry
 from toolkeeper.registry.call_rows import CallQuery, open_call_rows
 from toolkeeper.server import ToolHandlers
@@ -313,3 +314,19 @@ def test_the_gateway_app_counts_its_own_responses_and_streams_with_no_wrapper(
     assert types[1].startswith(b"text/event-stream")  # the handler's progress: a stream
     assert seen_open and set(seen_open) == {1.0}
     assert samples.get_sample_value("toolkeeper_open_streams") == 0.0
+
+
+def test_the_metrics_listener_answers_each_scrape_and_stop_ends_it_and_frees_its_port() -> None:
+    metrics = GatewayMetrics()
+    hooked: list[int] = []
+    server = MetricsServer(metrics, "127.0.0.1", 0, lambda: hooked.append(1))
+    port = server.port
+    try:
+        for n in range(1, 4):
+            assert ("toolkeeper_open_streams", ()) in scrape(port)
+            assert len(hooked) == n  # the drain hook ran before each
+    finally:
+        server.stop()
+    assert not server._thread.is_alive()
+    with socket.socket() as probe, pytest.raises(OSError):
+        probe.connect(("127.0.0.1", port))

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from registry_kit import evolved
 
+from toolkeeper.auth.keys import issue_key, revoke_key
 from toolkeeper.errors import StoreError
 from toolkeeper.registry import Registry
 from toolkeeper.registry.sqlite import SQLiteStore
@@ -77,5 +78,47 @@ def test_a_store_not_in_wal_mode_asks_data_version_every_time(tmp_path: Path) ->
         assert not mine.stale()
         assert not mine.stale()
         assert statements == ["PRAGMA data_version"] * 2
+    finally:
+        mine.close()
+
+
+def test_the_revoked_key_count_stands_while_the_wal_index_is_unchanged_and_any_revocation_is_seen(
+        tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    mine, theirs = SQLiteStore(path), SQLiteStore(path)
+    keys = [issue_key(theirs, tenant="acme", scopes=(), clearance="internal").record.id
+            for _ in range(3)]
+    statements: list[str] = []
+    try:
+        assert mine.key_revocations() == 0
+        mine._conn.set_trace_callback(statements.append)
+        for _ in range(3):
+            assert mine.key_revocations() == 0
+        assert statements == []  # the WAL index header read as before: no statement ran
+        for revoked, key_id in enumerate(keys, start=1):
+            revoke_key(theirs, key_id)  # another connection's commit
+            assert mine.key_revocations() == revoked
+            asked = len(statements)
+            assert asked > 0
+            assert mine.key_revocations() == revoked
+            assert len(statements) == asked
+    finally:
+        mine.close()
+        theirs.close()
+    with pytest.raises(StoreError) as closed:
+        mine.key_revocations()
+    assert closed.value.code == "registry.closed"
+
+
+def test_a_store_not_in_wal_mode_counts_revoked_keys_every_time(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    SQLiteStore(path).close()
+    mine = SQLiteStore(path, read_only=True)
+    statements: list[str] = []
+    mine._conn.set_trace_callback(statements.append)
+    try:
+        assert mine.key_revocations() == 0
+        assert mine.key_revocations() == 0
+        assert sum("api_keys" in s for s in statements) == 2
     finally:
         mine.close()

@@ -11,7 +11,7 @@ import pytest
 from gateway_kit import USER, Driver, calc_estate, gateway_for, meta
 
 from toolkeeper.errors import JsonRpcError
-from toolkeeper.protocol import Pending, Reply, codes, decode_message
+from toolkeeper.protocol import Pending, Reply, codes, decode_message, encode_message
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server import InMemoryCallLog, ToolContext, ToolHandlers
 from toolkeeper.server.limits import (
@@ -252,6 +252,61 @@ def test_a_concurrency_of_4_admits_exactly_4_of_32_concurrent_calls_and_frees_th
             assert all(a["result"]["isError"] is False for a in done)
             assert {(a["error"]["code"], a["error"]["data"]["limit"]) for a in refused} == {
                 (codes.RATE_LIMITED, "concurrency")}
+
+    asyncio.run(main())
+
+
+def test_over_http_a_concurrency_of_4_admits_exactly_4_of_32_concurrent_calls_and_frees_them(
+        registry: Registry) -> None:
+    # The modern HTTP request's route (kernel.handle_asgi, the tools/call express lane, which
+    # admits its own Pendings): exactly 4 run, 28 are refused RATE_LIMITED with 429, and every
+    # slot is free again once the 4 end (a second wave gets 4 more).
+    calc_estate(registry)
+    handlers = ToolHandlers()
+    release = asyncio.Event()
+    running: list[int] = []
+
+    async def calc(arguments: dict[str, Any], ctx: ToolContext) -> str:
+        running.append(1)
+        await release.wait()
+        return "done"
+
+    handlers.bind("calc", calc)
+    limits = build_limits(LimitsSettings(concurrency=4, call_timeout_s=30.0))
+    kernel = gateway_for(registry, handlers, limits=limits).kernel
+    pairs = [(b"content-type", b"application/json"), (b"mcp-protocol-version", b"2026-07-28"),
+             (b"mcp-method", b"tools/call"), (b"mcp-name", b"calc")]
+
+    def body(i: int) -> bytes:
+        return encode_message({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+            "name": "calc", "arguments": {"a": i, "b": 1}, "_meta": meta()}})
+
+    async def emit(message: dict[str, Any]) -> None:
+        return None
+
+    async def wave(first: int) -> tuple[int, list[Reply]]:
+        release.clear()
+        outcomes = [kernel.handle_asgi(body(first + i), pairs) for i in range(32)]
+        pending = [o for o in outcomes if isinstance(o, Pending)]
+        tasks = [asyncio.ensure_future(p.complete(emit)) for p in pending]
+        for _ in range(100):  # every admitted handler starts (bounded by count, not time)
+            await asyncio.sleep(0)
+        started = len(running)
+        release.set()
+        return started, [o for o in outcomes if isinstance(o, Reply)] + list(
+            await asyncio.gather(*tasks))
+
+    async def main() -> None:
+        for n, first in enumerate((0, 32)):
+            started, replies = await wave(first)
+            assert started == 4 * (n + 1)
+            answers = [(r.status, decode_message(r.body)) for r in replies]
+            done = [a for status, a in answers if status == 200 and "result" in a]
+            refused = [(status, a) for status, a in answers if "error" in a]
+            assert len(done) == 4 and len(refused) == 28
+            assert all(a["result"]["isError"] is False for a in done)
+            assert {(status, a["error"]["code"], a["error"]["data"]["limit"])
+                    for status, a in refused} == {(429, codes.RATE_LIMITED, "concurrency")}
 
     asyncio.run(main())
 

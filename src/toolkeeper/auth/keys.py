@@ -22,7 +22,8 @@ for a key with an expiry, a second clock read. Revocation reaches every process 
 second: each entry carries the store's *revocation generation* (the number of revoked keys; see
 :mod:`toolkeeper.registry.apikeys`) seen before the key was read, and the authenticator re-reads
 that generation at most every ``recheck_s`` (0.5 s: half the one-second promise, leaving the other
-half for the query and the request in flight), one cheap query per process, never per request. An
+half for the query and the request in flight), one cheap query per process, never per request
+(on SQLite in WAL mode not even that while the WAL index reads as it did: nothing committed). An
 entry from an older generation is verified afresh against its row. An id the store does not hold
 is remembered as unknown for ``recheck_s`` too (a bounded table, oldest forgotten first), so a
 flood of made-up keys costs at most one store query per id per interval, and a key created

@@ -22,10 +22,13 @@ the call recorder, so it counts every call answered before it.
 from __future__ import annotations
 
 import logging
+import selectors
+import socket
 import threading
 import time
 from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
+from contextlib import suppress
 from http import HTTPStatus
 from socketserver import ThreadingMixIn
 from typing import Any
@@ -155,6 +158,7 @@ class GatewayMetrics:
         self._invalid = Counter("toolkeeper_validation_failures", "tools/call whose arguments "
                                 "failed validation.", ("tool", "version"), registry=r)
         self._responses = _StatusCounts()
+        self._status_counts = self._responses.counts
         r.register(self._responses)
         self.open_streams = Gauge("toolkeeper_open_streams", "SSE response streams open.",
                                   registry=r)
@@ -189,12 +193,10 @@ class GatewayMetrics:
         self._auth.labels(reason).inc()
 
     def responded(self, status: int) -> None:
-        counts = self._responses.counts
-        count = counts.get(status)
-        if count is None:
+        try:
+            self._status_counts[status] += 1
+        except KeyError:  # (raised before anything is written) the status's first response
             self._responses.first(status)
-        else:
-            counts[status] = count + 1
 
     def stream_opened(self) -> None:
         self.open_streams.inc()
@@ -311,11 +313,30 @@ class MetricsServer:
 
         self._server = make_server(host, port, app, _ThreadingServer, handler_class=_QuietHandler)
         self.port: int = self._server.server_port
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={
-            "poll_interval": 0.2}, name="toolkeeper-metrics", daemon=True)
+        self._server.timeout = 0  # handle_request never waits: it runs when a scrape is ready
+        # The listener sleeps until a scrape or stop() (its wake socket), never on a timer: an
+        # idle gateway's metrics thread does no work between scrapes.
+        self._stopping = False
+        self._wake, self._woken = socket.socketpair()
+        self._thread = threading.Thread(target=self._serve, name="toolkeeper-metrics",
+                                        daemon=True)
         self._thread.start()
 
+    def _serve(self) -> None:
+        server = self._server
+        with selectors.DefaultSelector() as selector:
+            selector.register(server.fileno(), selectors.EVENT_READ)
+            selector.register(self._woken, selectors.EVENT_READ)
+            while not self._stopping:
+                for key, _ in selector.select():
+                    if key.fileobj is not self._woken and not self._stopping:
+                        server.handle_request()
+
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._stopping = True
+        with suppress(OSError):
+            self._wake.send(b"\0")
         self._thread.join(5.0)
+        self._server.server_close()
+        self._wake.close()
+        self._woken.close()

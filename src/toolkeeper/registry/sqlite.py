@@ -150,6 +150,7 @@ class SQLiteStore:
         self._wal = False
         self._shm: int | None = None
         self._wal_header = b""
+        self._revocations = (b"", 0)  # (WAL index header, revoked keys): key_revocations
         mode = "ro" if read_only else "rwc" if self._create else "rw"
         try:
             self._conn = sqlite3.connect(f"{_uri(self.path)}?mode={mode}", uri=True,
@@ -307,10 +308,26 @@ class SQLiteStore:
         return key_from_row(row) if row else None
 
     def key_revocations(self) -> int:
+        """The number of revoked keys. In WAL mode the count is kept with the WAL index header
+        read before it was queried: while the header reads the same nothing was committed (by
+        any connection), so the count stands without a query (as :meth:`stale`)."""
+        with self._lock:
+            self._check_open()
+            header, count = self._revocations
+            if header and self._shm is not None:
+                try:
+                    if os.pread(self._shm, _WAL_HEADER_BYTES, 0) == header:
+                        return count
+                except OSError:
+                    pass
+            header = self._read_wal_header()  # before the query: a commit after it moves it
         with self._read() as conn:
             row = conn.execute("SELECT COUNT(*) FROM api_keys WHERE revoked_at IS NOT NULL"
                                ).fetchone()
-        return int(row[0])
+        count = int(row[0])
+        with self._lock:
+            self._revocations = (header, count)
+        return count
 
     # --- spent request states (registry.spent_states.SpentStateStore) ----------------------
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -15,8 +16,10 @@ import msgspec
 
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.contracts.validate import CompiledSchema, Issue
-from toolkeeper.errors import JsonRpcError
+from toolkeeper.errors import AskError, CapabilityRequiredError, JsonRpcError
+from toolkeeper.server.calllog import CallLog
 from toolkeeper.server.content import ToolResult, text
+from toolkeeper.server.limits import CallTimeoutError, timed_out_result
 
 __all__ = [
     "DEFAULT_MAX_REPORTED_ERRORS",
@@ -25,6 +28,7 @@ __all__ = [
     "checked_output",
     "collection_bound",
     "failure_result",
+    "handler_failed",
     "invalid_arguments_result",
     "refusal_reason",
     "thrown_in",
@@ -164,3 +168,42 @@ def checked_output(spec: ToolSpec, output: CompiledSchema, result: ToolResult) -
                    "%s", spec.name, spec.version, [i.to_dict() for i in issues])
         raise InvalidOutputError
     return result
+
+
+def handler_failed(log: CallLog, spec: ToolSpec, handle: int, started: float,
+                   exc: BaseException) -> ToolResult:
+    """Complete the call log (``log``, the call at ``handle``, ``started`` at that
+    ``time.perf_counter()``) for a handler that raised (called while ``exc`` is being
+    handled). Two kinds propagate: a CapabilityRequiredError (the one protocol error a
+    handler may raise, through its context) and the call's own end, a CancelledError
+    while its task is being cancelled or a GeneratorExit thrown in by its coroutine's
+    close. Anything else a handler raises is the generic failure result (SPEC 3.4.5):
+    every Exception, JsonRpcError included, a CancelledError nobody asked for, and the
+    BaseExceptions that would otherwise end the server (SystemExit, KeyboardInterrupt, a
+    GeneratorExit of the handler's own)."""
+    if isinstance(exc, CapabilityRequiredError):
+        outcome = "protocol_error"
+    elif isinstance(exc, InvalidOutputError):
+        outcome = "invalid_output"  # told in the log already, without a traceback
+    elif isinstance(exc, CallTimeoutError):
+        log.completed(handle, "timeout", (time.perf_counter() - started) * 1000.0)
+        _log.warning("tool %s %s timed out after %g s and was cancelled", spec.name,
+                     spec.version, exc.timeout_s)
+        return timed_out_result(spec.name, exc.timeout_s)
+    elif ((isinstance(exc, asyncio.CancelledError) and cancel_requested())
+          or (isinstance(exc, GeneratorExit) and thrown_in(exc))):
+        outcome = "cancelled"
+    elif isinstance(exc, AskError):
+        # The client's answer (or its absence), not the handler's fault: one line with the
+        # stable code, the traceback only when debugging.
+        outcome = "exception"
+        _log.warning("tool %s %s: an ask the handler did not catch got no result (%s)",
+                     spec.name, spec.version, exc.code)
+        _log.debug("tool %s %s: the uncaught ask", spec.name, spec.version, exc_info=exc)
+    else:
+        outcome = "exception"
+        _log.exception("tool %s %s raised", spec.name, spec.version)
+    log.completed(handle, outcome, (time.perf_counter() - started) * 1000.0)
+    if outcome in ("protocol_error", "cancelled"):
+        raise exc
+    return failure_result(spec.name)

@@ -35,7 +35,7 @@ from typing import Any
 from msgspec import Raw
 
 from toolkeeper.contracts.spec import SideEffect
-from toolkeeper.errors import AskError, CapabilityRequiredError, JsonRpcError, StoreError
+from toolkeeper.errors import JsonRpcError, StoreError
 from toolkeeper.protocol import (
     Call,
     Deferred,
@@ -57,22 +57,19 @@ from toolkeeper.registry import Principal, Registry
 from toolkeeper.server.asking import InputAsker, InputRequired
 from toolkeeper.server.call_outcomes import (
     DEFAULT_MAX_REPORTED_ERRORS,
-    InvalidOutputError,
-    cancel_requested,
     checked_output,
     collection_bound,
-    failure_result,
+    handler_failed,
     invalid_arguments_result,
     refusal_reason,
-    thrown_in,
 )
 from toolkeeper.server.calllog import CallLog, CallRecord, arguments_digest
 from toolkeeper.server.content import ToolResult, check_content, text, to_tool_result
 from toolkeeper.server.gate import FASTMCP_META_KEY, SCHEMA_VERSION_KEY, requested_version
 from toolkeeper.server.handler_threads import threaded
 from toolkeeper.server.handlers import HandlerBinding, ToolContext, ToolHandlers, capability_error
-from toolkeeper.server.limits import TIMEOUT_META_KEY, CallTimeoutError, bounded, timed_out_result
-from toolkeeper.server.refusals import call_refusal, gate_refusal
+from toolkeeper.server.limits import TIMEOUT_META_KEY, Admission, CallTimeoutError, bounded, bounded_rest
+from toolkeeper.server.refusals import call_refusal, gate_refusal, limit_refusal
 from toolkeeper.server.resuming import RequestStates, SealedState
 from toolkeeper.server.routes import Route, Routes, closed_schema
 from toolkeeper.server.views import ToolViews
@@ -103,12 +100,15 @@ class ToolCalls:
                  call_log: CallLog, tools_changed: Callable[[], None] | None = None,
                  call_timeout: Callable[[str], float | None] | None = None,
                  request_states: RequestStates | None = None,
-                 max_reported_errors: int = DEFAULT_MAX_REPORTED_ERRORS) -> None:
+                 max_reported_errors: int = DEFAULT_MAX_REPORTED_ERRORS,
+                 admission: Admission | None = None) -> None:
         self._registry = registry
         self._routes = Routes(registry, views, handlers)
         self._states = (request_states if request_states is not None
                         else RequestStates(Sealer.ephemeral()))
         self._call_timeout = call_timeout
+        # Admits the express lane's Pendings (the gateway wraps the ordinary path).
+        self._admission = admission
         self._log = call_log
         self._tools_changed = tools_changed
         self._last: tuple[Call, _Target] | None = None
@@ -241,20 +241,43 @@ class ToolCalls:
                 or not route.validator.is_valid_json(arguments)):
             self._last = (call, (name, arguments, route))
             return None
+        # Admitted here, as the last step (a refusal raises: the kernel answers it); left when
+        # the Pending's run ends.
+        try:
+            slot = None if self._admission is None else self._admission.enter(principal)
+        except JsonRpcError as exc:  # on the refusal log, then the kernel answers it
+            self._log.refused(limit_refusal(call, exc))
+            raise
         return Pending(call.request_id, partial(self._express_run, call, route, binding,
-                                                arguments, finish))
+                                                arguments, finish, slot))
 
     async def _express_run(self, call: Call, route: Route, binding: HandlerBinding,
-                           arguments: dict[str, Any], finish: Finish, emit: Emit) -> Reply:
+                           arguments: dict[str, Any], finish: Finish, slot: Any,
+                           emit: Emit) -> Reply:
         """:meth:`_run` and the kernel's completion of its result (as ``run_method``'s), in one
         coroutine. ``finish`` encodes the reply at once, before the call log completes, so a
-        result that is not JSON is the handler's failure here as in :meth:`_settle`."""
+        result that is not JSON is the handler's failure here as in :meth:`_settle`. ``slot``:
+        the admission's, left at the end. A coroutine's first step is taken here under a call
+        timeout (:func:`~toolkeeper.server.limits.bounded`, without its coroutine)."""
         try:
             handle = self._dispatched(call, route, arguments)
             started = time.perf_counter()
             try:
                 value = self._invoke(call, route, binding, arguments, emit)
-                if type(value) is CoroutineType or (
+                if type(value) is CoroutineType and self._call_timeout is not None:
+                    timeout_s = self._call_timeout(route.plan.spec.name)
+                    if timeout_s is not None:
+                        try:
+                            step = value.send(None)
+                        except StopIteration as done:
+                            value = done.value
+                        else:  # the deadline counted from before the first step
+                            value = await bounded_rest(value, step, timeout_s, timeout_s + (
+                                asyncio.get_running_loop().time()
+                                - (time.perf_counter() - started)))
+                    else:
+                        value = await value
+                elif type(value) is CoroutineType or (
                         not isinstance(value, _PLAIN) and inspect.isawaitable(value)):
                     value = await (value if self._call_timeout is None
                                    else self._timed(route, value))
@@ -275,6 +298,11 @@ class ToolCalls:
             return reply
         except Exception as exc:
             return error_reply(call.request_id, exc)
+        finally:
+            if slot is not None:
+                admission = self._admission
+                assert admission is not None
+                admission.leave(slot)
 
     def _dispatched(self, call: Call, route: Route, arguments: dict[str, Any]) -> int:
         principal: Principal = call.principal
@@ -385,49 +413,13 @@ class ToolCalls:
 
     def _failed_wire(self, call: Call, route: Route, handle: int, started: float,
                      exc: BaseException) -> dict[str, Any]:
-        """:meth:`_failed`, as sent (a timed-out call's ``_meta`` marked)."""
-        out = self._wire(call, route, self._failed(route, handle, started, exc))
+        """:func:`~toolkeeper.server.call_outcomes.handler_failed`, as sent (a timed-out
+        call's ``_meta`` marked)."""
+        out = self._wire(call, route, handler_failed(self._log, route.plan.spec, handle,
+                                                     started, exc))
         if isinstance(exc, CallTimeoutError):
             out["_meta"][TIMEOUT_META_KEY] = {"timeoutS": exc.timeout_s}
         return out
-
-    def _failed(self, route: Route, handle: int, started: float, exc: BaseException
-                ) -> ToolResult:
-        """Complete the call log for a handler that raised (called while ``exc`` is being
-        handled). Two kinds propagate: a CapabilityRequiredError (the one protocol error a
-        handler may raise, through its context) and the call's own end, a CancelledError
-        while its task is being cancelled or a GeneratorExit thrown in by its coroutine's
-        close. Anything else a handler raises is the generic failure result (SPEC 3.4.5):
-        every Exception, JsonRpcError included, a CancelledError nobody asked for, and the
-        BaseExceptions that would otherwise end the server (SystemExit, KeyboardInterrupt, a
-        GeneratorExit of the handler's own)."""
-        spec = route.plan.spec
-        if isinstance(exc, CapabilityRequiredError):
-            outcome = "protocol_error"
-        elif isinstance(exc, InvalidOutputError):
-            outcome = "invalid_output"  # told in the log already, without a traceback
-        elif isinstance(exc, CallTimeoutError):
-            self._log.completed(handle, "timeout", (time.perf_counter() - started) * 1000.0)
-            _log.warning("tool %s %s timed out after %g s and was cancelled", spec.name,
-                         spec.version, exc.timeout_s)
-            return timed_out_result(spec.name, exc.timeout_s)
-        elif ((isinstance(exc, asyncio.CancelledError) and cancel_requested())
-              or (isinstance(exc, GeneratorExit) and thrown_in(exc))):
-            outcome = "cancelled"
-        elif isinstance(exc, AskError):
-            # The client's answer (or its absence), not the handler's fault: one line with the
-            # stable code, the traceback only when debugging.
-            outcome = "exception"
-            _log.warning("tool %s %s: an ask the handler did not catch got no result (%s)",
-                         spec.name, spec.version, exc.code)
-            _log.debug("tool %s %s: the uncaught ask", spec.name, spec.version, exc_info=exc)
-        else:
-            outcome = "exception"
-            _log.exception("tool %s %s raised", spec.name, spec.version)
-        self._log.completed(handle, outcome, (time.perf_counter() - started) * 1000.0)
-        if outcome in ("protocol_error", "cancelled"):
-            raise exc
-        return failure_result(spec.name)
 
     def _wire(self, call: Call, route: Route, result: ToolResult) -> dict[str, Any]:
         """The result as sent: its content and structured content encoded to JSON here (as

@@ -168,15 +168,17 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     store = registry.store
     states = RequestStates(sealer, ttl_s=request_state_ttl_s, spent=SpentStates(
         store if isinstance(store, SpentStateStore) else None))
+    admission = limits.admission if limits is not None else None
     calls = ToolCalls(registry, views, handlers, call_log, hub.tools_changed,
                       limits.call_timeout if limits is not None else None, states,
-                      max_reported_errors=max_reported_errors)
+                      max_reported_errors=max_reported_errors, admission=admission)
     list_tools = _list_tools(views, ListCursors(sealer, ttl_s=list_cursor_ttl_s))
     call_method = Method("tools/call", calls, header_schema=calls.header_schema,
                          express=calls.express)
-    if limits is not None and limits.admission is not None:
-        call_method = limits.admission.wrap(
-            call_method, lambda call, exc: call_log.refused(limit_refusal(call, exc)))
+    if admission is not None:  # (the express lane admits its own Pendings)
+        call_method = admission.wrap(
+            call_method, lambda call, exc: call_log.refused(limit_refusal(call, exc)),
+            express=False)
     list_cache = CacheHint(list_ttl_ms, "private")
     capabilities = CAPABILITIES
     prompt_methods: list[Method] = []

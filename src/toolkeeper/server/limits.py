@@ -53,6 +53,7 @@ __all__ = [
     "TenantLimits",
     "ToolLimits",
     "bounded",
+    "bounded_rest",
     "build_limits",
     "principal_key",
     "timed_out_result",
@@ -236,27 +237,21 @@ class Admission:
             if last is not None and last[0] is principal:  # a resolver's cached principal
                 state = last[1]
             else:
-                key = principal_key(principal)
-                found = self._states.get(key)
-                if found is None:
-                    if len(self._states) >= self._sweep_at:
-                        self._sweep(now)
-                    found = self._states[key] = _State(
-                        self._tenants.get(key[0], self._default) if key[0] is not None
-                        else self._default, now)
-                state = found
+                state = self._state(principal_key(principal), now)
                 self._last = (principal, state)
             rule = state.rule
             if rule.concurrency and state.in_flight >= rule.concurrency:
                 raise rate_limited(_CONCURRENCY_RETRY_S, "concurrency")
-            if rule.rate_per_s:
-                tokens = state.tokens + (now - state.stamp) * rule.rate_per_s
-                state.tokens = tokens if tokens < rule.burst else rule.burst
+            rate = rule.rate_per_s
+            if rate:
+                tokens = state.tokens + (now - state.stamp) * rate
+                if tokens > rule.burst:
+                    tokens = rule.burst
                 state.stamp = now
-                if state.tokens < 1.0:
-                    wait = (1.0 - state.tokens) / rule.rate_per_s
-                    raise rate_limited(max(1, math.ceil(wait - 1e-9)), "rate")
-                state.tokens -= 1.0
+                if tokens < 1.0:
+                    state.tokens = tokens
+                    raise rate_limited(max(1, math.ceil((1.0 - tokens) / rate - 1e-9)), "rate")
+                state.tokens = tokens - 1.0
             state.in_flight += 1
             return state
 
@@ -275,13 +270,17 @@ class Admission:
         self._sweep_at = max(_SWEEP_AT, 2 * len(self._states))
 
     def wrap(self, method: Method,
-             refused: Callable[[Call, JsonRpcError], None] | None = None) -> Method:
+             refused: Callable[[Call, JsonRpcError], None] | None = None, *,
+             express: bool = True) -> Method:
         """``method`` with every call admitted first and left when it ends: its handler's
         (after the result, or the Deferred's completion), and its express lane's Pending (a
         call the lane declines is admitted on the ordinary path instead, so once). A call
         the admission refuses is told to ``refused`` (the refusal log) before the error
-        propagates; an admitted one costs nothing more (a ``try`` is free until it raises)."""
-        handler, express = method.handler, method.express
+        propagates; an admitted one costs nothing more (a ``try`` is free until it raises).
+        ``express=False`` leaves the express lane as it is, for a lane that admits the
+        Pendings it makes itself (``tools/call``'s: one coroutine less per call)."""
+        handler = method.handler
+        express_lane = method.express if express else None
 
         def limited(call: Call) -> MethodResult:
             try:
@@ -301,8 +300,8 @@ class Admission:
             return result
 
         def limited_express(call: Call, finish: Finish) -> Outcome | None:
-            assert express is not None
-            outcome = express(call, finish)
+            assert express_lane is not None
+            outcome = express_lane(call, finish)
             if outcome is None:
                 return None
             try:
@@ -318,7 +317,7 @@ class Admission:
             return outcome
 
         return replace(method, handler=limited,
-                       express=None if express is None else limited_express)
+                       express=method.express if express_lane is None else limited_express)
 
     async def _held(self, run: Callable[[Emit], Awaitable[Any]], state: _State,
                     emit: Emit) -> Any:
@@ -345,25 +344,34 @@ async def bounded(awaitable: Awaitable[Any], timeout_s: float) -> Any:
     A coroutine is first run to its first suspension with no timer: one that finishes without
     suspending (an ``async`` handler that awaited nothing pending) had no point at which it
     could be cancelled, so it costs no timer. One that suspends finishes under a timeout at
-    the same deadline, counted from before that first step."""
+    the same deadline, counted from before that first step (:func:`bounded_rest`; the tools/call
+    express lane takes the first step itself, with no coroutine of this one)."""
     if type(awaitable) is CoroutineType:
         deadline = asyncio.get_running_loop().time() + timeout_s
         try:
             pending = awaitable.send(None)
         except StopIteration as done:
             return done.value
-        scope = asyncio.timeout_at(deadline)
-        try:
-            async with scope:
-                return await _Resumed(awaitable, pending)
-        except TimeoutError:
-            if scope.expired():
-                raise CallTimeoutError(timeout_s) from None
-            raise
+        return await bounded_rest(awaitable, pending, timeout_s, deadline)
     scope = asyncio.timeout(timeout_s)
     try:
         async with scope:
             return await awaitable
+    except TimeoutError:
+        if scope.expired():
+            raise CallTimeoutError(timeout_s) from None
+        raise
+
+
+async def bounded_rest(coro: CoroutineType[Any, Any, Any], pending: Any, timeout_s: float,
+                       deadline: float) -> Any:
+    """The rest of a coroutine that suspended at its first step (``pending``: what it
+    yielded), under a timeout at ``deadline`` (the running loop's clock): its value, or
+    CallTimeoutError once the deadline passed (a TimeoutError of its own passes through)."""
+    scope = asyncio.timeout_at(deadline)
+    try:
+        async with scope:
+            return await _Resumed(coro, pending)
     except TimeoutError:
         if scope.expired():
             raise CallTimeoutError(timeout_s) from None

@@ -41,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from functools import lru_cache, partial
 from typing import Final, Protocol
 
@@ -116,9 +116,12 @@ class ResponseObserver(Protocol):
 
 
 def _is_stream(start: Message) -> bool:
-    for name, value in start.get("headers", ()):
-        if value.startswith(b"text/event-stream") and name.lower() == b"content-type":
-            return True
+    """Whether the response's Content-Type is ``text/event-stream`` (the first Content-Type
+    field decides: the transport writes one, first, in every response it starts)."""
+    headers: Iterable[tuple[bytes, bytes]] = start.get("headers", ())
+    for name, value in headers:
+        if name == b"content-type" or name.lower() == b"content-type":
+            return value.startswith(b"text/event-stream")
     return False
 
 
