@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import msgspec
 
+from toolkeeper.contracts.canonical import canonical_json
 from toolkeeper.contracts.json_values import has_non_finite
 from toolkeeper.errors import JsonRpcError
 from toolkeeper.protocol.codes import INVALID_REQUEST, PARSE_ERROR
@@ -43,7 +44,6 @@ MAX_DEPTH: Final = 64
 (-32700): the decoder declines to build it, whatever the content."""
 
 _DECODER: Final = msgspec.json.Decoder()
-_ENCODER: Final = msgspec.json.Encoder(order="sorted")
 
 
 def decode_message(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
@@ -108,7 +108,7 @@ def encode_message(message: Mapping[str, Any]) -> bytes:
     spliced in verbatim. A NaN or an infinity is a ValueError: JSON has no such number, and
     msgspec would write ``null``, silently changing the data (the walk that finds them runs
     only when the output holds a ``null``)."""
-    encoded = _ENCODER.encode(message)
+    encoded = canonical_json(message)
     if b"null" in encoded and has_non_finite(message):
         raise ValueError("NaN and infinities are not JSON numbers")
     return encoded
