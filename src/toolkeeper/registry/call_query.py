@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["CallQuery", "CallRow", "CallValues", "at_text"]
+__all__ = ["CallQuery", "CallRow", "CallValues", "at_text", "row_dict"]
 
 _COLUMNS = ("at", "tenant", "credential", "tool", "version", "era", "arguments_digest",
             "outcome", "latency_ms", "request_id")
@@ -38,6 +38,16 @@ def at_text(at_us: int) -> str:
     return f"{known[1]}.{micros:06d}Z"
 
 
+def row_dict(row: Any, columns: tuple[str, ...]) -> dict[str, Any]:
+    """A stored row as ``--json`` prints it: ``seq``, then ``columns`` (attributes of
+    ``row``), the request id decoded from its stored JSON text (None when absent)."""
+    out: dict[str, Any] = {"seq": row.seq}
+    out.update((name, getattr(row, name)) for name in columns)
+    out["request_id"] = (None if row.request_id is None
+                         else msgspec.json.decode(row.request_id))
+    return out
+
+
 class CallRow(msgspec.Struct, frozen=True, gc=False):
     """One completed, dispatched call as read. ``at_us``: when it was dispatched, in
     microseconds since the epoch (``at``: the same as UTC text); ``request_id``: the
@@ -60,11 +70,7 @@ class CallRow(msgspec.Struct, frozen=True, gc=False):
         return at_text(self.at_us)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"seq": self.seq}
-        out.update((name, getattr(self, name)) for name in _COLUMNS)
-        out["request_id"] = (None if self.request_id is None
-                             else msgspec.json.decode(self.request_id))
-        return out
+        return row_dict(self, _COLUMNS)
 
     def values(self) -> CallValues:
         return (self.at_us, self.tenant, self.credential or "", self.tool, self.version,

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from toolkeeper.registry.call_query import at_text
+from toolkeeper.registry.call_query import at_text, row_dict
 
 __all__ = ["RefusalQuery", "RefusalRow", "RefusalValues"]
 
@@ -51,11 +51,7 @@ class RefusalRow(msgspec.Struct, frozen=True, gc=False):
         return at_text(self.at_us)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"seq": self.seq}
-        out.update((name, getattr(self, name)) for name in _COLUMNS)
-        out["request_id"] = (None if self.request_id is None
-                             else msgspec.json.decode(self.request_id))
-        return out
+        return row_dict(self, _COLUMNS)
 
     def values(self) -> RefusalValues:
         return (self.at_us, self.tenant, self.credential, self.tool, self.version, self.reason,
