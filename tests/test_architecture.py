@@ -38,8 +38,9 @@ ALLOWED: dict[str, set[str]] = {
     "observability": {"contracts", "registry", "server"},
     "conformance": {"contracts", "protocol", "config", "client"},
     "client": {"contracts", "protocol", "config"},
+    "upstreams": {"contracts", "protocol", "registry", "server", "client"},
     "cli": {"contracts", "protocol", "registry", "server", "transports", "demo", "config", "auth",
-            "observability", "client", "conformance"},
+            "observability", "client", "conformance", "upstreams"},
 }
 
 
