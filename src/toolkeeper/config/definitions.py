@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from toolkeeper.contracts.redaction import PERSONAL_KEYS, PERSONAL_MODES
-from toolkeeper.contracts.spec import DataClassification
+from toolkeeper.contracts.spec import DataClassification, SideEffect
 
 __all__ = ["SECTIONS", "SETTINGS", "Section", "Setting", "default_of", "setting"]
 
@@ -61,6 +61,9 @@ class Section:
 _LEVELS = ("debug", "info", "warning", "error")
 _ALGORITHMS = ("HS256", "RS256", "ES256", "EdDSA")
 _CLEARANCES = tuple(c.value for c in DataClassification)
+_SIDE_EFFECTS = tuple(s.value for s in SideEffect)
+_ERAS = ("auto", "modern", "legacy")
+_DRIFT_ACTIONS = ("publish", "quarantine")
 _DAY: Final = 86400.0
 
 SECTIONS: Final[tuple[Section, ...]] = (
@@ -89,6 +92,17 @@ SECTIONS: Final[tuple[Section, ...]] = (
             "An ask a handler did not catch (`AskError`: the client refused, or did not "
             "answer) is one WARNING line with its code, the traceback at `debug` only. "
             "Access lines are logged at `info`; `access` chooses which."),
+    Section("upstreams[]", "An upstream MCP server put under contract (`[[upstreams]]`, "
+                           "repeat for several; docs/upstreams.md): reconciled into the "
+                           "registry at start, its tools imported as contracts."),
+    Section("upstreams[].drift", "What a sync does with each class of drift in this "
+                                 "upstream's tools (`[upstreams.drift]` after its "
+                                 "`[[upstreams]]`): `publish` it as the next version or "
+                                 "`quarantine` it until `toolkeeper upstream approve`. An "
+                                 "annotation change that lowers the declared risk is always "
+                                 "quarantined."),
+    Section("upstreams[].tools.*", "Contract metadata for one of this upstream's tools, by "
+                                   "its upstream name (`[upstreams.tools.NAME]`)."),
 )
 
 SETTINGS: Final[tuple[Setting, ...]] = (
@@ -321,6 +335,46 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "Secrets are always redacted.", choices=PERSONAL_MODES),
     Setting("logging.personal_keys", STRINGS, list(PERSONAL_KEYS), "Keys holding personal "
             "data (compared case-folded, without `-`, `_`, `.` and spaces)."),
+    # upstreams
+    Setting("upstreams[].name", STRING, None, "The upstream's name (1-64 letters, digits, "
+            "`_`, `.` or `-`), unique.", required=True),
+    Setting("upstreams[].url", STRING, "", "Its Streamable HTTP endpoint (either era; the "
+            "legacy fallback is allowed). Exactly one of `url` and `command`.", check="http_url"),
+    Setting("upstreams[].command", STRINGS, [], "The stdio command and its arguments."),
+    Setting("upstreams[].prefix", STRING, "", "Prepended to each tool's name: the exposed "
+            "name is `prefix + name`."),
+    Setting("upstreams[].classification", STRING, "internal", "The data classification of "
+            "its tools' contracts.", choices=_CLEARANCES),
+    Setting("upstreams[].side_effect", STRING, "write", "The side effect of its tools' "
+            "contracts (an annotation may raise it, never lower it).", choices=_SIDE_EFFECTS),
+    Setting("upstreams[].tenants", STRINGS, [], "Tenants its tools are visible to (empty: "
+            "every tenant)."),
+    Setting("upstreams[].scopes", STRINGS, [], "Scopes a caller needs for its tools."),
+    Setting("upstreams[].token_file", STRING, "", "File whose content is sent to the upstream "
+            "as `Authorization: Bearer`; the caller's own token never is.", check="readable_file"),
+    Setting("upstreams[].header_file", STRING, "", "File of `Name: value` lines sent to the "
+            "upstream as headers (instead of `token_file`).", check="readable_file"),
+    Setting("upstreams[].era", STRING, "auto", "The era to speak to it: selected (`auto`), or "
+            "only `modern` (2026-07-28) or `legacy` (2025-11-25).", choices=_ERAS),
+    Setting("upstreams[].sync_interval_s", FLOAT, 0.0, "Seconds between periodic syncs (0: "
+            "at start, on `notifications/tools/list_changed` and on `upstream sync` only).",
+            minimum=0, maximum=_DAY),
+    Setting("upstreams[].call_timeout_s", FLOAT, 30.0, "A forwarded call's timeout.",
+            minimum=0, maximum=_DAY, min_open=True),
+    Setting("upstreams[].drift.major", STRING, "quarantine", "A change the classifier calls "
+            "MAJOR (breaking).", choices=_DRIFT_ACTIONS),
+    Setting("upstreams[].drift.minor", STRING, "publish", "An additive (MINOR) change: "
+            "published as the next MINOR.", choices=_DRIFT_ACTIONS),
+    Setting("upstreams[].drift.patch", STRING, "publish", "A schema-only PATCH change: "
+            "published as the next PATCH.", choices=_DRIFT_ACTIONS),
+    Setting("upstreams[].drift.descriptive", STRING, "quarantine", "A changed description, "
+            "title or annotations (what a model reads).", choices=_DRIFT_ACTIONS),
+    Setting("upstreams[].tools.*.classification", STRING, None, "This tool's data "
+            "classification.", choices=_CLEARANCES),
+    Setting("upstreams[].tools.*.side_effect", STRING, None, "This tool's side effect.",
+            choices=_SIDE_EFFECTS),
+    Setting("upstreams[].tools.*.tenants", STRINGS, None, "This tool's tenants."),
+    Setting("upstreams[].tools.*.scopes", STRINGS, None, "This tool's required scopes."),
 )
 
 _BY_KEY: Final = {row.key: row for row in SETTINGS}

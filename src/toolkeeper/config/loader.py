@@ -153,6 +153,21 @@ def _check_auth(tree: _Tree) -> None:
                            host=server["host"])
 
 
+def _check_upstreams(tree: _Tree) -> None:
+    seen: set[str] = set()
+    for index, upstream in enumerate(tree["upstreams"]):
+        if bool(upstream["url"]) == bool(upstream["command"]):
+            raise config_error(f"upstreams[{index}].url", "set exactly one of url and command",
+                               "config.upstream_endpoint")
+        if upstream["token_file"] and upstream["header_file"]:
+            raise config_error(f"upstreams[{index}].header_file", "set token_file or "
+                               "header_file, not both", "config.upstream_credentials")
+        if upstream["name"] in seen:
+            raise config_error(f"upstreams[{index}].name", f"a second upstream named "
+                               f"{upstream['name']!r}", "config.upstream_duplicate")
+        seen.add(upstream["name"])
+
+
 def check_tree(data: Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,
                base: Path | None = None) -> GatewayConfig:
     """The configuration of the parsed TOML ``data`` with ``overrides`` over it."""
@@ -160,6 +175,7 @@ def check_tree(data: Mapping[str, Any], overrides: Mapping[str, Any] | None = No
     for key, value in (overrides or {}).items():
         _override(tree, key, value)
     _check_auth(tree)
+    _check_upstreams(tree)
     return build_config(tree)
 
 

@@ -145,6 +145,9 @@ class GatewayConfig:
     calllog: CallLogSettings = field(default_factory=CallLogSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
+    upstreams: tuple[Mapping[str, Any], ...] = ()
+    """Each ``[[upstreams]]`` table in the stored form of
+    :meth:`toolkeeper.upstreams.UpstreamDefinition.from_mapping` (unset keys left out)."""
 
 
 _T = TypeVar("_T")
@@ -183,4 +186,19 @@ def build_config(tree: Mapping[str, Any]) -> GatewayConfig:
         calllog=_leaves(CallLogSettings, tree["calllog"]),
         metrics=_leaves(MetricsSettings, tree["metrics"]),
         logging=_leaves(LoggingSettings, tree["logging"]),
+        upstreams=tuple(_upstream(values) for values in tree["upstreams"]),
     )
+
+
+def _upstream(values: Mapping[str, Any]) -> dict[str, Any]:
+    """One checked ``[[upstreams]]`` table as a definition mapping: an empty ``url``,
+    ``command``, ``token_file`` or ``header_file`` is unset, and so is a per-tool key left
+    unset."""
+    out = {key: list(value) if isinstance(value, tuple) else value
+           for key, value in values.items()
+           if key not in ("drift", "tools") and value not in ("", ())}
+    out["drift"] = dict(values["drift"])
+    out["tools"] = {tool: {key: list(value) if isinstance(value, tuple) else value
+                           for key, value in keys.items() if value is not None}
+                    for tool, keys in values["tools"].items()}
+    return out
