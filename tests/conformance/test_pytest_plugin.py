@@ -18,6 +18,7 @@ from conformance_kit import STDIO_COMMAND, expected_skips
 
 import toolkeeper
 from toolkeeper.conformance import builtin_corpus, canonical_text
+from toolkeeper.protocol.versions import Era
 
 CORPUS = resources.files("toolkeeper.conformance").joinpath("transcripts")
 
@@ -117,3 +118,13 @@ def test_a_warn_is_a_pytest_warning_a_note_is_summarised_and_a_skip_is_a_pytest_
         "completions.unadvertisedByTheGateway)" in done.stdout
     assert "live: 0 passed, 0 failed, 1 warned, 1 noted, 1 skipped; selfcheck: 0 passed, " \
         "0 failed" in done.stdout
+
+
+def test_the_era_option_takes_the_era_names_the_commands_take(tmp_path: Path) -> None:
+    (tmp_path / "test_mine.py").write_text(USER_TEST)
+    done = _pytest(tmp_path, "--mcp-conformance-stdio", shlex.join(STDIO_COMMAND),
+                   "--mcp-conformance-era", "legacy")
+    assert done.returncode == 0, done.stdout[-2000:]
+    legacy = [t for t in builtin_corpus() if t.mode == "live" and t.era is Era.LEGACY]
+    skipped = [t for t in legacy if t.name in expected_skips(stdio=True)]
+    assert f"live: {len(legacy) - len(skipped)} passed, 0 failed" in done.stdout

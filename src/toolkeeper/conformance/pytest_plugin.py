@@ -30,7 +30,7 @@ import asyncio
 import shlex
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 
@@ -39,12 +39,17 @@ from toolkeeper.conformance.corpus import builtin_corpus, load_directory
 from toolkeeper.conformance.render import counts_text
 from toolkeeper.conformance.report import CaseResult, Report
 from toolkeeper.conformance.runner import run_transcripts
-from toolkeeper.conformance.sessions import ERA_CHOICES, RunOptions
+from toolkeeper.conformance.sessions import ERA_CHOICES, ERA_VERSION, RunOptions
 from toolkeeper.conformance.transcript import Transcript
 from toolkeeper.errors import ToolkeeperError
+from toolkeeper.protocol.versions import Era
 
 __all__ = ["MCPConformanceWarning", "mcp_conformance_case", "mcp_conformance_report",
            "pytest_addoption", "pytest_generate_tests", "pytest_terminal_summary"]
+
+
+_NAMED: Final = {"modern": ERA_VERSION[Era.MODERN], "legacy": ERA_VERSION[Era.LEGACY]}
+"""``--mcp-conformance-era modern|legacy`` -> the dated name the harness runs and reports by."""
 
 
 class MCPConformanceWarning(UserWarning):
@@ -60,8 +65,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Streamable HTTP endpoint the conformance cases run against.")
     group.addoption(_PREFIX + "stdio", default=None, metavar="CMD",
                     help="Command serving MCP on stdio the conformance cases run against.")
-    group.addoption(_PREFIX + "era", default="auto", choices=sorted(ERA_CHOICES),
-                    help="The era to test (default auto).")
+    group.addoption(_PREFIX + "era", default="auto", choices=sorted([*ERA_CHOICES, *_NAMED]),
+                    help="The era to test: auto (default), modern or legacy, or the dated "
+                         "version an era is named by.")
     group.addoption(_PREFIX + "tool", default=None, metavar="NAME",
                     help="The tool the cases call (default: a read-only tool listed).")
     group.addoption(_PREFIX + "capability-tool", default=None, metavar="NAME",
@@ -103,7 +109,8 @@ def mcp_conformance_report(request: pytest.FixtureRequest) -> Report:
     target = _target(config)
     if target is None:
         pytest.skip(f"no MCP endpoint: give {_PREFIX}url or {_PREFIX}stdio")
-    options = RunOptions(era=_option(config, "era"), tool=_option(config, "tool"),
+    era = _option(config, "era")
+    options = RunOptions(era=_NAMED.get(era, era), tool=_option(config, "tool"),
                          token=_option(config, "token"),
                          capability_tool=_option(config, "capability-tool"))
     try:
