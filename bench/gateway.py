@@ -215,14 +215,17 @@ class Server:
 
 
 @contextmanager
-def start_server(kind: str, folder: Path, timeout: float = 60.0) -> Iterator[Server]:
-    """Start one server process, wait (bounded) for its port, stop it by PID at the end. Its
-    stderr goes to a file in ``folder`` (a pipe nobody reads could fill and stall it)."""
+def start_server(kind: str, folder: Path, timeout: float = 60.0, *, python: str | None = None,
+                 env: dict[str, str] | None = None) -> Iterator[Server]:
+    """Start one server process (with ``python``, default this interpreter, and ``env`` over
+    this environment), wait (bounded) for its port, stop it by PID at the end. Its stderr goes
+    to a file in ``folder`` (a pipe nobody reads could fill and stall it)."""
     errors = folder / f"{kind}.stderr"
     with errors.open("w") as sink:
         process = subprocess.Popen(
-            [sys.executable, str(HERE / "gateway_servers.py"), kind], stdout=subprocess.PIPE,
-            stderr=sink, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            [python or sys.executable, str(HERE / "gateway_servers.py"), kind],
+            stdout=subprocess.PIPE, stderr=sink, text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
     try:
         assert process.stdout is not None
         with selectors.DefaultSelector() as selector:

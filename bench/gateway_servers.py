@@ -14,6 +14,10 @@ ephemeral port, prints ``PORT <n>`` on stdout, then serves until SIGTERM/SIGINT.
   bounds and head timeout included); they print ``PORT <n> TOKEN <token or ->``;
 * ``echo``: a bare ASGI app that reads the body and answers a fixed small JSON (the ceiling of
   the server stack);
+* ``forwarded``: the demo's ``payments.lookup`` contract served by forwarding to the
+  upstream at ``BENCH_UPSTREAM_URL`` (``bench/forwarding.py``);
+* ``fastmcp-proxy``: FastMCP's ``create_proxy`` in front of ``BENCH_UPSTREAM_URL`` (run with
+  an interpreter that has ``fastmcp``);
 * ``floor``: a bare ASGI app like the echo that answers with the floor of the work
   (``bench/gateway_floor.py``: toolkeeper's reply from one flat function, no checks beyond
   what the answer needs), the least any Python gateway on this stack can cost.
@@ -151,12 +155,52 @@ def _sdk_app(stateless: bool = True) -> Any:
                                       host="127.0.0.1")
 
 
+def _forwarded_app() -> Any:
+    """The demo's ``payments.lookup`` contract (1.0.0) served by forwarding each call to the
+    same tool of the upstream at ``BENCH_UPSTREAM_URL`` (the ``sdk`` server), modern era: the
+    gateway's gate, validation and call log as for ``toolkeeper``, then the upstream call in
+    place of the handler."""
+    import os
+
+    from toolkeeper.demo import install_demo
+    from toolkeeper.registry import Registry
+    from toolkeeper.server import build_app
+    from toolkeeper.transports.http import HttpConfig
+    from toolkeeper.upstreams import UpstreamBinding, UpstreamDefinition
+    from toolkeeper.upstreams.connections import UpstreamConnections
+    from toolkeeper.upstreams.forwarding import UpstreamTools
+
+    registry = Registry.open("memory:")
+    install_demo(registry)
+    upstream = UpstreamDefinition(name="sdk", url=os.environ["BENCH_UPSTREAM_URL"],
+                                  era="modern")
+    definitions = {upstream.name: upstream}
+    binding = UpstreamBinding("sdk", "payments.lookup", "payments.lookup", "1.0.0", "-")
+    tools = UpstreamTools(definitions, lambda: [binding], UpstreamConnections(definitions))
+    app, _ = build_app(registry, http=HttpConfig(json_response=True), sources=[tools])
+    return app
+
+
+def _fastmcp_proxy_app() -> Any:
+    """FastMCP's proxy (``create_proxy``) in front of the upstream at ``BENCH_UPSTREAM_URL``,
+    stateless with JSON responses like the others; run with an interpreter that has
+    ``fastmcp`` (``bench/forwarding.py`` uses the pinned one of the interop cache)."""
+    import os
+
+    from fastmcp.server import create_proxy
+
+    proxy = create_proxy(os.environ["BENCH_UPSTREAM_URL"], name="fastmcp-proxy-bench")
+    return proxy.http_app(path="/mcp", stateless_http=True, json_response=True)
+
+
 KINDS: dict[str, Callable[[], Any]] = {
     "toolkeeper": _toolkeeper_app,
     "sdk": _sdk_app,
     "sdk-stateful": lambda: _sdk_app(stateless=False),
     "echo": lambda: echo_app,
     "floor": _floor_app,
+    "forwarded": _forwarded_app,
+    "fastmcp-proxy": _fastmcp_proxy_app,
 }
 
 
