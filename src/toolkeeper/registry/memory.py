@@ -17,6 +17,7 @@ from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import StoreError
 from toolkeeper.registry.apikeys import ApiKeyRecord
 from toolkeeper.registry.store import AuditEntry, AuditRecord, Snapshot
+from toolkeeper.registry.upstream_backends import MemoryUpstreams
 
 __all__ = ["MemoryStore"]
 
@@ -61,7 +62,7 @@ def _check_name(name: str, spec: ToolSpec) -> None:
                          code="registry.wrong_name")
 
 
-class MemoryStore:
+class MemoryStore(MemoryUpstreams):
     """Records and audit trail in dictionaries, guarded by one lock."""
 
     def __init__(self) -> None:
@@ -71,6 +72,7 @@ class MemoryStore:
         self._watchers: list[Callable[[], None]] = []
         self._keys: dict[str, ApiKeyRecord] = {}
         self._spent: dict[str, float] = {}
+        self._init_upstreams()
         self._closed = False
 
     @contextmanager

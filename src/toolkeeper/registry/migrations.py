@@ -89,6 +89,44 @@ _REFUSALS_INDEXES: tuple[str, ...] = (
 """Migration 5's indexes: the refusal log, the call log's segments in a table of its own
 (:mod:`toolkeeper.registry.refusal_query`)."""
 
+_UPSTREAMS: tuple[str, ...] = (
+    """CREATE TABLE upstreams (
+        name TEXT PRIMARY KEY,
+        definition TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        created TEXT NOT NULL,
+        updated TEXT NOT NULL)""",
+    """CREATE TABLE upstream_tools (
+        upstream TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        exposed TEXT NOT NULL,
+        version TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        descriptor TEXT NOT NULL,
+        present INTEGER NOT NULL,
+        last_seen_digest TEXT,
+        versions TEXT NOT NULL,
+        PRIMARY KEY (upstream, tool))""",
+    """CREATE TABLE upstream_drifts (
+        id TEXT PRIMARY KEY,
+        upstream TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        seen_at TEXT NOT NULL,
+        previous_digest TEXT NOT NULL,
+        new_digest TEXT NOT NULL,
+        previous_descriptor TEXT NOT NULL,
+        new_descriptor TEXT NOT NULL,
+        level TEXT NOT NULL,
+        classes TEXT NOT NULL,
+        changes TEXT NOT NULL,
+        status TEXT NOT NULL,
+        decided_by TEXT,
+        decided_at TEXT,
+        published_version TEXT)""",
+    "CREATE INDEX upstream_drifts_tool ON upstream_drifts (upstream, tool, seen_at)",
+)
+"""Migration 6's tables, the same on both backends (:mod:`toolkeeper.registry.upstream_records`)."""
+
 SQLITE_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "contracts, append-only audit trail", (
         """CREATE TABLE contracts (
@@ -150,6 +188,7 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             body BLOB NOT NULL)""",
         *_REFUSALS_INDEXES,
     )),
+    Migration(6, "upstream servers, their tools and drifts", _UPSTREAMS),
 )
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
@@ -215,6 +254,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             body BYTEA NOT NULL)""",
         *_REFUSALS_INDEXES,
     )),
+    Migration(6, "upstream servers, their tools and drifts", _UPSTREAMS),
 )
 
 

@@ -45,6 +45,7 @@ from toolkeeper.registry.rows import (
     spec_from_document,
 )
 from toolkeeper.registry.store import AuditEntry, AuditRecord, Snapshot
+from toolkeeper.registry.upstream_backends import PostgresUpstreams
 
 _log = logging.getLogger(__name__)
 
@@ -138,7 +139,7 @@ class _PgTransaction:
                              code="registry.wrong_name")
 
 
-class PostgresStore:
+class PostgresStore(PostgresUpstreams):
     """A registry store in a PostgreSQL database, shared by any number of processes."""
 
     def __init__(self, url: str, *, connect_timeout: int = 10, lock_timeout: float = 30.0,

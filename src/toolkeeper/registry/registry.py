@@ -259,6 +259,11 @@ class Registry:
         return self._store.audit()
 
     @property
+    def classifier(self) -> Classifier:
+        """The change classifier the publish guard judges with."""
+        return self._classify
+
+    @property
     def store(self) -> RegistryStore:
         """The backing store (API keys and the call log live beside the contracts in it)."""
         return self._store

@@ -44,6 +44,7 @@ from toolkeeper.registry.rows import (
     spec_from_document,
 )
 from toolkeeper.registry.store import AuditEntry, AuditRecord, Snapshot
+from toolkeeper.registry.upstream_backends import SQLiteUpstreams
 
 __all__ = ["SQLiteStore"]
 
@@ -134,7 +135,7 @@ _WAL_HEADER_BYTES = 48
 """The first copy of the WAL index header (``-shm``), which holds the change counter."""
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteUpstreams):
     """A registry store in one SQLite file; safe across threads and processes."""
 
     def __init__(self, path: str | Path, *, busy_timeout: float = 30.0, create: bool = True,
