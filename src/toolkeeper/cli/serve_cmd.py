@@ -51,7 +51,9 @@ from toolkeeper.cli.handler_refs import load_handlers
 from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, fail, fail_refused
 from toolkeeper.cli.serve_banner import banner_lines
 from toolkeeper.cli.serve_config import AUTH_CHOICES, config_from_flags
+from toolkeeper.cli.serve_coverage import Unbound, report_coverage
 from toolkeeper.cli.serve_features import ServeFeatures, build_features
+from toolkeeper.cli.serve_upstreams import ServedUpstreams, read_configured
 from toolkeeper.config import GatewayConfig, LegacySettings
 from toolkeeper.config.definitions import default_of
 from toolkeeper.contracts.redaction import set_personal_data_policy
@@ -61,7 +63,6 @@ from toolkeeper.protocol import SessionTable
 from toolkeeper.registry import Registry
 from toolkeeper.server import Gateway, ToolHandlers, build_gateway
 from toolkeeper.server.logs import ACCESS_MODES, configure_logging
-from toolkeeper.server.runnable import CONTRACT_UNBOUND, HANDLER_UNCONTRACTED, coverage
 from toolkeeper.transports import (
     DEFAULT_ALLOWED_HOSTS,
     DEFAULT_ALLOWED_ORIGINS,
@@ -236,6 +237,7 @@ def _serve(config: GatewayConfig) -> None:
                   for directory in config.estate.dirs]
         loaded = [(reference, load_handlers(reference))
                   for reference in config.estate.handlers]
+        configured = read_configured(config.upstreams)
         registry = Registry.open(config.registry.url or None)
         handlers = ToolHandlers()
         batch: list[tuple[str, ToolSpec]] = []
@@ -253,9 +255,11 @@ def _serve(config: GatewayConfig) -> None:
         features = build_features(config, registry, stdio=stdio)
         if not stdio:  # the listener is bound before anything is published
             sock = _bind(config)
-        _report_coverage(registry, [spec for _, spec in batch], handlers,
-                         strict=config.estate.strict, log=log)
+        upstreams = ServedUpstreams(registry, configured, log)
+        report_coverage(registry, [spec for _, spec in batch], handlers,
+                        strict=config.estate.strict, log=log, also=upstreams.owned())
         _publish(registry, batch, demo=config.estate.demo, log=log)
+        forwarded = upstreams.prepare()
         features.health.estate_loaded()
     except PublishRefusedError as exc:
         fail_refused(exc)
@@ -263,7 +267,7 @@ def _serve(config: GatewayConfig) -> None:
         if sock is not None:
             sock.close()
         fail(exc if isinstance(exc, ToolkeeperError) else str(exc),
-             code=EXIT_REFUSED if isinstance(exc, _Unbound) else EXIT_BAD_INPUT)
+             code=EXIT_REFUSED if isinstance(exc, Unbound) else EXIT_BAD_INPUT)
     gateway = build_gateway(registry, handlers, call_log=features.observability.call_log,
                             resolve_principal=features.resolver, limits=features.limits,
                             legacy_sessions=config.server.legacy_sessions,
@@ -272,22 +276,22 @@ def _serve(config: GatewayConfig) -> None:
                             list_page_size=config.server.list_page_size,
                             list_cursor_ttl_s=config.server.list_cursor_ttl_s,
                             request_state_ttl_s=config.sealing.request_state_ttl_s,
-                            max_reported_errors=config.server.max_reported_errors)
+                            max_reported_errors=config.server.max_reported_errors,
+                            sources=() if forwarded is None else (forwarded,))
     if features.sealer.ephemeral_key:
         log.warning("no sealing key configured (sealing.keys_file or %s): sealing with a "
                     "random key of this process; its cursors and request state resume only "
                     "here, until it stops", config.sealing.keys_env or "sealing.keys_env")
     try:
+        upstreams.start()
         _run(config, gateway, features, protocol_out, log, sock,
-             banner=lambda url, metrics: banner_lines(config, registry, handlers, url=url,
-                                                      metrics_url=metrics))
+             banner=lambda url, metrics: [*banner_lines(config, registry, handlers, url=url,
+                                                        metrics_url=metrics),
+                                          *upstreams.banner()])
     finally:
+        upstreams.stop()
         features.stop()  # writes the last call-log rows: before the registry closes
         registry.close()
-
-
-class _Unbound(ToolkeeperError):
-    """``--strict``: the estate and the handlers do not match (exit 1)."""
 
 
 def _bind(config: GatewayConfig) -> socket.socket:
@@ -299,31 +303,6 @@ def _bind(config: GatewayConfig) -> socket.socket:
             f"cannot listen on {server.host}:{server.port}: {exc.strerror or exc}",
             code="serve.listen_failed",
             data={"host": server.host, "port": server.port}) from None
-
-
-def _report_coverage(registry: Registry, batch: Sequence[ToolSpec], handlers: ToolHandlers,
-                     *, strict: bool, log: logging.Logger) -> None:
-    """A warning line for each callable contract (stored, or about to be published) that no
-    handler here runs, and for each handler without a contract; under ``strict`` either
-    refuses the start (:class:`_Unbound`, before anything is published)."""
-    stored = {spec.key: spec for name in registry.names() for spec in registry.versions(name)}
-    for spec in batch:
-        stored.setdefault(spec.key, spec)
-    report = coverage(stored.values(), handlers, handlers.bound())
-    for name, version in report.unbound:
-        log.warning("%s: contract %s %s has no handler here: not listed, and a call pinned "
-                    "to it is refused (schema_version_unavailable)", CONTRACT_UNBOUND, name,
-                    version)
-    for name, bound in report.uncontracted:
-        log.warning("%s: handler for %s %s has no contract: it cannot be called",
-                    HANDLER_UNCONTRACTED, name, bound or "(every version)")
-    if strict and not report.complete:
-        raise _Unbound(
-            f"--strict: {len(report.unbound)} contract version(s) without a handler, "
-            f"{len(report.uncontracted)} handler(s) without a contract; nothing published",
-            code="serve.estate_unbound",
-            data={"unbound": [f"{n} {v}" for n, v in report.unbound],
-                  "uncontracted": [f"{n} {v or '*'}" for n, v in report.uncontracted]})
 
 
 def _publish(registry: Registry, batch: Sequence[tuple[str, ToolSpec]], *, demo: bool,

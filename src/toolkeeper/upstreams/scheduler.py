@@ -1,0 +1,184 @@
+"""When a serving gateway syncs its upstreams: at start, on each upstream's
+``notifications/tools/list_changed`` (coalesced), every ``sync_interval_s``, and when asked.
+
+A :class:`SyncScheduler` runs in a thread of its own with its own event loop, so an upstream that
+is slow to list never holds up a call. Per upstream it keeps one *wanted* flag and one worker:
+whatever asks for a sync (a notification, the timer, :meth:`SyncScheduler.request`) sets the
+flag; the worker, when the flag is set, clears it and runs one sync. A burst of notifications
+while a sync runs sets the flag once more, so it costs one more sync, not one per notification
+(the coalescing needs no timer). The listener keeps one session with the upstream open for its
+change stream (``subscriptions/listen`` in the modern era, the standalone GET stream or, on
+stdio, what the server sends unasked, in the legacy era); a stream that ends or cannot be opened
+is opened again after a backoff that doubles up to :data:`MAX_BACKOFF_S`. The stream's opening
+counts as a change (anything may have changed while it was closed).
+
+A sync that finds another one running (``upstream.sync_busy``: another replica holds the
+upstream's lock on PostgreSQL) is skipped: that replica publishes, and this one follows the
+registry's change feed. Every finished sync is handed to ``on_synced`` (the gateway re-reads its
+bindings); a failed one is logged with its code and never stops the scheduler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Final
+
+from toolkeeper.client import ClientSession
+from toolkeeper.errors import RequestRefusedError, ToolkeeperError
+from toolkeeper.upstreams.model import UpstreamDefinition
+from toolkeeper.upstreams.report import SyncReport
+
+__all__ = ["MAX_BACKOFF_S", "SyncScheduler"]
+
+_log = logging.getLogger("toolkeeper.upstreams")
+
+MAX_BACKOFF_S: Final = 60.0
+_FIRST_BACKOFF_S: Final = 0.5
+_STOP_S: Final = 10.0
+
+SyncOnce = Callable[[str], Awaitable[SyncReport]]
+OpenSession = Callable[[UpstreamDefinition], Awaitable[ClientSession]]
+
+
+class SyncScheduler:
+    """Syncs of ``definitions`` by ``sync_once(name)``, listening for changes through sessions
+    from ``open_session`` (None: no listening), each result handed to ``on_synced``."""
+
+    def __init__(self, definitions: Sequence[UpstreamDefinition], sync_once: SyncOnce, *,
+                 open_session: OpenSession | None = None,
+                 on_synced: Callable[[SyncReport], None] | None = None) -> None:
+        self._definitions = {defn.name: defn for defn in definitions}
+        self._sync_once = sync_once
+        self._open_session = open_session
+        self._on_synced = on_synced
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wanted: dict[str, asyncio.Event] = {}
+        self._stopped: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+        self._started = threading.Event()
+        self._counts = dict.fromkeys(self._definitions, 0)
+
+    @property
+    def syncs(self) -> dict[str, int]:
+        """How many syncs of each upstream have finished (successful or not)."""
+        return dict(self._counts)
+
+    def start(self) -> None:
+        """Start the thread; returns once its loop runs."""
+        if self._thread is not None or not self._definitions:
+            return
+        self._thread = threading.Thread(target=self._run, name="toolkeeper-upstream-sync",
+                                        daemon=True)
+        self._thread.start()
+        self._started.wait(_STOP_S)
+
+    def request(self, name: str) -> None:
+        """Ask for a sync of ``name`` (from any thread); coalesced with any already asked."""
+        loop, wanted = self._loop, self._wanted.get(name)
+        if loop is not None and wanted is not None:
+            loop.call_soon_threadsafe(wanted.set)
+
+    def stop(self) -> None:
+        """Stop every listener, timer and worker, and the thread (a sync in flight is
+        cancelled: its registry writes are each atomic)."""
+        loop, stopped, thread = self._loop, self._stopped, self._thread
+        if loop is not None and stopped is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has ended already
+                loop.call_soon_threadsafe(stopped.set)
+        if thread is not None:
+            thread.join(_STOP_S)
+        self._thread = None
+
+    def _run(self) -> None:
+        asyncio.run(self._main())
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stopped = asyncio.Event()
+        self._wanted = {name: asyncio.Event() for name in self._definitions}
+        tasks: list[asyncio.Task[None]] = []
+        for name, defn in self._definitions.items():
+            tasks.append(asyncio.create_task(self._worker(name)))
+            if defn.sync_interval_s > 0:
+                tasks.append(asyncio.create_task(self._timer(name, defn.sync_interval_s)))
+            if self._open_session is not None:
+                tasks.append(asyncio.create_task(self._listen(defn)))
+        self._started.set()
+        try:
+            await self._stopped.wait()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _worker(self, name: str) -> None:
+        wanted = self._wanted[name]
+        while True:
+            await wanted.wait()
+            wanted.clear()
+            try:
+                report = await self._sync_once(name)
+            except ToolkeeperError as exc:
+                level = logging.INFO if exc.code == "upstream.sync_busy" else logging.WARNING
+                _log.log(level, "upstream %s: sync not done (%s): %s", name, exc.code,
+                         exc.message)
+            except Exception:  # a defect of one sync must not end the scheduler
+                _log.exception("upstream %s: sync failed", name)
+            else:
+                if self._on_synced is not None:
+                    self._on_synced(report)
+            finally:
+                self._counts[name] += 1
+
+    async def _timer(self, name: str, interval_s: float) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            self._wanted[name].set()
+
+    async def _listen(self, defn: UpstreamDefinition) -> None:
+        assert self._open_session is not None
+        wanted = self._wanted[defn.name]
+        backoff = _FIRST_BACKOFF_S
+        while True:
+            try:
+                session = await self._open_session(defn)
+            except ToolkeeperError as exc:
+                _log.info("upstream %s: change stream not opened (%s); again in %.1f s",
+                          defn.name, exc.code, backoff)
+            else:
+                if not _announces_changes(session):
+                    _log.info("upstream %s does not announce tool changes: synced at start, on "
+                              "its interval and on request only", defn.name)
+                    await _quietly_close(session)
+                    return
+                try:
+                    async for _ in session.tools_changed():
+                        wanted.set()
+                        backoff = _FIRST_BACKOFF_S
+                except RequestRefusedError as exc:
+                    _log.info("upstream %s refused the change stream (%s): synced at start, on "
+                              "its interval and on request only", defn.name, exc.code)
+                    return
+                except ToolkeeperError as exc:
+                    _log.info("upstream %s: change stream ended (%s)", defn.name, exc.code)
+                finally:
+                    await _quietly_close(session)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+
+def _announces_changes(session: ClientSession) -> bool:
+    """Whether the server said it sends ``notifications/tools/list_changed`` (its
+    ``capabilities.tools.listChanged``, in the discover or initialize result)."""
+    capabilities = session.server.get("capabilities")
+    tools = capabilities.get("tools") if isinstance(capabilities, dict) else None
+    return isinstance(tools, dict) and tools.get("listChanged") is True
+
+
+async def _quietly_close(session: ClientSession) -> None:
+    with contextlib.suppress(ToolkeeperError, OSError):
+        await session.aclose()
