@@ -131,8 +131,11 @@ def by_token(tokens: Mapping[str, str]) -> Any:
 def serving_forwarder(definitions: Sequence[UpstreamDefinition], imported: Sequence[Imported],
                       *, handlers: ToolHandlers | None = None,
                       supervision: Supervision | None = None, clock: Clock | None = None,
-                      resolve_principal: Any = None) -> Iterator[Forwarder]:
+                      resolve_principal: Any = None,
+                      native: Sequence[ToolSpec] = ()) -> Iterator[Forwarder]:
     registry = Registry.open("memory:")
+    for spec in native:
+        registry.publish(spec)
     for item in imported:
         registry.publish(item.contract())
     defined = {defn.name: defn for defn in definitions}

@@ -1,13 +1,15 @@
 """A legacy-era (2025-11-25) Streamable HTTP MCP server written by hand as a bare ASGI app, for
 what the SDK servers cannot send: results with fields no schema knows (``futureHint``), reserved
 ``_meta`` keys, and garbage. It records what each request carried (method, Authorization,
-Mcp-Session-Id) in :attr:`RawUpstream.seen`. Tools:
+Mcp-Session-Id, X-Api-Key) in :attr:`RawUpstream.seen`. Tools:
 
 * ``future``: a result with ``futureHint``, ``structuredContent`` and ``_meta`` holding a
   reserved ``io.modelcontextprotocol/`` key and an ordinary one;
 * ``whoami``: the request's ``Mcp-Session-Id`` as text;
 * ``garbage``: an HTTP 200 ``application/json`` body that is not JSON;
-* ``failing``: an ``isError`` result with ``structuredContent``.
+* ``failing``: an ``isError`` result with ``structuredContent``;
+* ``hang``: never answers; sets :attr:`RawUpstream.hanging` when the call arrives and returns
+  when the client goes away.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ SESSION_PREFIX = "raw-session-"
 TOOLS: list[dict[str, Any]] = [
     {"name": name, "description": f"the raw fixture's {name}",
      "inputSchema": {"type": "object", "properties": {}}}
-    for name in ("future", "whoami", "garbage", "failing")]
+    for name in ("future", "whoami", "garbage", "failing", "hang")]
 
 
 class RawUpstream:
@@ -32,6 +34,7 @@ class RawUpstream:
         self.seen: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._sessions = itertools.count(1)
+        self.hanging = threading.Event()
 
     def calls(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -60,6 +63,7 @@ class RawUpstream:
         with self._lock:
             self.seen.append({"method": request.get("method"),
                               "authorization": headers.get("authorization"),
+                              "apiKey": headers.get("x-api-key"),
                               "session": headers.get("mcp-session-id"),
                               "tool": (request.get("params") or {}).get("name"),
                               "meta": (request.get("params") or {}).get("_meta")})
@@ -76,6 +80,11 @@ class RawUpstream:
             result = {"tools": TOOLS}
         elif method == "tools/call":
             name = request["params"]["name"]
+            if name == "hang":
+                self.hanging.set()
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                return
             if name == "garbage":
                 await _respond(send, 200, b"{this is not json",
                                {"content-type": "application/json"})
