@@ -18,7 +18,7 @@ from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.contracts.validate import CompiledSchema, Issue
 from toolkeeper.errors import AskError, CapabilityRequiredError, JsonRpcError
 from toolkeeper.server.calllog import CallLog
-from toolkeeper.server.content import ToolResult, text
+from toolkeeper.server.content import ForwardedError, ToolResult, text
 from toolkeeper.server.limits import CallTimeoutError, timed_out_result
 
 __all__ = [
@@ -174,14 +174,14 @@ def handler_failed(log: CallLog, spec: ToolSpec, handle: int, started: float,
                    exc: BaseException) -> ToolResult:
     """Complete the call log (``log``, the call at ``handle``, ``started`` at that
     ``time.perf_counter()``) for a handler that raised (called while ``exc`` is being
-    handled). Two kinds propagate: a CapabilityRequiredError (the one protocol error a
-    handler may raise, through its context) and the call's own end, a CancelledError
-    while its task is being cancelled or a GeneratorExit thrown in by its coroutine's
-    close. Anything else a handler raises is the generic failure result (SPEC 3.4.5):
-    every Exception, JsonRpcError included, a CancelledError nobody asked for, and the
-    BaseExceptions that would otherwise end the server (SystemExit, KeyboardInterrupt, a
-    GeneratorExit of the handler's own)."""
-    if isinstance(exc, CapabilityRequiredError):
+    handled). Two kinds propagate: a protocol error a handler may raise (a
+    CapabilityRequiredError, through its context; a ForwardedError, an upstream's answer)
+    and the call's own end, a CancelledError while its task is being cancelled or a
+    GeneratorExit thrown in by its coroutine's close. Anything else a handler raises is the
+    generic failure result (SPEC 3.4.5): every Exception, JsonRpcError included, a
+    CancelledError nobody asked for, and the BaseExceptions that would otherwise end the
+    server (SystemExit, KeyboardInterrupt, a GeneratorExit of the handler's own)."""
+    if isinstance(exc, (CapabilityRequiredError, ForwardedError)):
         outcome = "protocol_error"
     elif isinstance(exc, InvalidOutputError):
         outcome = "invalid_output"  # told in the log already, without a traceback

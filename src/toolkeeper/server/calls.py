@@ -64,14 +64,15 @@ from toolkeeper.server.call_outcomes import (
     refusal_reason,
 )
 from toolkeeper.server.calllog import CallLog, CallRecord, arguments_digest
-from toolkeeper.server.content import ToolResult, check_content, text, to_tool_result
+from toolkeeper.server.content import ForwardedResult, ToolResult, check_content, text, to_tool_result
 from toolkeeper.server.gate import FASTMCP_META_KEY, SCHEMA_VERSION_KEY, requested_version
 from toolkeeper.server.handler_threads import threaded
-from toolkeeper.server.handlers import HandlerBinding, ToolContext, ToolHandlers, capability_error
+from toolkeeper.server.handlers import HandlerBinding, ToolContext, capability_error
 from toolkeeper.server.limits import TIMEOUT_META_KEY, Admission, CallTimeoutError, bounded, bounded_rest
 from toolkeeper.server.refusals import call_refusal, gate_refusal, limit_refusal
 from toolkeeper.server.resuming import RequestStates, SealedState
 from toolkeeper.server.routes import Route, Routes, closed_schema
+from toolkeeper.server.sources import HandlerSource
 from toolkeeper.server.views import ToolViews
 
 __all__ = ["ToolCalls", "closed_schema"]
@@ -96,7 +97,7 @@ class ToolCalls:
     resolved for the hook is remembered for that call object, so a call is parsed and
     routed once."""
 
-    def __init__(self, registry: Registry, views: ToolViews, handlers: ToolHandlers,
+    def __init__(self, registry: Registry, views: ToolViews, handlers: HandlerSource,
                  call_log: CallLog, tools_changed: Callable[[], None] | None = None,
                  call_timeout: Callable[[str], float | None] | None = None,
                  request_states: RequestStates | None = None,
@@ -439,4 +440,6 @@ class ToolCalls:
                      or not isinstance(out["structuredContent"], Mapping))):
             del out["structuredContent"]
         out["_meta"] = route.meta.copy()  # the proxied dict's copy: dict(proxy) is 5x slower
+        if result.__class__ is not ToolResult and isinstance(result, ForwardedResult):
+            result.with_meta(out)  # the upstream's _meta under ours
         return out

@@ -10,8 +10,12 @@ from typing import Any, Final
 import msgspec
 
 from toolkeeper.contracts.canonical import canonical_json
+from toolkeeper.errors import JsonRpcError
 
 __all__ = [
+    "RESERVED_META_PREFIX",
+    "ForwardedError",
+    "ForwardedResult",
     "ToolResult",
     "audio",
     "check_content",
@@ -117,6 +121,63 @@ class ToolResult(msgspec.Struct, frozen=True):
         if self.has_structured:
             out["structuredContent"] = self.structured
         return out
+
+
+RESERVED_META_PREFIX: Final = "io.modelcontextprotocol/"
+"""``_meta`` keys under this prefix belong to one hop of a conversation: a forwarded result's are
+never copied to the caller (the gateway sets its own)."""
+
+_OWN_FIELDS: Final = frozenset({"content", "structuredContent", "isError", "_meta",
+                                "resultType"})
+"""The members of a ``CallToolResult`` a :class:`ForwardedResult` holds apart (``resultType``
+is the caller's era's, set by the gateway; never copied across)."""
+
+
+class ForwardedResult(ToolResult, frozen=True):
+    """A result another MCP server sent, passed on as it came: ``extra`` holds its members the
+    gateway does not interpret (additive fields such as ``futureHint``), sent as they stand;
+    ``meta`` its ``_meta`` less the reserved per-hop keys, under the gateway's own keys (the
+    gateway's win). Content, structured content and ``isError`` are checked like any result."""
+
+    extra: Mapping[str, Any] = msgspec.field(default_factory=dict)
+    meta: Mapping[str, Any] = msgspec.field(default_factory=dict)
+
+    @classmethod
+    def from_wire(cls, result: Mapping[str, Any]) -> ForwardedResult:
+        """A wire ``CallToolResult`` (its shape already validated by the client): TypeError
+        when ``content`` is not a list or ``isError`` not a boolean."""
+        content = result.get("content", [])
+        is_error = result.get("isError", False)
+        if type(content) is not list or type(is_error) is not bool:
+            raise TypeError("a forwarded result needs a content list and a boolean isError")
+        meta = result.get("_meta")
+        kept = ({key: value for key, value in meta.items()
+                 if not key.startswith(RESERVED_META_PREFIX)}
+                if isinstance(meta, Mapping) else {})
+        extra = {key: value for key, value in result.items() if key not in _OWN_FIELDS}
+        if "structuredContent" in result:
+            return cls(tuple(content), result["structuredContent"], is_error, extra, kept)
+        return cls(tuple(content), is_error=is_error, extra=extra, meta=kept)
+
+    def to_wire(self) -> dict[str, Any]:
+        out = super().to_wire()
+        for key, value in self.extra.items():
+            out.setdefault(key, value)
+        return out
+
+    def with_meta(self, wire: dict[str, Any]) -> None:
+        """Put this result's ``_meta`` under the gateway's in ``wire`` (the gateway's keys
+        win)."""
+        if self.meta:
+            wire["_meta"] = {**self.meta, **wire["_meta"]}
+
+
+class ForwardedError(JsonRpcError):
+    """A JSON-RPC error another MCP server answered a forwarded call with, raised by the
+    handler that forwarded it: the caller gets it as it came (code, message, data), not the
+    generic failure result."""
+
+    default_code = "jsonrpc.forwarded"
 
 
 def check_content(blocks: Sequence[Any]) -> None:

@@ -12,7 +12,7 @@ listening clients; legacy sessions get it on their standalone GET stream). Trans
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -48,6 +48,7 @@ from toolkeeper.server.prompt_methods import PromptMethods
 from toolkeeper.server.refusals import auth_refusal, limit_refusal
 from toolkeeper.server.resuming import DEFAULT_TTL_S, RequestStates, SpentStates
 from toolkeeper.server.runnable import CanRun
+from toolkeeper.server.sources import FirstOf, HandlerSource
 from toolkeeper.server.views import Page, ToolViews, View
 
 __all__ = ["Gateway", "build_gateway", "default_identity"]
@@ -126,7 +127,8 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
                   list_cursor_ttl_s: float = DEFAULT_CURSOR_TTL_S,
                   request_state_ttl_s: float = DEFAULT_TTL_S,
                   max_reported_errors: int = DEFAULT_MAX_REPORTED_ERRORS,
-                  runs: CanRun | None = None) -> Gateway:
+                  runs: CanRun | None = None,
+                  sources: Sequence[HandlerSource] = ()) -> Gateway:
     """Assemble a gateway over ``registry``. Defaults: no handlers, an in-memory call log,
     the anonymous :class:`LocalPrincipal`, ``ttlMs`` 0 (``tools/list`` is ``private``,
     ``server/discover`` ``public``), a change hub subscribed to ``registry``, no limits
@@ -145,10 +147,15 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     default: the bound ``handlers`` when they are given; a gateway built without any
     ``handlers`` and ``runs`` lists what the registry holds, as a view of the estate, and
     answers each call with an ``isError`` "no handler" result; ``toolkeeper serve`` always
-    passes its handlers)."""
-    if runs is None and handlers is not None:
-        runs = handlers
+    passes its handlers). ``sources``: more :class:`~toolkeeper.server.sources.HandlerSource`
+    s after ``handlers`` (an upstream's forwarding tools): a call's binding is looked up in
+    ``handlers`` first, then in each in order, and they count as what can run (unless
+    ``runs`` is given); without them the handlers are used as they are."""
+    given = handlers is not None
     handlers = handlers if handlers is not None else ToolHandlers()
+    bindings: HandlerSource = FirstOf(handlers, *sources) if sources else handlers
+    if runs is None and (given or sources):
+        runs = bindings
     call_log = call_log if call_log is not None else InMemoryCallLog()
     if resolve_principal is not None and _is_async(resolve_principal):
         # It would hand back a coroutine, not a principal, and fail every request.
@@ -169,7 +176,7 @@ def build_gateway(registry: Registry, handlers: ToolHandlers | None = None, *,
     states = RequestStates(sealer, ttl_s=request_state_ttl_s, spent=SpentStates(
         store if isinstance(store, SpentStateStore) else None))
     admission = limits.admission if limits is not None else None
-    calls = ToolCalls(registry, views, handlers, call_log, hub.tools_changed,
+    calls = ToolCalls(registry, views, bindings, call_log, hub.tools_changed,
                       limits.call_timeout if limits is not None else None, states,
                       max_reported_errors=max_reported_errors, admission=admission)
     list_tools = _list_tools(views, ListCursors(sealer, ttl_s=list_cursor_ttl_s))

@@ -69,6 +69,13 @@ class HandlerContext:
     def client_capabilities(self) -> Mapping[str, Any]:
         return self._call.client_capabilities
 
+    @property
+    def request_meta(self) -> Mapping[str, Any]:
+        """The request's ``params._meta`` (empty when it has none): what a handler that
+        forwards the call passes on, less the keys of this hop."""
+        meta = self._call.params.get("_meta")
+        return meta if isinstance(meta, Mapping) else {}
+
     async def progress(self, progress: float, total: float | None = None,
                        message: str | None = None) -> None:
         """Report progress; sent only when the caller gave a progress token (SSE on HTTP).

@@ -22,7 +22,8 @@ from toolkeeper.contracts.validate import CompiledSchema, compile_schema
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server.closed_schemas import closed_schema
 from toolkeeper.server.gate import Plan, plan_call
-from toolkeeper.server.handlers import HandlerBinding, ToolHandlers
+from toolkeeper.server.handlers import HandlerBinding
+from toolkeeper.server.sources import HandlerSource
 from toolkeeper.server.views import ToolViews
 
 __all__ = ["Route", "Routes", "closed_schema"]
@@ -57,7 +58,7 @@ class Routes:
     principal object per request (the local principal and a cached credential do) skips
     hashing it."""
 
-    def __init__(self, registry: Registry, views: ToolViews, handlers: ToolHandlers, *,
+    def __init__(self, registry: Registry, views: ToolViews, handlers: HandlerSource, *,
                  max_routes: int = 4096) -> None:
         self._registry = registry
         self._views = views

@@ -1,0 +1,82 @@
+"""An upstream MCP server written with the official Python SDK (``mcp`` 2.3.0 MCPServer), for
+the forwarding tests: ``python sdk_upstream.py http`` serves Streamable HTTP on 127.0.0.1 (an
+ephemeral port, printed as ``PORT <n>`` once listening); ``... stdio`` serves stdio. Tools:
+
+* ``echo(text)``: the text back, with ``structuredContent`` ``{"result": text}``;
+* ``fails()``: raises, so the SDK answers an ``isError`` result;
+* ``quota()``: raises ``MCPError(4001, "quota exceeded", {"retryAfterS": 7})``, a JSON-RPC
+  error with a custom code;
+* ``hang()``: never answers (waits on an event nothing sets);
+* ``die()``: the process exits mid-call;
+* ``pid()``: the server's process id.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import warnings
+
+warnings.filterwarnings("ignore")
+
+import anyio  # noqa: E402
+import uvicorn  # noqa: E402
+from mcp.server import MCPServer  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
+
+server = MCPServer("forwarding-sdk-fixture", version="0.0.1")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Echo the text."""
+    return text
+
+
+@server.tool()
+def fails() -> str:
+    """Always fails."""
+    raise ValueError("the fixture's failure")
+
+
+@server.tool()
+def quota() -> str:
+    """Always refused with a custom JSON-RPC error."""
+    raise MCPError(4001, "quota exceeded", {"retryAfterS": 7})
+
+
+@server.tool()
+async def hang() -> str:
+    """Never answers."""
+    await anyio.Event().wait()
+    return "unreachable"
+
+
+@server.tool()
+def die() -> str:
+    """Exits the process mid-call."""
+    os._exit(3)
+
+
+@server.tool()
+def pid() -> int:
+    """The server's process id."""
+    return os.getpid()
+
+
+def main() -> None:
+    if sys.argv[1:] == ["stdio"]:
+        server.run("stdio")
+        return
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(128)
+    print(f"PORT {listener.getsockname()[1]}", flush=True)
+    app = server.streamable_http_app(host="127.0.0.1")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
+
+
+if __name__ == "__main__":
+    main()
