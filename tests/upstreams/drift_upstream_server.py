@@ -36,6 +36,11 @@ class FileToolsServer(MCPServer):
                                      next_cursor=str(end) if end < len(tools) else None)
 
 
+    async def _handle_call_tool(self, ctx: Any, params: Any) -> types.CallToolResult:
+        text = json.dumps(params.arguments or {}, sort_keys=True)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+
 server = FileToolsServer("drift-upstream-fixture", version="0.0.1")
 
 if __name__ == "__main__":
