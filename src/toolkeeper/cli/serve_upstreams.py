@@ -10,7 +10,7 @@ is logged and serves the contracts in force; its calls answer ``isError`` until 
 While serving: its tools are forwarded (:class:`~toolkeeper.upstreams.forwarding.UpstreamTools`,
 a handler source of the gateway), the bindings re-read after each sync and after every registry
 change (another replica's approval or sync reaches this one through the registry's change
-feed), and a :class:`~toolkeeper.upstreams.scheduler.SyncScheduler` syncs each upstream on its
+feed), and a :class:`~toolkeeper.upstreams.serving_sync.ServingSync` syncs each upstream on its
 ``notifications/tools/list_changed`` and every ``sync_interval_s``. With no upstream at all none
 of this exists: the gateway's call path is as it is without the feature.
 """
@@ -31,7 +31,7 @@ from toolkeeper.upstreams.forwarding import UpstreamTools
 from toolkeeper.upstreams.governance import Upstreams
 from toolkeeper.upstreams.model import UpstreamBinding, UpstreamDefinition
 from toolkeeper.upstreams.report import SyncReport
-from toolkeeper.upstreams.scheduler import SyncScheduler
+from toolkeeper.upstreams.serving_sync import ServingSync
 from toolkeeper.upstreams.sync import sync
 
 __all__ = ["ServedUpstreams", "read_configured"]
@@ -78,7 +78,7 @@ class ServedUpstreams:
         self._upstreams: Upstreams | None = None
         self._definitions: dict[str, UpstreamDefinition] = {}
         self.tools: UpstreamTools | None = None
-        self._scheduler: SyncScheduler | None = None
+        self._scheduler: ServingSync | None = None
         self._unsubscribe: Any = None
 
     def prepare(self) -> UpstreamTools | None:
@@ -101,7 +101,7 @@ class ServedUpstreams:
         connections = UpstreamConnections(self._definitions)
         self.tools = UpstreamTools(self._definitions, self._bindings, connections)
         self._unsubscribe = self._registry.subscribe(self._refresh)
-        self._scheduler = SyncScheduler(list(self._definitions.values()), self._sync_one,
+        self._scheduler = ServingSync(list(self._definitions.values()), self._sync_one,
                                         open_session=open_session, on_synced=self._synced)
         return self.tools
 

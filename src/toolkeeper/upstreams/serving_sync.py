@@ -1,9 +1,9 @@
 """When a serving gateway syncs its upstreams: at start, on each upstream's
 ``notifications/tools/list_changed`` (coalesced), every ``sync_interval_s``, and when asked.
 
-A :class:`SyncScheduler` runs in a thread of its own with its own event loop, so an upstream that
+A :class:`ServingSync` runs in a thread of its own with its own event loop, so an upstream that
 is slow to list never holds up a call. Per upstream it keeps one *wanted* flag and one worker:
-whatever asks for a sync (a notification, the timer, :meth:`SyncScheduler.request`) sets the
+whatever asks for a sync (a notification, the timer, :meth:`ServingSync.request`) sets the
 flag; the worker, when the flag is set, clears it and runs one sync. A burst of notifications
 while a sync runs sets the flag once more, so it costs one more sync, not one per notification
 (the coalescing needs no timer). The listener keeps one session with the upstream open for its
@@ -32,7 +32,7 @@ from toolkeeper.errors import RequestRefusedError, ToolkeeperError
 from toolkeeper.upstreams.model import UpstreamDefinition
 from toolkeeper.upstreams.report import SyncReport
 
-__all__ = ["MAX_BACKOFF_S", "SyncScheduler"]
+__all__ = ["MAX_BACKOFF_S", "ServingSync"]
 
 _log = logging.getLogger("toolkeeper.upstreams")
 
@@ -44,7 +44,7 @@ SyncOnce = Callable[[str], Awaitable[SyncReport]]
 OpenSession = Callable[[UpstreamDefinition], Awaitable[ClientSession]]
 
 
-class SyncScheduler:
+class ServingSync:
     """Syncs of ``definitions`` by ``sync_once(name)``, listening for changes through sessions
     from ``open_session`` (None: no listening), each result handed to ``on_synced``."""
 
