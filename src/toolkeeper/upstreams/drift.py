@@ -39,7 +39,8 @@ from toolkeeper.registry.guard import Classifier
 from toolkeeper.upstreams.descriptor import descriptor_digest
 from toolkeeper.upstreams.model import DriftPolicy
 
-__all__ = ["DRIFT_RULES", "RISK_LOWERED", "Drift", "classify_drift", "next_version"]
+__all__ = ["DRIFT_RULES", "RISK_LOWERED", "Drift", "classify_drift", "description_diff",
+           "next_version"]
 
 RISK_LOWERED = "risk_lowered"
 """The drift class of an annotation change that lowers the declared risk (never published
@@ -107,7 +108,8 @@ def _annotation_changes(before: Mapping[str, Any], after: Mapping[str, Any]
     return changes, lowered
 
 
-def _description_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+def description_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """A unified diff of the two descriptors' descriptions ("" when they are the same)."""
     old, new = before.get("description"), after.get("description")
     old_text = old if isinstance(old, str) else ""
     new_text = new if isinstance(new, str) else ""
@@ -158,4 +160,4 @@ def classify_drift(in_force: ToolSpec, candidate: ToolSpec, before: Mapping[str,
     unique = {(c["rule"], c["path"]) for c in changes}
     return Drift(_LEVELS[verdict.bump], tuple(sorted(classes)),
                  tuple({"rule": r, "path": p} for r, p in sorted(unique)),
-                 _description_diff(before, after), descriptor_digest(after))
+                 description_diff(before, after), descriptor_digest(after))

@@ -124,6 +124,10 @@ class Upstreams:
         except ConfigError as exc:
             raise unreadable(name, f"its definition is refused ({exc.code})") from None
 
+    def names(self) -> tuple[str, ...]:
+        """Every stored upstream's name, sorted."""
+        return self._store.upstream_names()
+
     def definitions(self) -> list[UpstreamDefinition]:
         """Every stored upstream, by name (one whose row cannot be read raises)."""
         return [self.definition(name) for name in self._store.upstream_names()]
