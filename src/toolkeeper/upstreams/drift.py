@@ -87,6 +87,24 @@ def next_version(in_force: Version, level: str) -> Version:
     return bump()
 
 
+def _meta_claims(descriptor: Mapping[str, Any]) -> Any:
+    """The descriptor's ``_meta`` less the version it claims (``schemaVersion``, FastMCP's
+    ``fastmcp.version``): a new version claimed beside a schema change is not a descriptive
+    change of its own (the digest still covers it)."""
+    meta = descriptor.get("_meta")
+    if not isinstance(meta, Mapping):
+        return meta
+    out = {key: value for key, value in meta.items() if key != "schemaVersion"}
+    fastmcp = out.get("fastmcp")
+    if isinstance(fastmcp, Mapping):
+        rest = {key: value for key, value in fastmcp.items() if key != "version"}
+        if rest:
+            out["fastmcp"] = rest
+        else:
+            del out["fastmcp"]
+    return out or None
+
+
 def _flag(annotations: Mapping[str, Any], key: str) -> bool:
     return annotations.get(key) is True
 
@@ -144,19 +162,22 @@ def classify_drift(in_force: ToolSpec, candidate: ToolSpec, before: Mapping[str,
     changes = [{"rule": c.rule, "path": c.path} for c in verdict.changes]
     annotation_changes, lowered = _annotation_changes(before, after)
     changes += annotation_changes
-    if before.get("_meta") != after.get("_meta"):
+    meta_changed = _meta_claims(before) != _meta_claims(after)
+    if meta_changed:
         changes.append({"rule": "upstream.meta.changed", "path": "$._meta"})
     classes: set[str] = set()
     schema_class = _schema_class(verdict, before, after, changes)
     if schema_class is not None:
         classes.add(schema_class)
-    if annotation_changes or before.get("_meta") != after.get("_meta") or any(
+    if annotation_changes or meta_changed or any(
             not c.path.startswith(_SCHEMA_PATHS) for c in verdict.changes):
         classes.add("descriptive")
     if lowered:
         classes.add(RISK_LOWERED)
-    if not classes:  # the digest moved in a way nothing above names: an operator looks
-        classes.add("descriptive")
+    if not classes:  # the digest moved in a way nothing above names: an operator looks,
+        unclaimed = {**before, "_meta": _meta_claims(before)}  # unless only the version
+        classes.add("descriptive" if unclaimed != {**after, "_meta": _meta_claims(after)}
+                    else "patch")  # claimed moved (published as a patch by default)
     unique = {(c["rule"], c["path"]) for c in changes}
     return Drift(_LEVELS[verdict.bump], tuple(sorted(classes)),
                  tuple({"rule": r, "path": p} for r, p in sorted(unique)),
