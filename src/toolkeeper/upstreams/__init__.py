@@ -23,6 +23,7 @@ from toolkeeper.upstreams.model import (
     UpstreamDefinition,
 )
 from toolkeeper.upstreams.report import SyncReport, ToolOutcome
+from toolkeeper.upstreams.scheduler import SyncScheduler
 from toolkeeper.upstreams.sync import fetch_listing, fetch_tools, sync, upstream_token
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "DriftAction",
     "DriftPolicy",
     "SyncReport",
+    "SyncScheduler",
     "ToolOutcome",
     "ToolOverride",
     "UpstreamBinding",
