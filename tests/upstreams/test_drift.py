@@ -113,3 +113,17 @@ def test_changes_are_sorted_by_rule_then_path() -> None:
     ("major", "2.0.0"), ("minor", "1.3.0"), ("patch", "1.2.4")])
 def test_the_next_version_follows_the_level(level: str, expected: str) -> None:
     assert str(next_version(Version.parse("1.2.3"), level)) == expected
+
+
+def test_a_new_version_claimed_beside_an_additive_change_is_not_descriptive() -> None:
+    drift = _drift(_tool(_meta={"schemaVersion": "1.0.0", "fastmcp": {"version": "1.0.0"}}),
+                   _tool(optional=("limit",),
+                         _meta={"schemaVersion": "1.1.0", "fastmcp": {"version": "1.1.0"}}))
+    assert drift.classes == ("minor",) and not drift.quarantined(DriftPolicy())
+
+
+def test_only_a_new_version_claimed_is_a_patch() -> None:
+    drift = _drift(_tool(_meta={"schemaVersion": "1.0.0"}), _tool(_meta={"schemaVersion": "1.0.1"}))
+    assert drift.classes == ("patch",) and drift.level == "patch"
+    titled = _drift(_tool(), _tool(title=None))
+    assert titled.classes == ("descriptive",)

@@ -18,6 +18,7 @@ from toolkeeper.cli import (
     serve_cmd,
     token_cmd,
     tools_cmd,
+    upstream_cmds,
 )
 from toolkeeper.cli.usage import ToolkeeperGroup
 
@@ -32,7 +33,7 @@ def cli() -> None:
 
 for _module in (contracts_cmds, export_cmd, diff_cmd, registry_cmds, serve_cmd, keys_cmd,
                 calls_cmd, tools_cmd, call_cmd, conformance_cmd, conformance_evidence_cmd,
-                client_config_cmd, token_cmd):
+                client_config_cmd, token_cmd, upstream_cmds):
     _module.register(cli)
 
 

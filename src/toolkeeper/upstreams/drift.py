@@ -39,7 +39,8 @@ from toolkeeper.registry.guard import Classifier
 from toolkeeper.upstreams.descriptor import descriptor_digest
 from toolkeeper.upstreams.model import DriftPolicy
 
-__all__ = ["DRIFT_RULES", "RISK_LOWERED", "Drift", "classify_drift", "next_version"]
+__all__ = ["DRIFT_RULES", "RISK_LOWERED", "Drift", "classify_drift", "description_diff",
+           "next_version"]
 
 RISK_LOWERED = "risk_lowered"
 """The drift class of an annotation change that lowers the declared risk (never published
@@ -86,6 +87,24 @@ def next_version(in_force: Version, level: str) -> Version:
     return bump()
 
 
+def _meta_claims(descriptor: Mapping[str, Any]) -> Any:
+    """The descriptor's ``_meta`` less the version it claims (``schemaVersion``, FastMCP's
+    ``fastmcp.version``): a new version claimed beside a schema change is not a descriptive
+    change of its own (the digest still covers it)."""
+    meta = descriptor.get("_meta")
+    if not isinstance(meta, Mapping):
+        return meta
+    out = {key: value for key, value in meta.items() if key != "schemaVersion"}
+    fastmcp = out.get("fastmcp")
+    if isinstance(fastmcp, Mapping):
+        rest = {key: value for key, value in fastmcp.items() if key != "version"}
+        if rest:
+            out["fastmcp"] = rest
+        else:
+            del out["fastmcp"]
+    return out or None
+
+
 def _flag(annotations: Mapping[str, Any], key: str) -> bool:
     return annotations.get(key) is True
 
@@ -107,7 +126,8 @@ def _annotation_changes(before: Mapping[str, Any], after: Mapping[str, Any]
     return changes, lowered
 
 
-def _description_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+def description_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """A unified diff of the two descriptors' descriptions ("" when they are the same)."""
     old, new = before.get("description"), after.get("description")
     old_text = old if isinstance(old, str) else ""
     new_text = new if isinstance(new, str) else ""
@@ -142,20 +162,23 @@ def classify_drift(in_force: ToolSpec, candidate: ToolSpec, before: Mapping[str,
     changes = [{"rule": c.rule, "path": c.path} for c in verdict.changes]
     annotation_changes, lowered = _annotation_changes(before, after)
     changes += annotation_changes
-    if before.get("_meta") != after.get("_meta"):
+    meta_changed = _meta_claims(before) != _meta_claims(after)
+    if meta_changed:
         changes.append({"rule": "upstream.meta.changed", "path": "$._meta"})
     classes: set[str] = set()
     schema_class = _schema_class(verdict, before, after, changes)
     if schema_class is not None:
         classes.add(schema_class)
-    if annotation_changes or before.get("_meta") != after.get("_meta") or any(
+    if annotation_changes or meta_changed or any(
             not c.path.startswith(_SCHEMA_PATHS) for c in verdict.changes):
         classes.add("descriptive")
     if lowered:
         classes.add(RISK_LOWERED)
-    if not classes:  # the digest moved in a way nothing above names: an operator looks
-        classes.add("descriptive")
+    if not classes:  # the digest moved in a way nothing above names: an operator looks,
+        unclaimed = {**before, "_meta": _meta_claims(before)}  # unless only the version
+        classes.add("descriptive" if unclaimed != {**after, "_meta": _meta_claims(after)}
+                    else "patch")  # claimed moved (published as a patch by default)
     unique = {(c["rule"], c["path"]) for c in changes}
     return Drift(_LEVELS[verdict.bump], tuple(sorted(classes)),
                  tuple({"rule": r, "path": p} for r, p in sorted(unique)),
-                 _description_diff(before, after), descriptor_digest(after))
+                 description_diff(before, after), descriptor_digest(after))
