@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Final
 
 import httpx
@@ -65,7 +65,8 @@ class HttpTransport:
         self._client = client
 
     async def exchange(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
-                       timeout: float, max_bytes: int) -> Exchange:
+                       timeout: float, max_bytes: int,
+                       on_message: Callable[[Any], None] | None = None) -> Exchange:
         body = encode_message(message)
         sent = {**_BASE_HEADERS, **headers}
         try:
@@ -73,7 +74,7 @@ class HttpTransport:
                 async with self._client.stream("POST", self._url, content=body,
                                                headers=sent) as response:
                     return await _read_answer(response, message.get("id"), max_bytes,
-                                              self, headers)
+                                              self, headers, on_message)
         except (TimeoutError, httpx.HTTPError) as exc:
             raise _exchange_error(exc, timeout, self._url) from None
 
@@ -227,9 +228,11 @@ async def _events(response: httpx.Response, decoder: SseDecoder, max_bytes: int,
 
 
 async def _read_answer(response: httpx.Response, request_id: object, max_bytes: int,
-                       transport: HttpTransport, sent: Mapping[str, str]) -> Exchange:
+                       transport: HttpTransport, sent: Mapping[str, str],
+                       on_message: Callable[[Any], None] | None = None) -> Exchange:
     """The answer to the request sent with headers ``sent``; a server's request on its event
-    stream is answered through ``transport``."""
+    stream is answered through ``transport``; each notification is handed to ``on_message``
+    as it arrives."""
     _raise_for_refusal(response)
     headers = {k.lower(): v for k, v in response.headers.items()}
     status = response.status_code
@@ -240,6 +243,8 @@ async def _read_answer(response: httpx.Response, request_id: object, max_bytes: 
             if isinstance(message, dict) and "method" in message and "id" in message:
                 # the server may wait for the answer before it responds
                 await transport._answer(message, sent)
+            elif on_message is not None and isinstance(message, dict) and "method" in message:
+                on_message(message)
             exchange = Exchange(status, headers, tuple(messages), streamed=True)
             if find_response(exchange, request_id) is not None:
                 return exchange

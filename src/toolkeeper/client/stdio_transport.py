@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -51,7 +51,8 @@ class StdioTransport:
         self._process = process
         self._close_s = close_s
         self._max_line_bytes = max_line_bytes
-        self._waiting: dict[object, tuple[asyncio.Future[Any], _Tap, int]] = {}
+        self._waiting: dict[object, tuple[asyncio.Future[Any], _Tap, int,
+                                          Callable[[Any], None] | None]] = {}
         self._unasked: asyncio.Queue[Any] = asyncio.Queue(_QUEUE_MAX)
         self._failure: Exception | None = None
         self._taps: list[_Tap] = []
@@ -117,11 +118,13 @@ class StdioTransport:
         if isinstance(message, dict) and "method" in message and "id" in message:
             await self._answer(message)
             return
-        for future, collected, max_bytes in self._waiting.values():
+        for future, collected, max_bytes, on_message in list(self._waiting.values()):
             collected.messages.append(message)
             collected.size += len(line)
             if collected.size > max_bytes and not future.done():
                 future.set_exception(too_large(max_bytes))  # a flood before the answer
+            elif on_message is not None and isinstance(message, dict):
+                on_message(message)
         if self._unasked.full():
             self._unasked.get_nowait()
         self._unasked.put_nowait(message)
@@ -130,7 +133,7 @@ class StdioTransport:
         await self._write(server_request_answer(request))
 
     def _fail_waiting(self, error: Exception) -> None:
-        for future, _, _ in self._waiting.values():
+        for future, _, _, _ in self._waiting.values():
             if not future.done():
                 future.set_exception(error)
 
@@ -146,11 +149,12 @@ class StdioTransport:
         await self._write_line(encode_message(message))
 
     async def exchange(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
-                       timeout: float, max_bytes: int) -> Exchange:
+                       timeout: float, max_bytes: int,
+                       on_message: Callable[[Any], None] | None = None) -> Exchange:
         key = _key(message.get("id"))
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         collected = _Tap()
-        self._waiting[key] = (future, collected, max_bytes)
+        self._waiting[key] = (future, collected, max_bytes, on_message)
         try:
             async with asyncio.timeout(timeout):  # the write too: a server may stop reading
                 await self._write(message)

@@ -11,7 +11,7 @@ session does, with :mod:`toolkeeper.protocol`). Failures are the client's errors
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -61,10 +61,13 @@ class Transport(Protocol):
     """One connection to one MCP endpoint."""
 
     async def exchange(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
-                       timeout: float, max_bytes: int) -> Exchange:
+                       timeout: float, max_bytes: int,
+                       on_message: Callable[[Any], None] | None = None) -> Exchange:
         """Send a request; return once its response (or the end of a plain answer) arrived.
         An event stream that ends before the response is a lost connection
-        (:class:`~toolkeeper.errors.ClientConnectionError`)."""
+        (:class:`~toolkeeper.errors.ClientConnectionError`). ``on_message`` is called with
+        each notification received for the request as it arrives (on stdio: every
+        notification received meanwhile, which carries no request id)."""
         ...
 
     async def notify(self, message: Mapping[str, Any], headers: Mapping[str, str], *,

@@ -33,7 +33,7 @@ import os
 import signal
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -179,9 +179,13 @@ class UpstreamConnections:
         return state
 
     async def call(self, name: str, principal: Any, tool: str, arguments: Mapping[str, Any],
-                   *, meta: Mapping[str, Any] | None = None) -> CallReply:
+                   *, meta: Mapping[str, Any] | None = None,
+                   on_notification: Callable[[Any], None] | None = None) -> CallReply:
         """``tools/call`` of ``tool`` on upstream ``name`` for ``principal``: the upstream's
-        answer (a result, or a JSON-RPC error as a value), or :class:`UpstreamFault`."""
+        answer (a result, or a JSON-RPC error as a value), or :class:`UpstreamFault`.
+        ``on_notification`` hears the upstream's notifications during the call. A call
+        abandoned (cancelled by the caller, or past its timeout) is cancelled upstream too
+        (``notifications/cancelled`` where the era has it; modern HTTP: its stream closed)."""
         defn = self._definitions.get(name)
         if defn is None:
             raise fault(name, "upstream.unknown")
@@ -194,8 +198,14 @@ class UpstreamConnections:
         try:
             async with asyncio.timeout(defn.call_timeout_s):
                 session = await self._session(defn, state, key)
-                reply = await session.call_tool(tool, arguments, meta=meta,
-                                                request_id=f"tk-{next(self._ids)}")
+                request_id = f"tk-{next(self._ids)}"
+                try:
+                    reply = await session.call_tool(tool, arguments, meta=meta,
+                                                    request_id=request_id,
+                                                    on_notification=on_notification)
+                except asyncio.CancelledError:
+                    self._later(session.cancel(request_id, "abandoned by the gateway"))
+                    raise
         except ConfigError as exc:  # its credential file: no call was sent
             state.health.failed(exc.code)
             raise fault(name, exc.code) from None
@@ -259,7 +269,11 @@ class UpstreamConnections:
             state.health.died()
 
     def _close_later(self, session: ClientSession) -> None:
-        task = asyncio.ensure_future(_quietly_close(session))
+        self._later(_quietly_close(session))
+
+    def _later(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in the background, awaited by :meth:`aclose`."""
+        task = asyncio.ensure_future(work)
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 

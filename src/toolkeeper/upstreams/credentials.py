@@ -10,7 +10,7 @@ the key, never quoting the value. The caller's credential is never among them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,9 +84,10 @@ class HeadedTransport:
         return out
 
     async def exchange(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
-                       timeout: float, max_bytes: int) -> Any:
+                       timeout: float, max_bytes: int,
+                       on_message: Callable[[Any], None] | None = None) -> Any:
         return await self._inner.exchange(message, self._with(headers), timeout=timeout,
-                                          max_bytes=max_bytes)
+                                          max_bytes=max_bytes, on_message=on_message)
 
     async def notify(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
                      timeout: float) -> int | None:
