@@ -10,7 +10,9 @@ ephemeral port, printed as ``PORT <n>`` once listening); ``... stdio`` serves st
 * ``die()``: the process exits mid-call;
 * ``pid()``: the server's process id;
 * ``steps(count)``: reports progress ``1..count`` of ``count`` (message ``step N``), then
-  answers ``done``.
+  answers ``done``;
+* ``confirm()``: asks its client (``elicitation/create``, a form with a boolean ``ok``) and
+  answers ``<action>:<ok>``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import uvicorn  # noqa: E402
 from mcp.server import MCPServer  # noqa: E402
 from mcp.server.mcpserver import Context  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
+from pydantic import BaseModel  # noqa: E402
 
 server = MCPServer("forwarding-sdk-fixture", version="0.0.1")
 
@@ -74,6 +77,18 @@ async def steps(count: int, ctx: Context) -> str:  # type: ignore[type-arg]
     for step in range(1, count + 1):
         await ctx.report_progress(step, count, f"step {step}")
     return "done"
+
+
+class Confirmation(BaseModel):
+    ok: bool
+
+
+@server.tool()
+async def confirm(ctx: Context) -> str:  # type: ignore[type-arg]
+    """Asks the client to confirm."""
+    answer = await ctx.elicit("Proceed?", Confirmation)
+    data = getattr(answer, "data", None)
+    return f"{answer.action}:{data.ok if data is not None else '-'}"
 
 
 def main() -> None:

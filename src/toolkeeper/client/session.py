@@ -17,7 +17,13 @@ from typing import Any, Final
 
 from toolkeeper.client.stdio_transport import StdioTransport
 from toolkeeper.client.timeouts import ClientTimeouts
-from toolkeeper.client.transport import STREAM_OPEN, Exchange, Transport, find_response
+from toolkeeper.client.transport import (
+    STREAM_OPEN,
+    Exchange,
+    ServerRequestHandler,
+    Transport,
+    find_response,
+)
 from toolkeeper.contracts.headers import find_invalid_x_mcp_header
 from toolkeeper.errors import ClientError, ProtocolViolationError, RequestRefusedError
 from toolkeeper.protocol.client_requests import (
@@ -89,7 +95,8 @@ class ClientSession:
 
     def __init__(self, transport: Transport, decision: EraDecision, *, token: str | None,
                  timeouts: ClientTimeouts, session_id: str | None = None,
-                 server: Mapping[str, Any] | None = None, first_id: int = 1) -> None:
+                 server: Mapping[str, Any] | None = None, first_id: int = 1,
+                 capabilities: Mapping[str, Any] | None = None) -> None:
         assert decision.era is not None and decision.version is not None
         self.era: Era = decision.era
         self.version: str = decision.version
@@ -103,6 +110,7 @@ class ClientSession:
         self._ids = itertools.count(first_id)
         self._schemas: dict[str, dict[str, Any]] = {}
         self._closed = False
+        self._capabilities = dict(capabilities or {})
 
     @property
     def transport(self) -> Transport:
@@ -135,15 +143,18 @@ class ClientSession:
     async def _send(self, method: str, params: Mapping[str, Any], *,
                     meta: Mapping[str, Any] | None = None, request_id: RequestId | None = None,
                     schema: dict[str, Any] | None = None,
-                    on_message: Callable[[Any], None] | None = None
+                    on_message: Callable[[Any], None] | None = None,
+                    on_request: ServerRequestHandler | None = None
                     ) -> tuple[dict[str, Any], Exchange]:
         rid = next(self._ids) if request_id is None else request_id
-        exchange = await self._exchange(rid, method, params, meta, schema, on_message)
+        exchange = await self._exchange(rid, method, params, meta, schema, on_message,
+                                        on_request)
         if exchange.status == _SESSION_GONE and self._session_id is not None:
             # 2025-11-25 transport: a 404 to a request with Mcp-Session-Id means the server
             # forgot the session (and never dispatched the request): start a new one, once.
             await self._renew()
-            exchange = await self._exchange(rid, method, params, meta, schema, on_message)
+            exchange = await self._exchange(rid, method, params, meta, schema, on_message,
+                                            on_request)
             if exchange.status == _SESSION_GONE:
                 raise _session_lost(exchange.status)
         response = find_response(exchange, rid)
@@ -161,10 +172,13 @@ class ClientSession:
 
     async def _exchange(self, rid: RequestId, method: str, params: Mapping[str, Any],
                         meta: Mapping[str, Any] | None, schema: dict[str, Any] | None,
-                        on_message: Callable[[Any], None] | None = None) -> Exchange:
+                        on_message: Callable[[Any], None] | None = None,
+                        on_request: ServerRequestHandler | None = None) -> Exchange:
         message, headers = self._request(rid, method, params, meta, schema)
-        # (on_message only when given: a transport written before it still works)
+        # (the hooks only when given: a transport written before them still works)
         extra: dict[str, Any] = {} if on_message is None else {"on_message": on_message}
+        if on_request is not None:
+            extra["on_request"] = on_request
         return await self._transport.exchange(message, headers,
                                               timeout=self._timeouts.request_s,
                                               max_bytes=self._timeouts.max_response_bytes,
@@ -175,7 +189,8 @@ class ClientSession:
         id, which must validate and negotiate this session's revision, then
         ``notifications/initialized`` (``client.session_lost`` otherwise)."""
         rid = next(self._ids)
-        message, headers = legacy_request(rid, "initialize", initialize_params())
+        message, headers = legacy_request(rid, "initialize",
+                                          initialize_params(capabilities=self._capabilities))
         exchange = await self._transport.exchange(message, {**headers, **self._auth},
                                                   timeout=self._timeouts.request_s,
                                                   max_bytes=self._timeouts.max_response_bytes)
@@ -237,15 +252,18 @@ class ClientSession:
     async def call_tool(self, name: str, arguments: Mapping[str, Any], *,
                         meta: Mapping[str, Any] | None = None,
                         request_id: RequestId | None = None,
-                        on_notification: Callable[[Any], None] | None = None) -> CallReply:
+                        on_notification: Callable[[Any], None] | None = None,
+                        on_request: ServerRequestHandler | None = None) -> CallReply:
         """One ``tools/call``; ``meta`` (e.g. ``{"schemaVersion": ...}``) goes into
         ``params._meta``; ``request_id`` reuses a request identity (an idempotent retry);
         ``on_notification`` is called with each notification (progress, logs) as it arrives,
-        before the response (they are in :attr:`CallReply.notifications` too)."""
+        before the response (they are in :attr:`CallReply.notifications` too); ``on_request``
+        answers the server's requests during the call (legacy era: elicitation, sampling,
+        roots; the session must have declared the capability, see :func:`connect`)."""
         response, exchange = await self._send(
             "tools/call", {"name": name, "arguments": dict(arguments)}, meta=meta,
             request_id=request_id, schema=self._schemas.get(name),
-            on_message=on_notification)
+            on_message=on_notification, on_request=on_request)
         notes = tuple(m for m in exchange.messages if m is not response)
         return CallReply(response.get("result"), response.get("error"), exchange.status, notes)
 

@@ -40,6 +40,7 @@ from typing import Any, Final
 from toolkeeper.client import ClientSession, ClientTimeouts, EraChoice, Target, connect
 from toolkeeper.client.session import CallReply
 from toolkeeper.client.target import TargetKind
+from toolkeeper.client.transport import ServerRequestHandler
 from toolkeeper.errors import (
     ClientAuthenticationError,
     ClientConnectionError,
@@ -50,6 +51,7 @@ from toolkeeper.errors import (
     ToolkeeperError,
 )
 from toolkeeper.protocol.versions import Era
+from toolkeeper.upstreams.asking import UPSTREAM_CAPABILITIES
 from toolkeeper.upstreams.credentials import HeadedTarget, upstream_headers
 from toolkeeper.upstreams.model import UpstreamDefinition
 from toolkeeper.upstreams.supervision import Health, Supervision
@@ -103,11 +105,12 @@ def target_for(defn: UpstreamDefinition) -> Target:
 
 async def open_session(defn: UpstreamDefinition) -> ClientSession:
     """A new session with the upstream (era as configured, the legacy fallback allowed, its
-    own credential): for callers outside the forwarding path, such as an import."""
+    own credential, :data:`~toolkeeper.upstreams.asking.UPSTREAM_CAPABILITIES` declared in
+    the legacy era): for callers outside the forwarding path too, such as an import."""
     era: EraChoice = "modern" if defn.era == "modern" else (
         "legacy" if defn.era == "legacy" else "auto")
     return await connect(target_for(defn), era=era, legacy_allowed=True,
-                         timeouts=timeouts_for(defn))
+                         timeouts=timeouts_for(defn), capabilities=UPSTREAM_CAPABILITIES)
 
 
 def _fault_code(exc: BaseException) -> str:
@@ -180,10 +183,12 @@ class UpstreamConnections:
 
     async def call(self, name: str, principal: Any, tool: str, arguments: Mapping[str, Any],
                    *, meta: Mapping[str, Any] | None = None,
-                   on_notification: Callable[[Any], None] | None = None) -> CallReply:
+                   on_notification: Callable[[Any], None] | None = None,
+                   on_request: ServerRequestHandler | None = None) -> CallReply:
         """``tools/call`` of ``tool`` on upstream ``name`` for ``principal``: the upstream's
         answer (a result, or a JSON-RPC error as a value), or :class:`UpstreamFault`.
-        ``on_notification`` hears the upstream's notifications during the call. A call
+        ``on_notification`` hears the upstream's notifications during the call, ``on_request``
+        answers its requests (:mod:`~toolkeeper.upstreams.asking`). A call
         abandoned (cancelled by the caller, or past its timeout) is cancelled upstream too
         (``notifications/cancelled`` where the era has it; modern HTTP: its stream closed)."""
         defn = self._definitions.get(name)
@@ -202,7 +207,8 @@ class UpstreamConnections:
                 try:
                     reply = await session.call_tool(tool, arguments, meta=meta,
                                                     request_id=request_id,
-                                                    on_notification=on_notification)
+                                                    on_notification=on_notification,
+                                                    on_request=on_request)
                 except asyncio.CancelledError:
                     self._later(session.cancel(request_id, "abandoned by the gateway"))
                     raise

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkeeper.client import ClientTimeouts, Target, Transport
+from toolkeeper.client.transport import ServerRequestHandler
 from toolkeeper.errors import ClientConnectionError, ConfigError
 from toolkeeper.upstreams.model import UpstreamDefinition
 
@@ -85,9 +86,11 @@ class HeadedTransport:
 
     async def exchange(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
                        timeout: float, max_bytes: int,
-                       on_message: Callable[[Any], None] | None = None) -> Any:
+                       on_message: Callable[[Any], None] | None = None,
+                       on_request: ServerRequestHandler | None = None) -> Any:
         return await self._inner.exchange(message, self._with(headers), timeout=timeout,
-                                          max_bytes=max_bytes, on_message=on_message)
+                                          max_bytes=max_bytes, on_message=on_message,
+                                          on_request=on_request)
 
     async def notify(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
                      timeout: float) -> int | None:

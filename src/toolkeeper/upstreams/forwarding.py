@@ -24,9 +24,10 @@ the gateway's gate, input validation and call log, to the upstream tool
   token; the upstream is given one of the gateway's only when the caller asked for progress);
 * a call the caller cancels, or that runs past its timeout, is cancelled upstream
   (``notifications/cancelled``; on modern HTTP by closing its stream);
-* a modern upstream's ``input_required`` is not passed on yet: ``upstream.input_required``;
-  a legacy upstream's requests to the client (elicitation, sampling, roots) are answered
-  -32601 by the client, not passed on yet.
+* a legacy upstream's requests to the client (elicitation, sampling, roots) are asked of a
+  legacy caller and answered back, refused for a modern one (:mod:`~toolkeeper.upstreams.
+  asking`); a modern upstream's ``input_required`` is not passed on yet:
+  ``upstream.input_required``.
 
 What is sent: the tool's name, the arguments (valid under the contract in force), and the
 caller's ``_meta`` less the keys of this hop (``io.modelcontextprotocol/*``, ``progressToken``,
@@ -46,6 +47,7 @@ from toolkeeper.contracts.semver import Version
 from toolkeeper.errors import SemverError
 from toolkeeper.server.content import RESERVED_META_PREFIX, ForwardedError, ForwardedResult, text
 from toolkeeper.server.handlers import HandlerBinding, ToolContext
+from toolkeeper.upstreams.asking import caller_asker
 from toolkeeper.upstreams.connections import PROTOCOL_ERROR, UpstreamConnections, UpstreamFault
 from toolkeeper.upstreams.model import UpstreamBinding, UpstreamDefinition
 
@@ -166,7 +168,7 @@ class UpstreamTools:
         try:
             reply = await self._connections.call(
                 upstream, ctx.principal, binding.tool, arguments, meta=meta or None,
-                on_notification=hear)
+                on_notification=hear, on_request=caller_asker(upstream, ctx))
         except UpstreamFault as exc:
             return fault_result(upstream, exc.code, exc.message)
         if reply.error is not None:
