@@ -9,7 +9,8 @@ Mcp-Session-Id, X-Api-Key) in :attr:`RawUpstream.seen`. Tools:
 * ``garbage``: an HTTP 200 ``application/json`` body that is not JSON;
 * ``failing``: an ``isError`` result with ``structuredContent``;
 * ``hang``: never answers; sets :attr:`RawUpstream.hanging` when the call arrives and returns
-  when the client goes away.
+  when the client goes away. A ``notifications/cancelled`` is kept in
+  :attr:`RawUpstream.cancelled` and sets :attr:`RawUpstream.cancel_heard`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class RawUpstream:
         self._lock = threading.Lock()
         self._sessions = itertools.count(1)
         self.hanging = threading.Event()
+        self.cancelled: list[Any] = []
+        self.cancel_heard = threading.Event()
 
     def calls(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -68,6 +71,10 @@ class RawUpstream:
                               "tool": (request.get("params") or {}).get("name"),
                               "meta": (request.get("params") or {}).get("_meta")})
         if "id" not in request:
+            if request.get("method") == "notifications/cancelled":
+                with self._lock:
+                    self.cancelled.append(request.get("params"))
+                self.cancel_heard.set()
             await _respond(send, 202, b"", {})
             return
         extra: dict[str, str] = {}

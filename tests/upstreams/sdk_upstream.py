@@ -8,7 +8,11 @@ ephemeral port, printed as ``PORT <n>`` once listening); ``... stdio`` serves st
   error with a custom code;
 * ``hang()``: never answers (waits on an event nothing sets);
 * ``die()``: the process exits mid-call;
-* ``pid()``: the server's process id.
+* ``pid()``: the server's process id;
+* ``steps(count)``: reports progress ``1..count`` of ``count`` (message ``step N``), then
+  answers ``done``;
+* ``confirm()``: asks its client (``elicitation/create``, a form with a boolean ``ok``) and
+  answers ``<action>:<ok>``.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ warnings.filterwarnings("ignore")
 import anyio  # noqa: E402
 import uvicorn  # noqa: E402
 from mcp.server import MCPServer  # noqa: E402
+from mcp.server.mcpserver import Context  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
+from pydantic import BaseModel  # noqa: E402
 
 server = MCPServer("forwarding-sdk-fixture", version="0.0.1")
 
@@ -63,6 +69,26 @@ def die() -> str:
 def pid() -> int:
     """The server's process id."""
     return os.getpid()
+
+
+@server.tool()
+async def steps(count: int, ctx: Context) -> str:  # type: ignore[type-arg]
+    """Reports progress, then answers."""
+    for step in range(1, count + 1):
+        await ctx.report_progress(step, count, f"step {step}")
+    return "done"
+
+
+class Confirmation(BaseModel):
+    ok: bool
+
+
+@server.tool()
+async def confirm(ctx: Context) -> str:  # type: ignore[type-arg]
+    """Asks the client to confirm."""
+    answer = await ctx.elicit("Proceed?", Confirmation)
+    data = getattr(answer, "data", None)
+    return f"{answer.action}:{data.ok if data is not None else '-'}"
 
 
 def main() -> None:

@@ -2,19 +2,22 @@
 stable code in ``_meta["io.toolkeeper/upstream"]``, within its ``call_timeout_s``, while
 native tools and other upstreams keep answering: a hung upstream (``upstream.timeout``), one
 that refuses connections (``upstream.unavailable``), one that answers garbage
-(``upstream.protocol_error``). The circuit breaker opens after consecutive failures and a
-half-open probe that succeeds closes it."""
+(``upstream.protocol_error``), one that dies mid-call (``upstream.unavailable``). The
+circuit breaker opens after consecutive failures and a half-open probe that succeeds closes
+it."""
 
 from __future__ import annotations
 
 import socket
+import sys
 import time
 from typing import Any
 
 import anyio
-from forwarding_kit import Clock, Imported, sdk_tools, serving_forwarder
+from forwarding_kit import SDK_SERVER, Clock, Imported, sdk_tools, serving_forwarder
 from raw_upstream import RawUpstream
 
+from process_kit import serving_announced_port
 from toolkeeper.client import ClientTimeouts, Target, connect
 from toolkeeper.contracts.spec import spec_from_mapping
 from toolkeeper.server import ToolHandlers
@@ -139,3 +142,20 @@ def test_the_breaker_opens_after_consecutive_failures_and_a_good_probe_closes_it
             assert probe["isError"] is False
             assert served.status("flaky")["breaker"] == "closed"
             assert served.status("flaky")["state"] == "connected"
+
+
+def test_an_http_upstream_that_dies_mid_call_is_unavailable_and_others_answer(
+        raw: tuple[RawUpstream, str]) -> None:
+    with serving_announced_port([sys.executable, SDK_SERVER, "http"]) as url:
+        definitions = [UpstreamDefinition("doomed", url=url, prefix="doomed.",
+                                          call_timeout_s=10),
+                       UpstreamDefinition("raw", url=raw[1], prefix="raw.", era="legacy",
+                                          call_timeout_s=10)]
+        imported = [*sdk_tools("doomed", "doomed."), Imported("raw", "whoami", prefix="raw.")]
+        with serving_forwarder(definitions, imported) as served:
+            died = anyio.run(_call, served.url, "doomed.die")
+            after = anyio.run(_call, served.url, "doomed.echo", {"text": "x"})
+            other = anyio.run(_call, served.url, "raw.whoami")
+    assert _code(died) == "upstream.unavailable"
+    assert _code(after) == "upstream.unavailable"  # nothing listens any more
+    assert other["isError"] is False

@@ -125,10 +125,13 @@ async def probe_modern(transport: Transport, auth: Mapping[str, str], timeouts: 
     return ModernObservation(outcome, status, None, versions), result
 
 
-async def probe_legacy(transport: Transport, auth: Mapping[str, str], timeouts: ClientTimeouts
+async def probe_legacy(transport: Transport, auth: Mapping[str, str], timeouts: ClientTimeouts,
+                       capabilities: Mapping[str, Any] | None = None
                        ) -> tuple[LegacyEvidence, dict[str, Any], str | None]:
-    """One bounded ``initialize``: the evidence, the result, and the session id minted."""
-    request = legacy_request(_INITIALIZE_ID, "initialize", initialize_params())
+    """One bounded ``initialize`` (offering ``capabilities``): the evidence, the result, and
+    the session id minted."""
+    request = legacy_request(_INITIALIZE_ID, "initialize",
+                             initialize_params(capabilities=capabilities))
     try:
         exchange = await _bounded(transport, request, auth, timeouts)
     except (ClientTimeoutError, ClientConnectionError, ProtocolViolationError) as exc:
@@ -154,7 +157,8 @@ async def probe_legacy(transport: Transport, auth: Mapping[str, str], timeouts: 
 
 
 async def _select(transport: Transport, mode: SelectionMode, allowed: bool,
-                  auth: Mapping[str, str], timeouts: ClientTimeouts
+                  auth: Mapping[str, str], timeouts: ClientTimeouts,
+                  capabilities: Mapping[str, Any] | None = None
                   ) -> tuple[EraDecision, dict[str, Any], str | None]:
     observation: ModernObservation | None = None
     evidence: LegacyEvidence | None = None
@@ -165,7 +169,8 @@ async def _select(transport: Transport, mode: SelectionMode, allowed: bool,
         if decision.next is Next.MODERN_PROBE:
             observation, server = await probe_modern(transport, auth, timeouts)
         elif decision.next is Next.LEGACY_PROBE:
-            evidence, server, session_id = await probe_legacy(transport, auth, timeouts)
+            evidence, server, session_id = await probe_legacy(transport, auth, timeouts,
+                                                              capabilities)
         else:
             break
         decision = select_era(observation, mode, allowed, evidence)
@@ -220,10 +225,13 @@ def _bearer(token: str | None) -> dict[str, str]:
 
 
 async def connect(target: Target, *, era: EraChoice = "auto", token: str | None = None,
-                  legacy_allowed: bool = False, timeouts: ClientTimeouts | None = None
-                  ) -> ClientSession:
+                  legacy_allowed: bool = False, timeouts: ClientTimeouts | None = None,
+                  capabilities: Mapping[str, Any] | None = None) -> ClientSession:
     """A session with ``target`` in the era SPEC 5.1 selects under ``era``'s policy; an
-    :class:`~toolkeeper.errors.EraSelectionError` (with the decision) when none is."""
+    :class:`~toolkeeper.errors.EraSelectionError` (with the decision) when none is.
+    ``capabilities``: what a legacy session declares in ``initialize`` (say
+    ``{"elicitation": {}}`` for a client that answers the server's requests through
+    ``call_tool(on_request=...)``); none by default."""
     mode = ERA_MODES.get(era)
     if mode is None:
         raise ClientError(f"unknown era choice {era!r}", code="client.bad_era",
@@ -233,7 +241,8 @@ async def connect(target: Target, *, era: EraChoice = "auto", token: str | None 
     auth = _bearer(token)
     transport = await target.open(bounds)
     try:
-        decision, server, session_id = await _select(transport, mode, allowed, auth, bounds)
+        decision, server, session_id = await _select(transport, mode, allowed, auth, bounds,
+                                                     capabilities)
         if decision.era is None:
             raise _refusal(decision, bounds)
         if decision.era is Era.LEGACY:
@@ -245,4 +254,5 @@ async def connect(target: Target, *, era: EraChoice = "auto", token: str | None 
         await transport.aclose()
         raise
     return ClientSession(transport, decision, token=token, timeouts=bounds,
-                         session_id=session_id, server=server, first_id=_FIRST_SESSION_ID)
+                         session_id=session_id, server=server, first_id=_FIRST_SESSION_ID,
+                         capabilities=capabilities)

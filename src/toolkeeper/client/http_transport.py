@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Final
 
 import httpx
@@ -20,6 +20,7 @@ from toolkeeper.client.transport import (
     REFUSED,
     STREAM_OPEN,
     Exchange,
+    ServerRequestHandler,
     find_response,
     too_deep,
     too_large,
@@ -65,7 +66,9 @@ class HttpTransport:
         self._client = client
 
     async def exchange(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
-                       timeout: float, max_bytes: int) -> Exchange:
+                       timeout: float, max_bytes: int,
+                       on_message: Callable[[Any], None] | None = None,
+                       on_request: ServerRequestHandler | None = None) -> Exchange:
         body = encode_message(message)
         sent = {**_BASE_HEADERS, **headers}
         try:
@@ -73,11 +76,12 @@ class HttpTransport:
                 async with self._client.stream("POST", self._url, content=body,
                                                headers=sent) as response:
                     return await _read_answer(response, message.get("id"), max_bytes,
-                                              self, headers)
+                                              self, headers, on_message, on_request)
         except (TimeoutError, httpx.HTTPError) as exc:
             raise _exchange_error(exc, timeout, self._url) from None
 
-    async def _answer(self, request: dict[str, Any], headers: Mapping[str, str]) -> None:
+    async def _answer(self, request: dict[str, Any], headers: Mapping[str, str],
+                      on_request: ServerRequestHandler | None = None) -> None:
         """Answer a request the server sent on a response stream or the standalone GET
         stream. Legacy: a POST of the response on the same session (with the same headers),
         within its own bound; a failed connection is the stream's to report. Modern: none, as
@@ -87,8 +91,11 @@ class HttpTransport:
                        None)
         if era_of(version) is Era.MODERN:
             return
+        answer = (server_request_answer(request)
+                  if on_request is None or request.get("method") == "ping"
+                  else await on_request(request))
         with contextlib.suppress(ClientError):
-            await self.notify(server_request_answer(request), headers, timeout=_ANSWER_S)
+            await self.notify(answer, headers, timeout=_ANSWER_S)
 
     async def notify(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
                      timeout: float) -> int | None:
@@ -227,9 +234,12 @@ async def _events(response: httpx.Response, decoder: SseDecoder, max_bytes: int,
 
 
 async def _read_answer(response: httpx.Response, request_id: object, max_bytes: int,
-                       transport: HttpTransport, sent: Mapping[str, str]) -> Exchange:
+                       transport: HttpTransport, sent: Mapping[str, str],
+                       on_message: Callable[[Any], None] | None = None,
+                       on_request: ServerRequestHandler | None = None) -> Exchange:
     """The answer to the request sent with headers ``sent``; a server's request on its event
-    stream is answered through ``transport``."""
+    stream is answered through ``transport`` (by ``on_request`` when given); each
+    notification is handed to ``on_message`` as it arrives."""
     _raise_for_refusal(response)
     headers = {k.lower(): v for k, v in response.headers.items()}
     status = response.status_code
@@ -239,7 +249,9 @@ async def _read_answer(response: httpx.Response, request_id: object, max_bytes: 
             messages.append(message)
             if isinstance(message, dict) and "method" in message and "id" in message:
                 # the server may wait for the answer before it responds
-                await transport._answer(message, sent)
+                await transport._answer(message, sent, on_request)
+            elif on_message is not None and isinstance(message, dict) and "method" in message:
+                on_message(message)
             exchange = Exchange(status, headers, tuple(messages), streamed=True)
             if find_response(exchange, request_id) is not None:
                 return exchange

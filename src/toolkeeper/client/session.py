@@ -9,15 +9,23 @@ with the problems as data. A JSON-RPC error answering ``tools/call`` is a value
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from toolkeeper.client.stdio_transport import StdioTransport
 from toolkeeper.client.timeouts import ClientTimeouts
-from toolkeeper.client.transport import STREAM_OPEN, Exchange, Transport, find_response
+from toolkeeper.client.transport import (
+    STREAM_OPEN,
+    Exchange,
+    ServerRequestHandler,
+    Transport,
+    find_response,
+)
 from toolkeeper.contracts.headers import find_invalid_x_mcp_header
-from toolkeeper.errors import ProtocolViolationError, RequestRefusedError
+from toolkeeper.errors import ClientError, ProtocolViolationError, RequestRefusedError
 from toolkeeper.protocol.client_requests import (
     Request,
     initialize_params,
@@ -27,7 +35,7 @@ from toolkeeper.protocol.client_requests import (
     modern_request,
 )
 from toolkeeper.protocol.codes import INVALID_PARAMS
-from toolkeeper.protocol.envelope import RequestId
+from toolkeeper.protocol.envelope import RequestId, notification_message
 from toolkeeper.protocol.era_selection import EraDecision
 from toolkeeper.protocol.meta import SUBSCRIPTION_ID_KEY
 from toolkeeper.protocol.responses import (
@@ -87,7 +95,8 @@ class ClientSession:
 
     def __init__(self, transport: Transport, decision: EraDecision, *, token: str | None,
                  timeouts: ClientTimeouts, session_id: str | None = None,
-                 server: Mapping[str, Any] | None = None, first_id: int = 1) -> None:
+                 server: Mapping[str, Any] | None = None, first_id: int = 1,
+                 capabilities: Mapping[str, Any] | None = None) -> None:
         assert decision.era is not None and decision.version is not None
         self.era: Era = decision.era
         self.version: str = decision.version
@@ -101,6 +110,7 @@ class ClientSession:
         self._ids = itertools.count(first_id)
         self._schemas: dict[str, dict[str, Any]] = {}
         self._closed = False
+        self._capabilities = dict(capabilities or {})
 
     @property
     def transport(self) -> Transport:
@@ -132,17 +142,19 @@ class ClientSession:
 
     async def _send(self, method: str, params: Mapping[str, Any], *,
                     meta: Mapping[str, Any] | None = None, request_id: RequestId | None = None,
-                    schema: dict[str, Any] | None = None) -> tuple[dict[str, Any], Exchange]:
+                    schema: dict[str, Any] | None = None,
+                    on_message: Callable[[Any], None] | None = None,
+                    on_request: ServerRequestHandler | None = None
+                    ) -> tuple[dict[str, Any], Exchange]:
         rid = next(self._ids) if request_id is None else request_id
-        message, headers = self._request(rid, method, params, meta, schema)
-        exchange = await self._transport.exchange(message, headers,
-                                                  timeout=self._timeouts.request_s,
-                                                  max_bytes=self._timeouts.max_response_bytes)
+        exchange = await self._exchange(rid, method, params, meta, schema, on_message,
+                                        on_request)
         if exchange.status == _SESSION_GONE and self._session_id is not None:
             # 2025-11-25 transport: a 404 to a request with Mcp-Session-Id means the server
             # forgot the session (and never dispatched the request): start a new one, once.
             await self._renew()
-            exchange = await self._exchange(rid, method, params, meta, schema)
+            exchange = await self._exchange(rid, method, params, meta, schema, on_message,
+                                            on_request)
             if exchange.status == _SESSION_GONE:
                 raise _session_lost(exchange.status)
         response = find_response(exchange, rid)
@@ -159,19 +171,26 @@ class ClientSession:
         return response, exchange
 
     async def _exchange(self, rid: RequestId, method: str, params: Mapping[str, Any],
-                        meta: Mapping[str, Any] | None, schema: dict[str, Any] | None
-                        ) -> Exchange:
+                        meta: Mapping[str, Any] | None, schema: dict[str, Any] | None,
+                        on_message: Callable[[Any], None] | None = None,
+                        on_request: ServerRequestHandler | None = None) -> Exchange:
         message, headers = self._request(rid, method, params, meta, schema)
+        # (the hooks only when given: a transport written before them still works)
+        extra: dict[str, Any] = {} if on_message is None else {"on_message": on_message}
+        if on_request is not None:
+            extra["on_request"] = on_request
         return await self._transport.exchange(message, headers,
                                               timeout=self._timeouts.request_s,
-                                              max_bytes=self._timeouts.max_response_bytes)
+                                              max_bytes=self._timeouts.max_response_bytes,
+                                              **extra)
 
     async def _renew(self) -> None:
         """A new legacy session in place of a forgotten one: ``initialize`` without a session
         id, which must validate and negotiate this session's revision, then
         ``notifications/initialized`` (``client.session_lost`` otherwise)."""
         rid = next(self._ids)
-        message, headers = legacy_request(rid, "initialize", initialize_params())
+        message, headers = legacy_request(rid, "initialize",
+                                          initialize_params(capabilities=self._capabilities))
         exchange = await self._transport.exchange(message, {**headers, **self._auth},
                                                   timeout=self._timeouts.request_s,
                                                   max_bytes=self._timeouts.max_response_bytes)
@@ -232,12 +251,19 @@ class ClientSession:
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any], *,
                         meta: Mapping[str, Any] | None = None,
-                        request_id: RequestId | None = None) -> CallReply:
+                        request_id: RequestId | None = None,
+                        on_notification: Callable[[Any], None] | None = None,
+                        on_request: ServerRequestHandler | None = None) -> CallReply:
         """One ``tools/call``; ``meta`` (e.g. ``{"schemaVersion": ...}``) goes into
-        ``params._meta``; ``request_id`` reuses a request identity (an idempotent retry)."""
+        ``params._meta``; ``request_id`` reuses a request identity (an idempotent retry);
+        ``on_notification`` is called with each notification (progress, logs) as it arrives,
+        before the response (they are in :attr:`CallReply.notifications` too); ``on_request``
+        answers the server's requests during the call (legacy era: elicitation, sampling,
+        roots; the session must have declared the capability, see :func:`connect`)."""
         response, exchange = await self._send(
             "tools/call", {"name": name, "arguments": dict(arguments)}, meta=meta,
-            request_id=request_id, schema=self._schemas.get(name))
+            request_id=request_id, schema=self._schemas.get(name),
+            on_message=on_notification, on_request=on_request)
         notes = tuple(m for m in exchange.messages if m is not response)
         return CallReply(response.get("result"), response.get("error"), exchange.status, notes)
 
@@ -275,6 +301,25 @@ class ClientSession:
             if method in _STREAM_SIGNALS and (
                     listen_id is None or _subscription_of(item) in (None, listen_id)):
                 yield None
+
+    async def cancel(self, request_id: RequestId, reason: str | None = None) -> None:
+        """Tell the server a request of this session is abandoned
+        (``notifications/cancelled``), best effort. Legacy era, and the modern era on stdio;
+        on modern HTTP a request is cancelled by closing its stream (which the abandoning of
+        its exchange did), so nothing is sent."""
+        params: dict[str, Any] = {"requestId": request_id}
+        if reason is not None:
+            params["reason"] = reason
+        if self.era is Era.LEGACY:
+            headers = {**legacy_headers(self.version, self._session_id), **self._auth}
+        elif isinstance(self._transport, StdioTransport):
+            headers = {}
+        else:
+            return
+        with contextlib.suppress(ClientError):
+            await self._transport.notify(notification_message("notifications/cancelled",
+                                                              params),
+                                         headers, timeout=self._timeouts.close_s)
 
     async def aclose(self) -> None:
         """End the legacy HTTP session (best effort) and release the transport."""

@@ -2,7 +2,8 @@
 
 One reader task routes each line: a response to the request waiting for its id; a request
 from the server is answered at once (:func:`~toolkeeper.protocol.client_requests.
-server_request_answer`: ``ping``; -32601 for the rest); anything else (notifications) to the
+server_request_answer`: ``ping``; -32601 for the rest; or, during an exchange given an
+``on_request``, by it, in a task of its own); anything else (notifications) to the
 waiting requests' collected messages and to the unasked-message queue that
 :meth:`StdioTransport.stream` reads.
 
@@ -14,12 +15,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from toolkeeper.client.raw import RawAnswer, RawRequest, settled, without_barrier
-from toolkeeper.client.transport import SPAWN_FAILED, STREAM_OPEN, Exchange, too_deep, too_large
+from toolkeeper.client.transport import (
+    SPAWN_FAILED,
+    STREAM_OPEN,
+    Exchange,
+    ServerRequestHandler,
+    too_deep,
+    too_large,
+)
 from toolkeeper.errors import (
     ClientConnectionError,
     ClientTimeoutError,
@@ -51,7 +59,10 @@ class StdioTransport:
         self._process = process
         self._close_s = close_s
         self._max_line_bytes = max_line_bytes
-        self._waiting: dict[object, tuple[asyncio.Future[Any], _Tap, int]] = {}
+        self._waiting: dict[object, tuple[asyncio.Future[Any], _Tap, int,
+                                          Callable[[Any], None] | None,
+                                          ServerRequestHandler | None]] = {}
+        self._answering: set[asyncio.Task[None]] = set()
         self._unasked: asyncio.Queue[Any] = asyncio.Queue(_QUEUE_MAX)
         self._failure: Exception | None = None
         self._taps: list[_Tap] = []
@@ -115,13 +126,21 @@ class StdioTransport:
                 waiting[0].set_result(message)
             return
         if isinstance(message, dict) and "method" in message and "id" in message:
-            await self._answer(message)
+            handler = next((w[4] for w in self._waiting.values() if w[4] is not None), None)
+            if handler is None or message.get("method") == "ping":
+                await self._answer(message)
+            else:  # answered in its own task: the reader goes on reading meanwhile
+                task = asyncio.ensure_future(self._answer_with(handler, message))
+                self._answering.add(task)
+                task.add_done_callback(self._answering.discard)
             return
-        for future, collected, max_bytes in self._waiting.values():
+        for future, collected, max_bytes, on_message, _ in list(self._waiting.values()):
             collected.messages.append(message)
             collected.size += len(line)
             if collected.size > max_bytes and not future.done():
                 future.set_exception(too_large(max_bytes))  # a flood before the answer
+            elif on_message is not None and isinstance(message, dict):
+                on_message(message)
         if self._unasked.full():
             self._unasked.get_nowait()
         self._unasked.put_nowait(message)
@@ -129,8 +148,13 @@ class StdioTransport:
     async def _answer(self, request: dict[str, Any]) -> None:
         await self._write(server_request_answer(request))
 
+    async def _answer_with(self, handler: ServerRequestHandler, request: dict[str, Any]
+                           ) -> None:
+        with contextlib.suppress(ClientConnectionError, ProtocolViolationError):
+            await self._write(await handler(request))
+
     def _fail_waiting(self, error: Exception) -> None:
-        for future, _, _ in self._waiting.values():
+        for future, *_ in self._waiting.values():
             if not future.done():
                 future.set_exception(error)
 
@@ -146,11 +170,13 @@ class StdioTransport:
         await self._write_line(encode_message(message))
 
     async def exchange(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
-                       timeout: float, max_bytes: int) -> Exchange:
+                       timeout: float, max_bytes: int,
+                       on_message: Callable[[Any], None] | None = None,
+                       on_request: ServerRequestHandler | None = None) -> Exchange:
         key = _key(message.get("id"))
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         collected = _Tap()
-        self._waiting[key] = (future, collected, max_bytes)
+        self._waiting[key] = (future, collected, max_bytes, on_message, on_request)
         try:
             async with asyncio.timeout(timeout):  # the write too: a server may stop reading
                 await self._write(message)
@@ -230,6 +256,8 @@ class StdioTransport:
         return None
 
     async def aclose(self) -> None:
+        for task in list(self._answering):
+            task.cancel()
         process = self._process
         if process.stdin is not None and not process.stdin.is_closing():
             process.stdin.close()

@@ -11,14 +11,14 @@ session does, with :mod:`toolkeeper.protocol`). Failures are the client's errors
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from toolkeeper.errors import ProtocolViolationError
 
-__all__ = ["REFUSED", "SPAWN_FAILED", "STREAM_OPEN", "Exchange", "Transport", "find_response",
-           "too_deep", "too_large", "undecodable"]
+__all__ = ["REFUSED", "SPAWN_FAILED", "STREAM_OPEN", "Exchange", "ServerRequestHandler",
+           "Transport", "find_response", "too_deep", "too_large", "undecodable"]
 
 STREAM_OPEN: Any = object()
 """Yielded first by :meth:`Transport.stream` once the stream is established (the HTTP answer's
@@ -57,14 +57,25 @@ def find_response(exchange: Exchange, request_id: object) -> Any | None:
     return None
 
 
+ServerRequestHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+"""Answers a request the server sent during an exchange (legacy era: ``elicitation/create``,
+``sampling/createMessage``, ``roots/list``) with the whole response message (a result or an
+error); it must not raise. Without one, the client answers ``ping`` and -32601 for the rest."""
+
+
 class Transport(Protocol):
     """One connection to one MCP endpoint."""
 
     async def exchange(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
-                       timeout: float, max_bytes: int) -> Exchange:
+                       timeout: float, max_bytes: int,
+                       on_message: Callable[[Any], None] | None = None,
+                       on_request: ServerRequestHandler | None = None) -> Exchange:
         """Send a request; return once its response (or the end of a plain answer) arrived.
         An event stream that ends before the response is a lost connection
-        (:class:`~toolkeeper.errors.ClientConnectionError`)."""
+        (:class:`~toolkeeper.errors.ClientConnectionError`). ``on_message`` is called with
+        each notification received for the request as it arrives (on stdio: every
+        notification received meanwhile, which carries no request id); ``on_request``
+        answers the server's requests (but ``ping``) received meanwhile."""
         ...
 
     async def notify(self, message: Mapping[str, Any], headers: Mapping[str, str], *,

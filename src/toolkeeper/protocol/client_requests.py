@@ -103,10 +103,12 @@ def legacy_notification(method: str, *, version: str | None, session_id: str | N
     return notification_message(method, {}), legacy_headers(version, session_id)
 
 
-def initialize_params(client_info: Mapping[str, Any] = CLIENT_INFO) -> dict[str, Any]:
-    """The ``initialize`` offer: the latest handshake revision, no optional capabilities."""
-    return {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
-            "clientInfo": dict(client_info)}
+def initialize_params(client_info: Mapping[str, Any] = CLIENT_INFO,
+                      capabilities: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``initialize`` offer: the latest handshake revision, and the client's optional
+    capabilities (none unless given)."""
+    return {"protocolVersion": LATEST_HANDSHAKE_VERSION,
+            "capabilities": dict(capabilities or {}), "clientInfo": dict(client_info)}
 
 
 def server_request_answer(request: Mapping[str, Any]) -> dict[str, Any]:

@@ -33,13 +33,14 @@ import os
 import signal
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from toolkeeper.client import ClientSession, ClientTimeouts, EraChoice, Target, connect
 from toolkeeper.client.session import CallReply
 from toolkeeper.client.target import TargetKind
+from toolkeeper.client.transport import ServerRequestHandler
 from toolkeeper.errors import (
     ClientAuthenticationError,
     ClientConnectionError,
@@ -50,6 +51,7 @@ from toolkeeper.errors import (
     ToolkeeperError,
 )
 from toolkeeper.protocol.versions import Era
+from toolkeeper.upstreams.asking import UPSTREAM_CAPABILITIES
 from toolkeeper.upstreams.credentials import HeadedTarget, upstream_headers
 from toolkeeper.upstreams.model import UpstreamDefinition
 from toolkeeper.upstreams.supervision import Health, Supervision
@@ -103,11 +105,12 @@ def target_for(defn: UpstreamDefinition) -> Target:
 
 async def open_session(defn: UpstreamDefinition) -> ClientSession:
     """A new session with the upstream (era as configured, the legacy fallback allowed, its
-    own credential): for callers outside the forwarding path, such as an import."""
+    own credential, :data:`~toolkeeper.upstreams.asking.UPSTREAM_CAPABILITIES` declared in
+    the legacy era): for callers outside the forwarding path too, such as an import."""
     era: EraChoice = "modern" if defn.era == "modern" else (
         "legacy" if defn.era == "legacy" else "auto")
     return await connect(target_for(defn), era=era, legacy_allowed=True,
-                         timeouts=timeouts_for(defn))
+                         timeouts=timeouts_for(defn), capabilities=UPSTREAM_CAPABILITIES)
 
 
 def _fault_code(exc: BaseException) -> str:
@@ -179,9 +182,15 @@ class UpstreamConnections:
         return state
 
     async def call(self, name: str, principal: Any, tool: str, arguments: Mapping[str, Any],
-                   *, meta: Mapping[str, Any] | None = None) -> CallReply:
+                   *, meta: Mapping[str, Any] | None = None,
+                   on_notification: Callable[[Any], None] | None = None,
+                   on_request: ServerRequestHandler | None = None) -> CallReply:
         """``tools/call`` of ``tool`` on upstream ``name`` for ``principal``: the upstream's
-        answer (a result, or a JSON-RPC error as a value), or :class:`UpstreamFault`."""
+        answer (a result, or a JSON-RPC error as a value), or :class:`UpstreamFault`.
+        ``on_notification`` hears the upstream's notifications during the call, ``on_request``
+        answers its requests (:mod:`~toolkeeper.upstreams.asking`). A call
+        abandoned (cancelled by the caller, or past its timeout) is cancelled upstream too
+        (``notifications/cancelled`` where the era has it; modern HTTP: its stream closed)."""
         defn = self._definitions.get(name)
         if defn is None:
             raise fault(name, "upstream.unknown")
@@ -194,8 +203,15 @@ class UpstreamConnections:
         try:
             async with asyncio.timeout(defn.call_timeout_s):
                 session = await self._session(defn, state, key)
-                reply = await session.call_tool(tool, arguments, meta=meta,
-                                                request_id=f"tk-{next(self._ids)}")
+                request_id = f"tk-{next(self._ids)}"
+                try:
+                    reply = await session.call_tool(tool, arguments, meta=meta,
+                                                    request_id=request_id,
+                                                    on_notification=on_notification,
+                                                    on_request=on_request)
+                except asyncio.CancelledError:
+                    self._later(session.cancel(request_id, "abandoned by the gateway"))
+                    raise
         except ConfigError as exc:  # its credential file: no call was sent
             state.health.failed(exc.code)
             raise fault(name, exc.code) from None
@@ -259,7 +275,11 @@ class UpstreamConnections:
             state.health.died()
 
     def _close_later(self, session: ClientSession) -> None:
-        task = asyncio.ensure_future(_quietly_close(session))
+        self._later(_quietly_close(session))
+
+    def _later(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in the background, awaited by :meth:`aclose`."""
+        task = asyncio.ensure_future(work)
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 

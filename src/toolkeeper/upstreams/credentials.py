@@ -10,12 +10,13 @@ the key, never quoting the value. The caller's credential is never among them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from toolkeeper.client import ClientTimeouts, Target, Transport
+from toolkeeper.client.transport import ServerRequestHandler
 from toolkeeper.errors import ClientConnectionError, ConfigError
 from toolkeeper.upstreams.model import UpstreamDefinition
 
@@ -84,9 +85,12 @@ class HeadedTransport:
         return out
 
     async def exchange(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
-                       timeout: float, max_bytes: int) -> Any:
+                       timeout: float, max_bytes: int,
+                       on_message: Callable[[Any], None] | None = None,
+                       on_request: ServerRequestHandler | None = None) -> Any:
         return await self._inner.exchange(message, self._with(headers), timeout=timeout,
-                                          max_bytes=max_bytes)
+                                          max_bytes=max_bytes, on_message=on_message,
+                                          on_request=on_request)
 
     async def notify(self, message: Mapping[str, Any], headers: Mapping[str, str], *,
                      timeout: float) -> int | None:

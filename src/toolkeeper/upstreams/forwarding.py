@@ -20,7 +20,14 @@ the gateway's gate, input validation and call log, to the upstream tool
   is an ``isError`` result naming the upstream, with
   ``_meta["io.toolkeeper/upstream"] = {"upstream", "code"}`` (codes in
   :mod:`~toolkeeper.upstreams.connections`), within the upstream's ``call_timeout_s``;
-* a modern upstream's ``input_required`` is not passed on yet: ``upstream.input_required``.
+* the upstream's ``notifications/progress`` reach the caller (under the caller's progress
+  token; the upstream is given one of the gateway's only when the caller asked for progress);
+* a call the caller cancels, or that runs past its timeout, is cancelled upstream
+  (``notifications/cancelled``; on modern HTTP by closing its stream);
+* a legacy upstream's requests to the client (elicitation, sampling, roots) are asked of a
+  legacy caller and answered back, refused for a modern one (:mod:`~toolkeeper.upstreams.
+  asking`); a modern upstream's ``input_required`` is not passed on yet:
+  ``upstream.input_required``.
 
 What is sent: the tool's name, the arguments (valid under the contract in force), and the
 caller's ``_meta`` less the keys of this hop (``io.modelcontextprotocol/*``, ``progressToken``,
@@ -29,6 +36,9 @@ the gateway's ``schemaVersion`` and ``fastmcp`` pins). Never the caller's creden
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Final
@@ -37,6 +47,7 @@ from toolkeeper.contracts.semver import Version
 from toolkeeper.errors import SemverError
 from toolkeeper.server.content import RESERVED_META_PREFIX, ForwardedError, ForwardedResult, text
 from toolkeeper.server.handlers import HandlerBinding, ToolContext
+from toolkeeper.upstreams.asking import caller_asker
 from toolkeeper.upstreams.connections import PROTOCOL_ERROR, UpstreamConnections, UpstreamFault
 from toolkeeper.upstreams.model import UpstreamBinding, UpstreamDefinition
 
@@ -81,6 +92,7 @@ class UpstreamTools:
         self._bound: dict[tuple[str, Version], UpstreamBinding] = {}
         self._handlers: dict[tuple[str, Version], HandlerBinding] = {}
         self._revision = 0
+        self._tokens = itertools.count(1)
         self.refresh()
 
     @property
@@ -127,11 +139,36 @@ class UpstreamTools:
 
     async def _forward(self, binding: UpstreamBinding, arguments: dict[str, Any],
                        ctx: ToolContext) -> ForwardedResult:
+        meta = forwarded_meta(ctx.request_meta)
+        if "progressToken" not in ctx.request_meta:  # the caller hears no progress
+            return await self._call(binding, arguments, ctx, meta, None)
+        token = meta["progressToken"] = f"tk-progress-{next(self._tokens)}"
+        heard: asyncio.Queue[Mapping[str, Any] | None] = asyncio.Queue()
+
+        def hear(message: Any) -> None:
+            params = message.get("params")
+            if (message.get("method") == "notifications/progress"
+                    and isinstance(params, dict) and params.get("progressToken") == token):
+                heard.put_nowait(params)
+
+        relay = asyncio.ensure_future(_relay_progress(heard, ctx))
+        try:
+            result = await self._call(binding, arguments, ctx, meta, hear)
+        except BaseException:
+            relay.cancel()
+            raise
+        heard.put_nowait(None)  # the relay sends what it heard before the result, then ends
+        await relay
+        return result
+
+    async def _call(self, binding: UpstreamBinding, arguments: dict[str, Any],
+                    ctx: ToolContext, meta: dict[str, Any],
+                    hear: Callable[[Any], None] | None) -> ForwardedResult:
         upstream = binding.upstream
         try:
             reply = await self._connections.call(
-                upstream, ctx.principal, binding.tool, arguments,
-                meta=forwarded_meta(ctx.request_meta) or None)
+                upstream, ctx.principal, binding.tool, arguments, meta=meta or None,
+                on_notification=hear, on_request=caller_asker(upstream, ctx))
         except UpstreamFault as exc:
             return fault_result(upstream, exc.code, exc.message)
         if reply.error is not None:
@@ -149,3 +186,14 @@ class UpstreamTools:
             return fault_result(upstream, PROTOCOL_ERROR,
                                 f"upstream {upstream!r} answered with something that is not "
                                 "a tool result")
+
+
+async def _relay_progress(heard: asyncio.Queue[Mapping[str, Any] | None],
+                          ctx: ToolContext) -> None:
+    """The upstream's progress, as the caller's (under the caller's token); a notification
+    whose numbers the caller could not take is dropped."""
+    while (params := await heard.get()) is not None:
+        message = params.get("message")
+        with contextlib.suppress(Exception):  # a bad number, or the caller gone
+            await ctx.progress(params["progress"], params.get("total"),
+                               message if isinstance(message, str) else None)
