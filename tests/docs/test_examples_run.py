@@ -115,7 +115,8 @@ def _keys(table: dict[str, object], prefix: str = "") -> set[str]:
     out: set[str] = set()
     for name, value in table.items():
         key = f"{prefix}{name}"
-        if isinstance(value, dict) and key in ("limits.tenants", "limits.tools"):
+        if isinstance(value, dict) and key in ("limits.tenants", "limits.tools",
+                                               "upstreams[].tools"):
             for entry in value.values():
                 out |= _keys(entry, f"{key}.*.")
         elif isinstance(value, dict):
@@ -129,9 +130,10 @@ def _keys(table: dict[str, object], prefix: str = "") -> set[str]:
 
 
 ISSUER_KEY_SOURCES = {"auth.jwt.issuers[].secret_file", "auth.jwt.issuers[].public_key_file",
-                      "auth.jwt.issuers[].jwks_url"}
-"""An issuer reads its key from one source; gateway.toml sets jwks_file and shows these three
-commented."""
+                      "auth.jwt.issuers[].jwks_url", "upstreams[].url", "upstreams[].token_file",
+                      "upstreams[].header_file"}
+"""An issuer reads its key from one source, an upstream runs at a URL or a command and takes one
+credential file: gateway.toml sets jwks_file and command and shows these commented."""
 
 
 def test_gateway_toml_sets_every_key_of_the_reference_but_the_other_issuer_key_sources() -> None:
