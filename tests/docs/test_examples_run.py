@@ -95,14 +95,15 @@ def test_gateway_toml_serves_its_handlers_to_an_api_key_and_a_minted_jwt(
         by_jwt = tk(home, "tools", "--json", "--token", minted.stdout.strip(), url)
         scraped = httpx.get(f"http://127.0.0.1:{metrics}/metrics", timeout=20)
     assert listed.returncode == 0, listed.stderr
+    imported = ["upstream.db.query", "upstream.payments.lookup", "upstream.tickets.create"]
     assert [t["name"] for t in json.loads(listed.stdout)["tools"]] == [
-        "payments.lookup", "shipping.quote", "units.convert"]
+        "payments.lookup", "shipping.quote", "units.convert", *imported]  # the demo upstream
     answer = json.loads(called.stdout)
     assert (called.returncode, answer["ok"], answer["result"]["structuredContent"]) == (
         0, True, {"result": 6.4516})
     assert by_jwt.returncode == 0, by_jwt.stderr
     assert [t["name"] for t in json.loads(by_jwt.stdout)["tools"]] == [
-        "payments.lookup", "units.convert"]  # no shipping.read scope in the token
+        "payments.lookup", "units.convert", *imported]  # no shipping.read scope in the token
     assert (anonymous.returncode, json.loads(anonymous.stdout)["error"]["code"]) == (
         2, "client.unauthorized")
     assert scraped.status_code == 200 and "toolkeeper_calls_total" in scraped.text

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from http_kit import error_code, legacy_headers, modern_body, modern_headers, post
 
-from conftest import Served
+from conftest import Served, start
 from toolkeeper.transports import HttpConfig
 
 LIST = modern_headers("tools/list")
@@ -104,7 +104,6 @@ def test_other_paths_are_404(served: Served, client: httpx.Client) -> None:
 
 
 def test_a_configured_allow_list_admits_a_real_hostname() -> None:
-    from conftest import start
     from toolkeeper.transports import OriginPolicy
 
     served, context = start(HttpConfig(policy=OriginPolicy(
@@ -122,7 +121,6 @@ def test_a_configured_allow_list_admits_a_real_hostname() -> None:
 def test_json_response_mode_never_streams_and_needs_only_json_in_accept() -> None:
     from http_kit import envelope
 
-    from conftest import start
 
     served, context = start(HttpConfig(json_response=True))
     try:
