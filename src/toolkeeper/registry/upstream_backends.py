@@ -156,7 +156,48 @@ class MemoryUpstreams:
         return _local_lock(f"memory:{id(self)}", name)
 
 
-class SQLiteUpstreams:
+class _SqlUpstreams:
+    """The upstream rows of both SQL stores: each statement written once, in SQLite's
+    ``:name`` form; a dialect supplies its transactions (:meth:`_fetch`, :meth:`_write_all`)
+    and, for PostgreSQL, its own text of :data:`_DRIFTS`."""
+
+    _drifts_sql = _DRIFTS
+
+    def _fetch(self, sql: str, params: Mapping[str, Any]) -> list[Any]:
+        raise NotImplementedError
+
+    def _write_all(self, statements: tuple[str, ...], params: Mapping[str, Any]) -> int:
+        """Run ``statements`` in one transaction; the last one's row count."""
+        raise NotImplementedError
+
+    def put_upstream(self, record: UpstreamRecord) -> None:
+        self._write_all((_PUT_UPSTREAM,), upstream_params(record))
+
+    def get_upstream(self, name: str) -> UpstreamRecord | None:
+        rows = self._fetch(_GET_UPSTREAM, {"name": name})
+        return upstream_from_row(rows[0]) if rows else None
+
+    def upstream_names(self) -> tuple[str, ...]:
+        return tuple(str(r[0]) for r in self._fetch(_NAMES, {}))
+
+    def delete_upstream(self, name: str) -> bool:
+        return self._write_all((_DELETE_TOOLS, _DELETE_UPSTREAM), {"name": name}) == 1
+
+    def put_upstream_tool(self, record: UpstreamToolRecord) -> None:
+        self._write_all((_PUT_TOOL,), tool_params(record))
+
+    def upstream_tools(self, upstream: str) -> tuple[UpstreamToolRecord, ...]:
+        return tuple(tool_from_row(r) for r in self._fetch(_TOOLS, {"upstream": upstream}))
+
+    def put_drift(self, record: DriftRecord) -> None:
+        self._write_all((_PUT_DRIFT,), drift_params(record))
+
+    def drifts(self, upstream: str, tool: str | None = None) -> tuple[DriftRecord, ...]:
+        rows = self._fetch(self._drifts_sql, {"upstream": upstream, "tool": tool})
+        return tuple(drift_from_row(r) for r in rows)
+
+
+class SQLiteUpstreams(_SqlUpstreams):
     """Upstream rows in the SQLite file (the host's ``_read``/``_write`` transactions)."""
 
     path: Any
@@ -171,47 +212,21 @@ class SQLiteUpstreams:
         with self._read() as conn:
             return conn.execute(sql, params).fetchall()
 
-    def _run(self, sql: str, params: Mapping[str, Any]) -> None:
+    def _write_all(self, statements: tuple[str, ...], params: Mapping[str, Any]) -> int:
         with self._write() as conn:
-            conn.execute(sql, params)
-
-    def put_upstream(self, record: UpstreamRecord) -> None:
-        self._run(_PUT_UPSTREAM, upstream_params(record))
-
-    def get_upstream(self, name: str) -> UpstreamRecord | None:
-        rows = self._fetch(_GET_UPSTREAM, {"name": name})
-        return upstream_from_row(rows[0]) if rows else None
-
-    def upstream_names(self) -> tuple[str, ...]:
-        return tuple(str(r[0]) for r in self._fetch(_NAMES, {}))
-
-    def delete_upstream(self, name: str) -> bool:
-        with self._write() as conn:
-            conn.execute(_DELETE_TOOLS, {"name": name})
-            return conn.execute(_DELETE_UPSTREAM, {"name": name}).rowcount == 1
-
-    def put_upstream_tool(self, record: UpstreamToolRecord) -> None:
-        self._run(_PUT_TOOL, tool_params(record))
-
-    def upstream_tools(self, upstream: str) -> tuple[UpstreamToolRecord, ...]:
-        return tuple(tool_from_row(r) for r in self._fetch(_TOOLS, {"upstream": upstream}))
-
-    def put_drift(self, record: DriftRecord) -> None:
-        self._run(_PUT_DRIFT, drift_params(record))
-
-    def drifts(self, upstream: str, tool: str | None = None) -> tuple[DriftRecord, ...]:
-        rows = self._fetch(_DRIFTS, {"upstream": upstream, "tool": tool})
-        return tuple(drift_from_row(r) for r in rows)
+            counts = [conn.execute(sql, params).rowcount for sql in statements]
+        return counts[-1]
 
     def upstream_sync_lock(self, name: str) -> AbstractContextManager[None]:
         return _local_lock(f"sqlite:{self.path}", name)
 
 
-class PostgresUpstreams:
+class PostgresUpstreams(_SqlUpstreams):
     """Upstream rows in PostgreSQL (the host's ``_transaction``), and the advisory sync lock."""
 
     url: str
     _lock: threading.Lock
+    _drifts_sql = _PG_DRIFTS
 
     def _transaction(self, *, read_only: bool = False
                      ) -> AbstractContextManager[psycopg.Connection[Any]]:
@@ -224,37 +239,10 @@ class PostgresUpstreams:
         with self._transaction(read_only=True) as conn:
             return conn.execute(_pg(sql), params).fetchall()
 
-    def _run(self, sql: str, params: Mapping[str, Any]) -> None:
+    def _write_all(self, statements: tuple[str, ...], params: Mapping[str, Any]) -> int:
         with self._transaction() as conn:
-            conn.execute(_pg(sql), params)
-
-    def put_upstream(self, record: UpstreamRecord) -> None:
-        self._run(_PUT_UPSTREAM, upstream_params(record))
-
-    def get_upstream(self, name: str) -> UpstreamRecord | None:
-        rows = self._fetch(_GET_UPSTREAM, {"name": name})
-        return upstream_from_row(rows[0]) if rows else None
-
-    def upstream_names(self) -> tuple[str, ...]:
-        return tuple(str(r[0]) for r in self._fetch(_NAMES, {}))
-
-    def delete_upstream(self, name: str) -> bool:
-        with self._transaction() as conn:
-            conn.execute(_pg(_DELETE_TOOLS), {"name": name})
-            return conn.execute(_pg(_DELETE_UPSTREAM), {"name": name}).rowcount == 1
-
-    def put_upstream_tool(self, record: UpstreamToolRecord) -> None:
-        self._run(_PUT_TOOL, tool_params(record))
-
-    def upstream_tools(self, upstream: str) -> tuple[UpstreamToolRecord, ...]:
-        return tuple(tool_from_row(r) for r in self._fetch(_TOOLS, {"upstream": upstream}))
-
-    def put_drift(self, record: DriftRecord) -> None:
-        self._run(_PUT_DRIFT, drift_params(record))
-
-    def drifts(self, upstream: str, tool: str | None = None) -> tuple[DriftRecord, ...]:
-        rows = self._fetch(_PG_DRIFTS, {"upstream": upstream, "tool": tool})
-        return tuple(drift_from_row(r) for r in rows)
+            counts = [conn.execute(_pg(sql), params).rowcount for sql in statements]
+        return counts[-1]
 
     @contextmanager
     def upstream_sync_lock(self, name: str) -> Iterator[None]:
