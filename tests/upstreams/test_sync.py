@@ -14,9 +14,10 @@ import pytest
 
 from toolkeeper.errors import ConfigError, StoreError
 from toolkeeper.registry import MemoryStore, Registry
+from toolkeeper.upstreams.credentials import upstream_headers
 from toolkeeper.upstreams.governance import Upstreams
 from toolkeeper.upstreams.model import UpstreamDefinition
-from toolkeeper.upstreams.sync import sync, upstream_token
+from toolkeeper.upstreams.sync import sync
 
 SERVER = Path(__file__).with_name("drift_upstream_server.py")
 
@@ -32,24 +33,25 @@ def test_the_token_file_content_is_the_bearer_token(tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text("  s3cret-token\n", encoding="utf-8")
     defn = UpstreamDefinition(name="a", url="http://127.0.0.1:1/mcp", token_file=str(token))
-    assert upstream_token(defn) == "s3cret-token"
-    assert upstream_token(UpstreamDefinition(name="a", url="http://127.0.0.1:1/mcp")) is None
+    assert upstream_headers(defn) == {"Authorization": "Bearer s3cret-token"}
+    assert upstream_headers(UpstreamDefinition(name="a", url="http://127.0.0.1:1/mcp")) == {}
 
 
-def test_the_header_files_authorization_line_gives_the_bearer_token(tmp_path: Path) -> None:
+def test_the_header_files_lines_are_the_headers_its_authorization_among_them(tmp_path: Path
+                                                                            ) -> None:
     headers = tmp_path / "headers"
     headers.write_text("X-Team: files\nauthorization: Bearer abc.def\n", encoding="utf-8")
     defn = UpstreamDefinition(name="a", url="http://127.0.0.1:1/mcp", header_file=str(headers))
-    assert upstream_token(defn) == "abc.def"
+    assert upstream_headers(defn) == {"X-Team": "files", "authorization": "Bearer abc.def"}
 
 
 def test_an_unreadable_credential_file_is_refused_without_its_content(tmp_path: Path) -> None:
     defn = UpstreamDefinition(name="a", url="http://127.0.0.1:1/mcp",
                               token_file=str(tmp_path / "absent"))
     with pytest.raises(ConfigError) as caught:
-        upstream_token(defn)
+        upstream_headers(defn)
     assert caught.value.code == "upstream.credential_unreadable"
-    assert caught.value.data == {"upstream": "a", "file": str(tmp_path / "absent")}
+    assert caught.value.data == {"upstream": "a", "key": "token_file"}
 
 
 def test_a_sync_while_another_of_the_same_upstream_runs_is_busy(registry: Registry) -> None:

@@ -24,7 +24,7 @@ from toolkeeper.upstreams.model import (
 )
 from toolkeeper.upstreams.report import SyncReport, ToolOutcome
 from toolkeeper.upstreams.scheduler import SyncScheduler
-from toolkeeper.upstreams.sync import fetch_listing, fetch_tools, sync, upstream_token
+from toolkeeper.upstreams.sync import fetch_listing, fetch_tools, sync
 
 __all__ = [
     "DRIFT_CLASSES",
@@ -48,6 +48,5 @@ __all__ = [
     "next_version",
     "normalized_descriptor",
     "sync",
-    "upstream_token",
     "upstream_version",
 ]
