@@ -101,8 +101,9 @@ class ServedUpstreams:
         connections = UpstreamConnections(self._definitions)
         self.tools = UpstreamTools(self._definitions, self._bindings, connections)
         self._unsubscribe = self._registry.subscribe(self._refresh)
-        self._scheduler = ServingSync(list(self._definitions.values()), self._sync_one,
-                                        open_session=open_session, on_synced=self._synced)
+        self._scheduler = ServingSync(upstreams, list(self._definitions.values()),
+                                      actor=ACTOR, open_session=open_session,
+                                      on_synced=self._synced)
         return self.tools
 
     def owned(self) -> CanRun:

@@ -15,6 +15,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from toolkeeper.errors import ToolkeeperError
 from toolkeeper.upstreams.governance import Upstreams
 from toolkeeper.upstreams.report import SyncReport
 from toolkeeper.upstreams.sync import sync
@@ -58,7 +59,9 @@ class SyncScheduler:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # one upstream's failure never stops the scheduler
-                _log.warning("upstream %s: sync failed: %s", name, exc)
+                busy = isinstance(exc, ToolkeeperError) and exc.code == "upstream.sync_busy"
+                _log.log(logging.INFO if busy else logging.WARNING,
+                         "upstream %s: sync failed: %s", name, exc)
                 if self._on_error is not None:
                     self._on_error(name, exc)
             else:

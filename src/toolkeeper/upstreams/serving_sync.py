@@ -2,11 +2,10 @@
 ``notifications/tools/list_changed`` (coalesced), every ``sync_interval_s``, and when asked.
 
 A :class:`ServingSync` runs in a thread of its own with its own event loop, so an upstream that
-is slow to list never holds up a call. Per upstream it keeps one *wanted* flag and one worker:
-whatever asks for a sync (a notification, the timer, :meth:`ServingSync.request`) sets the
-flag; the worker, when the flag is set, clears it and runs one sync. A burst of notifications
-while a sync runs sets the flag once more, so it costs one more sync, not one per notification
-(the coalescing needs no timer). The listener keeps one session with the upstream open for its
+is slow to list never holds up a call. Whatever asks for a sync (a notification, the timer,
+:meth:`ServingSync.request`) asks its :class:`~toolkeeper.upstreams.scheduler.SyncScheduler`,
+which runs one sync of an upstream at a time: a burst of notifications while a sync runs costs
+one more sync, not one per notification. The listener keeps one session with the upstream open for its
 change stream (``subscriptions/listen`` in the modern era, the standalone GET stream or, on
 stdio, what the server sends unasked, in the legacy era); a stream that ends or cannot be opened
 is opened again after a backoff that doubles up to :data:`MAX_BACKOFF_S`. The stream's opening
@@ -29,8 +28,10 @@ from typing import Final
 
 from toolkeeper.client import ClientSession
 from toolkeeper.errors import RequestRefusedError, ToolkeeperError
+from toolkeeper.upstreams.governance import Upstreams
 from toolkeeper.upstreams.model import UpstreamDefinition
 from toolkeeper.upstreams.report import SyncReport
+from toolkeeper.upstreams.scheduler import SyncScheduler
 
 __all__ = ["MAX_BACKOFF_S", "ServingSync"]
 
@@ -40,32 +41,27 @@ MAX_BACKOFF_S: Final = 60.0
 _FIRST_BACKOFF_S: Final = 0.5
 _STOP_S: Final = 10.0
 
-SyncOnce = Callable[[str], Awaitable[SyncReport]]
 OpenSession = Callable[[UpstreamDefinition], Awaitable[ClientSession]]
 
 
 class ServingSync:
-    """Syncs of ``definitions`` by ``sync_once(name)``, listening for changes through sessions
-    from ``open_session`` (None: no listening), each result handed to ``on_synced``."""
+    """Syncs of ``definitions`` (through a :class:`~toolkeeper.upstreams.scheduler.
+    SyncScheduler` over ``upstreams``, as ``actor``), listening for changes through sessions
+    from ``open_session`` (None: no listening), each report handed to ``on_synced``."""
 
-    def __init__(self, definitions: Sequence[UpstreamDefinition], sync_once: SyncOnce, *,
-                 open_session: OpenSession | None = None,
+    def __init__(self, upstreams: Upstreams, definitions: Sequence[UpstreamDefinition], *,
+                 actor: str, open_session: OpenSession | None = None,
                  on_synced: Callable[[SyncReport], None] | None = None) -> None:
+        self._upstreams = upstreams
         self._definitions = {defn.name: defn for defn in definitions}
-        self._sync_once = sync_once
+        self._actor = actor
         self._open_session = open_session
         self._on_synced = on_synced
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._wanted: dict[str, asyncio.Event] = {}
+        self._scheduler: SyncScheduler | None = None
         self._stopped: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
-        self._counts = dict.fromkeys(self._definitions, 0)
-
-    @property
-    def syncs(self) -> dict[str, int]:
-        """How many syncs of each upstream have finished (successful or not)."""
-        return dict(self._counts)
 
     def start(self) -> None:
         """Start the thread; returns once its loop runs."""
@@ -78,12 +74,12 @@ class ServingSync:
 
     def request(self, name: str) -> None:
         """Ask for a sync of ``name`` (from any thread); coalesced with any already asked."""
-        loop, wanted = self._loop, self._wanted.get(name)
-        if loop is not None and wanted is not None:
-            loop.call_soon_threadsafe(wanted.set)
+        loop, scheduler = self._loop, self._scheduler
+        if loop is not None and scheduler is not None and name in self._definitions:
+            loop.call_soon_threadsafe(scheduler.request, name)
 
     def stop(self) -> None:
-        """Stop every listener, timer and worker, and the thread (a sync in flight is
+        """Stop every listener, timer and sync, and the thread (a sync in flight is
         cancelled: its registry writes are each atomic)."""
         loop, stopped, thread = self._loop, self._stopped, self._thread
         if loop is not None and stopped is not None:
@@ -99,12 +95,12 @@ class ServingSync:
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
-        self._wanted = {name: asyncio.Event() for name in self._definitions}
+        scheduler = self._scheduler = SyncScheduler(self._upstreams, actor=self._actor,
+                                                    on_report=self._on_synced)
         tasks: list[asyncio.Task[None]] = []
         for name, defn in self._definitions.items():
-            tasks.append(asyncio.create_task(self._worker(name)))
             if defn.sync_interval_s > 0:
-                tasks.append(asyncio.create_task(self._timer(name, defn.sync_interval_s)))
+                tasks.append(asyncio.create_task(self._every(name, defn.sync_interval_s)))
             if self._open_session is not None:
                 tasks.append(asyncio.create_task(self._listen(defn)))
         self._started.set()
@@ -114,34 +110,17 @@ class ServingSync:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await scheduler.aclose()
 
-    async def _worker(self, name: str) -> None:
-        wanted = self._wanted[name]
-        while True:
-            await wanted.wait()
-            wanted.clear()
-            try:
-                report = await self._sync_once(name)
-            except ToolkeeperError as exc:
-                level = logging.INFO if exc.code == "upstream.sync_busy" else logging.WARNING
-                _log.log(level, "upstream %s: sync not done (%s): %s", name, exc.code,
-                         exc.message)
-            except Exception:  # a defect of one sync must not end the scheduler
-                _log.exception("upstream %s: sync failed", name)
-            else:
-                if self._on_synced is not None:
-                    self._on_synced(report)
-            finally:
-                self._counts[name] += 1
-
-    async def _timer(self, name: str, interval_s: float) -> None:
-        while True:
-            await asyncio.sleep(interval_s)
-            self._wanted[name].set()
+    async def _every(self, name: str, interval_s: float) -> None:
+        """The interval's syncs, the first one interval after start (start synced already)."""
+        assert self._scheduler is not None
+        await asyncio.sleep(interval_s)
+        await self._scheduler.every(name, interval_s)
 
     async def _listen(self, defn: UpstreamDefinition) -> None:
-        assert self._open_session is not None
-        wanted = self._wanted[defn.name]
+        assert self._open_session is not None and self._scheduler is not None
+        scheduler = self._scheduler
         backoff = _FIRST_BACKOFF_S
         while True:
             try:
@@ -157,7 +136,7 @@ class ServingSync:
                     return
                 try:
                     async for _ in session.tools_changed():
-                        wanted.set()
+                        scheduler.request(defn.name)
                         backoff = _FIRST_BACKOFF_S
                 except RequestRefusedError as exc:
                     _log.info("upstream %s refused the change stream (%s): synced at start, on "
