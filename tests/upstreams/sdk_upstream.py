@@ -12,7 +12,12 @@ ephemeral port, printed as ``PORT <n>`` once listening); ``... stdio`` serves st
 * ``steps(count)``: reports progress ``1..count`` of ``count`` (message ``step N``), then
   answers ``done``;
 * ``confirm()``: asks its client (``elicitation/create``, a form with a boolean ``ok``) and
-  answers ``<action>:<ok>``.
+  answers ``<action>:<ok>``;
+* ``greet(greeting)``: the SDK's own resolver (``Resolve`` of an ``Elicit``) asks the
+  client's name, answering ``<greeting>, <name>!``. On 2026-07-28 the SDK answers
+  ``input_required`` with its own sealed ``requestState`` (bound to the request, refused
+  -32602 when it does not come back as sent) and resumes on the retry; on 2025-11-25 it
+  sends ``elicitation/create`` mid-call.
 """
 
 from __future__ import annotations
@@ -21,13 +26,14 @@ import os
 import socket
 import sys
 import warnings
+from typing import Annotated
 
 warnings.filterwarnings("ignore")
 
 import anyio  # noqa: E402
 import uvicorn  # noqa: E402
 from mcp.server import MCPServer  # noqa: E402
-from mcp.server.mcpserver import Context  # noqa: E402
+from mcp.server.mcpserver import Context, Elicit, Resolve  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
@@ -89,6 +95,20 @@ async def confirm(ctx: Context) -> str:  # type: ignore[type-arg]
     answer = await ctx.elicit("Proceed?", Confirmation)
     data = getattr(answer, "data", None)
     return f"{answer.action}:{data.ok if data is not None else '-'}"
+
+
+class Name(BaseModel):
+    name: str
+
+
+def ask_name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+@server.tool()
+def greet(greeting: str, name: Annotated[Name, Resolve(ask_name)]) -> str:
+    """Greets the client by the name it gives."""
+    return f"{greeting}, {name.name}!"
 
 
 def main() -> None:
