@@ -188,7 +188,7 @@ class UpstreamTools:
         retry = _retry(ctx)
         capabilities = {key: ctx.client_capabilities[key] for key in _PASSED_CAPABILITIES
                         if key in ctx.client_capabilities}
-        for _ in range(MAX_ROUNDS):
+        for round_ in range(1, MAX_ROUNDS + 1):
             try:
                 reply = await self._connections.call(
                     upstream, ctx.principal, binding.tool, arguments, meta=meta or None,
@@ -213,11 +213,13 @@ class UpstreamTools:
             if ctx.era is Era.MODERN:  # the caller answers, and retries with our state
                 ctx.pass_on_input_required(
                     requests, carried=None if state is None else {"requestState": state})
+            if round_ == MAX_ROUNDS:  # no round left to give the answers to
+                break
             answers = await ctx.ask_all({key: (ask["method"], ask["params"])
                                          for key, ask in requests.items()})
             retry = _retry_params({key: dict(value) for key, value in answers.items()}, state)
         return fault_result(upstream, INPUT_REQUIRED,
-                            f"upstream {upstream!r} asked for input in more than {MAX_ROUNDS} "
+                            f"upstream {upstream!r} still asked for input after {MAX_ROUNDS} "
                             "rounds")
 
 
