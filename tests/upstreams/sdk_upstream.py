@@ -17,7 +17,9 @@ ephemeral port, printed as ``PORT <n>`` once listening); ``... stdio`` serves st
   client's name, answering ``<greeting>, <name>!``. On 2026-07-28 the SDK answers
   ``input_required`` with its own sealed ``requestState`` (bound to the request, refused
   -32602 when it does not come back as sent) and resumes on the retry; on 2025-11-25 it
-  sends ``elicitation/create`` mid-call.
+  sends ``elicitation/create`` mid-call;
+* ``introduce()``: two resolvers, the second depending on the first, so two rounds: the name,
+  then ``<name>, your colour?``; answers ``<name> likes <colour>``.
 """
 
 from __future__ import annotations
@@ -109,6 +111,21 @@ def ask_name() -> Elicit[Name]:
 def greet(greeting: str, name: Annotated[Name, Resolve(ask_name)]) -> str:
     """Greets the client by the name it gives."""
     return f"{greeting}, {name.name}!"
+
+
+class Colour(BaseModel):
+    colour: str
+
+
+def ask_colour(name: Annotated[Name, Resolve(ask_name)]) -> Elicit[Colour]:
+    return Elicit(f"{name.name}, your colour?", Colour)
+
+
+@server.tool()
+def introduce(name: Annotated[Name, Resolve(ask_name)],
+              colour: Annotated[Colour, Resolve(ask_colour)]) -> str:
+    """Asks the client's name, then its colour."""
+    return f"{name.name} likes {colour.colour}"
 
 
 def main() -> None:

@@ -36,6 +36,7 @@ def forwarder(sdk_url: str) -> Iterator[Forwarder]:
                    UpstreamDefinition("w", url=sdk_url, prefix="w.", era="modern",
                                       call_timeout_s=15)]
     imported = [Imported("sdk", "greet", GREET, prefix="sdk."),
+                Imported("sdk", "introduce", prefix="sdk."),
                 Imported("w", "greet", GREET, prefix="w.", side_effect="write")]
     with serving_forwarder(definitions, imported,
                            resolve_principal=by_token(TOKENS)) as served:
@@ -109,6 +110,26 @@ def test_the_official_sdk_client_completes_a_forwarded_input_required_call(
     result = anyio.run(run)
     assert asked == ["What is your name?"]
     assert (result.is_error, result.content[0].text) == (False, "Hello, Grace!")
+
+
+def test_each_round_of_a_multi_round_upstream_call_reaches_the_caller(
+        forwarder: Forwarder) -> None:
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        content = {"name": "Ada"} if len(asked) == 1 else {"colour": "teal"}
+        return types.ElicitResult(action="accept", content=content)
+
+    async def run() -> Any:
+        with anyio.fail_after(30):
+            async with Client(forwarder.url, mode="2026-07-28",
+                              elicitation_callback=elicit) as client:
+                return await client.call_tool("sdk.introduce", {})
+    result = anyio.run(run)
+    # the second round's upstream state (with the first answer) came back sealed, then out
+    assert asked == ["What is your name?", "Ada, your colour?"]
+    assert (result.is_error, result.content[0].text) == (False, "Ada likes teal")
 
 
 def _tampered(state: str) -> str:
