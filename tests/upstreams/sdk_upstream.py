@@ -19,7 +19,9 @@ ephemeral port, printed as ``PORT <n>`` once listening); ``... stdio`` serves st
   -32602 when it does not come back as sent) and resumes on the retry; on 2025-11-25 it
   sends ``elicitation/create`` mid-call;
 * ``introduce()``: two resolvers, the second depending on the first, so two rounds: the name,
-  then ``<name>, your colour?``; answers ``<name> likes <colour>``.
+  then ``<name>, your colour?``; answers ``<name> likes <colour>``;
+* ``insists()`` (2026-07-28): answers ``input_required`` every round, asking ``Again?
+  (round N)`` with ``requestState`` ``N`` (one more than the state it was given).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Annotated
 warnings.filterwarnings("ignore")
 
 import anyio  # noqa: E402
+import mcp_types as types  # noqa: E402
 import uvicorn  # noqa: E402
 from mcp.server import MCPServer  # noqa: E402
 from mcp.server.mcpserver import Context, Elicit, Resolve  # noqa: E402
@@ -126,6 +129,18 @@ def introduce(name: Annotated[Name, Resolve(ask_name)],
               colour: Annotated[Colour, Resolve(ask_colour)]) -> str:
     """Asks the client's name, then its colour."""
     return f"{name.name} likes {colour.colour}"
+
+
+@server.tool()
+async def insists(ctx: Context) -> types.CallToolResult | types.InputRequiredResult:  # type: ignore[type-arg]
+    """Asks again, whatever it is answered."""
+    state = ctx.request_state
+    round_ = int(state) + 1 if state is not None and state.isdigit() else 1
+    return types.InputRequiredResult.model_validate({
+        "resultType": "input_required", "requestState": str(round_),
+        "inputRequests": {"again": {"method": "elicitation/create", "params": {
+            "mode": "form", "message": f"Again? (round {round_})",
+            "requestedSchema": {"type": "object", "properties": {}}}}}})
 
 
 def main() -> None:

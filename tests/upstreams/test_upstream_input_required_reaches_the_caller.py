@@ -20,6 +20,7 @@ from mcp import Client
 
 from toolkeeper.client import ClientTimeouts, Target, connect
 from toolkeeper.upstreams import UpstreamDefinition
+from toolkeeper.upstreams.forwarding import INPUT_REQUIRED, MAX_ROUNDS, UPSTREAM_META_KEY
 
 GREET = {"type": "object", "properties": {"greeting": {"type": "string"}},
          "required": ["greeting"]}
@@ -37,6 +38,7 @@ def forwarder(sdk_url: str) -> Iterator[Forwarder]:
                                       call_timeout_s=15)]
     imported = [Imported("sdk", "greet", GREET, prefix="sdk."),
                 Imported("sdk", "introduce", prefix="sdk."),
+                Imported("sdk", "insists", prefix="sdk."),
                 Imported("w", "greet", GREET, prefix="w.", side_effect="write")]
     with serving_forwarder(definitions, imported,
                            resolve_principal=by_token(TOKENS)) as served:
@@ -200,3 +202,24 @@ def test_a_legacy_caller_is_asked_on_its_stream_and_the_upstream_retried(
     result = anyio.run(run)
     assert asked == ["What is your name?"]
     assert (result.is_error, result.content[0].text) == (False, "Hey, Lin!")
+
+
+def test_a_bridged_call_ends_after_its_rounds_as_an_error_result_naming_the_upstream(
+        forwarder: Forwarder) -> None:
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={})
+
+    async def run() -> Any:
+        with anyio.fail_after(30):
+            async with Client(forwarder.url, mode="legacy",
+                              elicitation_callback=elicit) as client:
+                return await client.call_tool("sdk.insists", {})
+    result = anyio.run(run)
+    # each round's state went back to the upstream (its round count grew); the last round's
+    # ask was not put to the caller
+    assert asked == [f"Again? (round {n})" for n in range(1, MAX_ROUNDS)]
+    assert result.is_error is True
+    assert result.meta[UPSTREAM_META_KEY] == {"upstream": "sdk", "code": INPUT_REQUIRED}
