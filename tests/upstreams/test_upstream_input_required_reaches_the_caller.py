@@ -186,6 +186,20 @@ def test_a_caller_that_cannot_answer_the_upstreams_ask_is_told_its_missing_capab
     assert reply.error["data"]["upstream"] == "sdk"
 
 
+def test_an_upstream_ask_the_caller_did_not_declare_is_never_passed_on(
+        forwarder: Forwarder) -> None:
+    async def run() -> Any:
+        async with await connect(Target.from_url(forwarder.url), era="modern",
+                                 token="alice-secret", timeouts=BOUNDS) as session:
+            return await session.call_tool("sdk.insists", {}, capabilities={"roots": {}})
+    reply = anyio.run(run)
+    # insists asks whatever it was declared: the gateway refuses it, as for its own asks
+    assert reply.result is None
+    assert reply.error["code"] == -32021
+    assert reply.error["data"]["requiredCapabilities"] == {"elicitation": {}}
+    assert "upstream" not in reply.error["data"]
+
+
 def test_a_legacy_caller_is_asked_on_its_stream_and_the_upstream_retried(
         forwarder: Forwarder) -> None:
     asked: list[str] = []
