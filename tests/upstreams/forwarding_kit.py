@@ -38,6 +38,7 @@ class Imported:
     input_schema: Mapping[str, Any] | None = None
     output_schema: Mapping[str, Any] | None = None
     prefix: str = ""
+    side_effect: str = "read"
 
     @property
     def exposed(self) -> str:
@@ -48,7 +49,7 @@ class Imported:
             "name": self.exposed, "version": "1.0.0", "title": self.exposed,
             "description": f"{self.upstream}'s {self.tool}",
             "inputSchema": dict(self.input_schema or OPEN),
-            "dataClassification": "public", "sideEffect": "read"}
+            "dataClassification": "public", "sideEffect": self.side_effect}
         if self.output_schema is not None:
             data["outputSchema"] = dict(self.output_schema)
         return spec_from_mapping(data)

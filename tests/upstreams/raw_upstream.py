@@ -1,7 +1,7 @@
 """A legacy-era (2025-11-25) Streamable HTTP MCP server written by hand as a bare ASGI app, for
 what the SDK servers cannot send: results with fields no schema knows (``futureHint``), reserved
 ``_meta`` keys, and garbage. It records what each request carried (method, Authorization,
-Mcp-Session-Id, X-Api-Key) in :attr:`RawUpstream.seen`. Tools:
+Mcp-Session-Id, X-Api-Key, every header) in :attr:`RawUpstream.seen`. Tools:
 
 * ``future``: a result with ``futureHint``, ``structuredContent`` and ``_meta`` holding a
   reserved ``io.modelcontextprotocol/`` key and an ordinary one;
@@ -69,7 +69,8 @@ class RawUpstream:
                               "apiKey": headers.get("x-api-key"),
                               "session": headers.get("mcp-session-id"),
                               "tool": (request.get("params") or {}).get("name"),
-                              "meta": (request.get("params") or {}).get("_meta")})
+                              "meta": (request.get("params") or {}).get("_meta"),
+                              "headers": headers})
         if "id" not in request:
             if request.get("method") == "notifications/cancelled":
                 with self._lock:

@@ -12,7 +12,16 @@ ephemeral port, printed as ``PORT <n>`` once listening); ``... stdio`` serves st
 * ``steps(count)``: reports progress ``1..count`` of ``count`` (message ``step N``), then
   answers ``done``;
 * ``confirm()``: asks its client (``elicitation/create``, a form with a boolean ``ok``) and
-  answers ``<action>:<ok>``.
+  answers ``<action>:<ok>``;
+* ``greet(greeting)``: the SDK's own resolver (``Resolve`` of an ``Elicit``) asks the
+  client's name, answering ``<greeting>, <name>!``. On 2026-07-28 the SDK answers
+  ``input_required`` with its own sealed ``requestState`` (bound to the request, refused
+  -32602 when it does not come back as sent) and resumes on the retry; on 2025-11-25 it
+  sends ``elicitation/create`` mid-call;
+* ``introduce()``: two resolvers, the second depending on the first, so two rounds: the name,
+  then ``<name>, your colour?``; answers ``<name> likes <colour>``;
+* ``insists()`` (2026-07-28): answers ``input_required`` every round, asking ``Again?
+  (round N)`` with ``requestState`` ``N`` (one more than the state it was given).
 """
 
 from __future__ import annotations
@@ -21,13 +30,15 @@ import os
 import socket
 import sys
 import warnings
+from typing import Annotated
 
 warnings.filterwarnings("ignore")
 
 import anyio  # noqa: E402
+import mcp_types as types  # noqa: E402
 import uvicorn  # noqa: E402
 from mcp.server import MCPServer  # noqa: E402
-from mcp.server.mcpserver import Context  # noqa: E402
+from mcp.server.mcpserver import Context, Elicit, Resolve  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
@@ -89,6 +100,47 @@ async def confirm(ctx: Context) -> str:  # type: ignore[type-arg]
     answer = await ctx.elicit("Proceed?", Confirmation)
     data = getattr(answer, "data", None)
     return f"{answer.action}:{data.ok if data is not None else '-'}"
+
+
+class Name(BaseModel):
+    name: str
+
+
+def ask_name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+@server.tool()
+def greet(greeting: str, name: Annotated[Name, Resolve(ask_name)]) -> str:
+    """Greets the client by the name it gives."""
+    return f"{greeting}, {name.name}!"
+
+
+class Colour(BaseModel):
+    colour: str
+
+
+def ask_colour(name: Annotated[Name, Resolve(ask_name)]) -> Elicit[Colour]:
+    return Elicit(f"{name.name}, your colour?", Colour)
+
+
+@server.tool()
+def introduce(name: Annotated[Name, Resolve(ask_name)],
+              colour: Annotated[Colour, Resolve(ask_colour)]) -> str:
+    """Asks the client's name, then its colour."""
+    return f"{name.name} likes {colour.colour}"
+
+
+@server.tool()
+async def insists(ctx: Context) -> types.CallToolResult | types.InputRequiredResult:  # type: ignore[type-arg]
+    """Asks again, whatever it is answered."""
+    state = ctx.request_state
+    round_ = int(state) + 1 if state is not None and state.isdigit() else 1
+    return types.InputRequiredResult.model_validate({
+        "resultType": "input_required", "requestState": str(round_),
+        "inputRequests": {"again": {"method": "elicitation/create", "params": {
+            "mode": "form", "message": f"Again? (round {round_})",
+            "requestedSchema": {"type": "object", "properties": {}}}}}})
 
 
 def main() -> None:

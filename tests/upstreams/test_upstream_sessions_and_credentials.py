@@ -1,14 +1,17 @@
 """Whose credential an upstream sees and which session a call rides: the upstream's own
-credential (``token_file`` as Bearer, or ``header_file`` lines), never the caller's; a
-legacy-era upstream session is never shared by two principals (one per caller credential,
-kept across that caller's calls)."""
+credential (``token_file`` as Bearer, or ``header_file`` lines), never the caller's, and an
+upstream configured with no credential gets none (the caller's token appears nowhere in what
+it receives, in either caller era); a legacy-era upstream session is never shared by two
+principals (one per caller credential, kept across that caller's calls), over HTTP and stdio
+(one process per principal)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
-from forwarding_kit import Imported, by_token, serving_forwarder
+from forwarding_kit import SDK_STDIO, Imported, by_token, serving_forwarder
 from raw_upstream import SESSION_PREFIX, RawUpstream
 
 from toolkeeper.client import ClientTimeouts, Target, connect
@@ -87,3 +90,44 @@ async def _call_result(url: str) -> dict[str, object]:
         reply = await session.call_tool("raw.whoami", {})
         assert reply.result is not None
         return reply.result
+
+
+def test_an_upstream_configured_with_no_credential_never_gets_the_callers_token(
+        raw: tuple[RawUpstream, str]) -> None:
+    app, url = raw
+    defn = UpstreamDefinition("raw", url=url, prefix="raw.", era="legacy", call_timeout_s=10)
+    before = len(app.seen)
+    with serving_forwarder([defn], [Imported("raw", "whoami", prefix="raw.")],
+                           resolve_principal=by_token(TOKENS)) as served:
+        anyio.run(_whoami, served.url, "alice-secret", "modern", 1)
+        anyio.run(_whoami, served.url, "bob-secret", "legacy", 1)
+    requests = app.seen[before:]
+    assert [r["method"] for r in requests].count("tools/call") == 2
+    assert {r["authorization"] for r in requests} == {None}
+    seen = json.dumps(requests)
+    assert "alice-secret" not in seen and "bob-secret" not in seen
+
+
+async def _pids(url: str, tokens: list[str]) -> list[str]:
+    out = []
+    for token in tokens:
+        async with await connect(Target.from_url(url), era="modern", token=token,
+                                 timeouts=BOUNDS) as session:
+            reply = await session.call_tool("local.pid", {})
+            assert reply.result is not None and reply.result["isError"] is False, reply
+            out.append(reply.result["content"][0]["text"])
+    return out
+
+
+def test_two_principals_never_share_a_legacy_stdio_upstream_process() -> None:
+    defn = UpstreamDefinition("local", command=SDK_STDIO, prefix="local.", era="legacy",
+                              call_timeout_s=20)
+    with serving_forwarder([defn], [Imported("local", "pid", prefix="local.")],
+                           resolve_principal=by_token(TOKENS)) as served:
+        alice, bob, alice_again = anyio.run(
+            _pids, served.url, ["alice-secret", "bob-secret", "alice-secret"])
+        status = served.status("local")
+    assert alice == alice_again  # the caller's own process, kept
+    assert alice != bob  # never shared between principals
+    assert status["sessions"] == 2 and len(status["pids"]) == 2
+    assert sorted(status["pids"]) == sorted(int(p) for p in (alice, bob))

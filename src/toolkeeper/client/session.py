@@ -129,10 +129,11 @@ class ClientSession:
         await self.aclose()
 
     def _request(self, request_id: RequestId, method: str, params: Mapping[str, Any],
-                 meta: Mapping[str, Any] | None, schema: dict[str, Any] | None = None
-                 ) -> Request:
+                 meta: Mapping[str, Any] | None, schema: dict[str, Any] | None = None,
+                 capabilities: Mapping[str, Any] | None = None) -> Request:
         if self.era is Era.MODERN:
             message, headers = modern_request(request_id, method, params, meta=meta,
+                                              capabilities=capabilities,
                                               input_schema=schema, version=self.version)
         else:
             message, headers = legacy_request(request_id, method, params, meta=meta,
@@ -144,17 +145,18 @@ class ClientSession:
                     meta: Mapping[str, Any] | None = None, request_id: RequestId | None = None,
                     schema: dict[str, Any] | None = None,
                     on_message: Callable[[Any], None] | None = None,
-                    on_request: ServerRequestHandler | None = None
+                    on_request: ServerRequestHandler | None = None,
+                    capabilities: Mapping[str, Any] | None = None
                     ) -> tuple[dict[str, Any], Exchange]:
         rid = next(self._ids) if request_id is None else request_id
         exchange = await self._exchange(rid, method, params, meta, schema, on_message,
-                                        on_request)
+                                        on_request, capabilities)
         if exchange.status == _SESSION_GONE and self._session_id is not None:
             # 2025-11-25 transport: a 404 to a request with Mcp-Session-Id means the server
             # forgot the session (and never dispatched the request): start a new one, once.
             await self._renew()
             exchange = await self._exchange(rid, method, params, meta, schema, on_message,
-                                            on_request)
+                                            on_request, capabilities)
             if exchange.status == _SESSION_GONE:
                 raise _session_lost(exchange.status)
         response = find_response(exchange, rid)
@@ -173,8 +175,9 @@ class ClientSession:
     async def _exchange(self, rid: RequestId, method: str, params: Mapping[str, Any],
                         meta: Mapping[str, Any] | None, schema: dict[str, Any] | None,
                         on_message: Callable[[Any], None] | None = None,
-                        on_request: ServerRequestHandler | None = None) -> Exchange:
-        message, headers = self._request(rid, method, params, meta, schema)
+                        on_request: ServerRequestHandler | None = None,
+                        capabilities: Mapping[str, Any] | None = None) -> Exchange:
+        message, headers = self._request(rid, method, params, meta, schema, capabilities)
         # (the hooks only when given: a transport written before them still works)
         extra: dict[str, Any] = {} if on_message is None else {"on_message": on_message}
         if on_request is not None:
@@ -253,17 +256,23 @@ class ClientSession:
                         meta: Mapping[str, Any] | None = None,
                         request_id: RequestId | None = None,
                         on_notification: Callable[[Any], None] | None = None,
-                        on_request: ServerRequestHandler | None = None) -> CallReply:
+                        on_request: ServerRequestHandler | None = None,
+                        capabilities: Mapping[str, Any] | None = None,
+                        retry: Mapping[str, Any] | None = None) -> CallReply:
         """One ``tools/call``; ``meta`` (e.g. ``{"schemaVersion": ...}``) goes into
         ``params._meta``; ``request_id`` reuses a request identity (an idempotent retry);
         ``on_notification`` is called with each notification (progress, logs) as it arrives,
         before the response (they are in :attr:`CallReply.notifications` too); ``on_request``
         answers the server's requests during the call (legacy era: elicitation, sampling,
-        roots; the session must have declared the capability, see :func:`connect`)."""
+        roots; the session must have declared the capability, see :func:`connect`).
+        Modern era: ``capabilities`` are this request's ``clientCapabilities`` (default
+        none), and ``retry`` the ``inputResponses`` and ``requestState`` of a retry after an
+        ``input_required`` result (SEP-2322), added to the params as given."""
+        params = {"name": name, "arguments": dict(arguments), **(retry or {})}
         response, exchange = await self._send(
-            "tools/call", {"name": name, "arguments": dict(arguments)}, meta=meta,
+            "tools/call", params, meta=meta,
             request_id=request_id, schema=self._schemas.get(name),
-            on_message=on_notification, on_request=on_request)
+            on_message=on_notification, on_request=on_request, capabilities=capabilities)
         notes = tuple(m for m in exchange.messages if m is not response)
         return CallReply(response.get("result"), response.get("error"), exchange.status, notes)
 

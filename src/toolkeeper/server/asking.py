@@ -185,23 +185,36 @@ class InputRequired(BaseException):
     ``except Exception`` must not catch it."""
 
     def __init__(self, requests: dict[str, dict[str, Any]],
-                 answers: Mapping[str, Mapping[str, Any]]) -> None:
+                 answers: Mapping[str, Mapping[str, Any]], *, carried: Any = None) -> None:
+        """``carried``: JSON sealed into the round's ``requestState`` beside the answers and
+        given back on the retry (:attr:`ModernAsker.carried`): a forwarding handler's
+        upstream state (None: nothing)."""
         super().__init__(sorted(requests))
         self.requests = requests
         self.answers = answers
+        self.carried = carried
 
 
 class ModernAsker:
     """The modern era's asker (see the module docstring): answers from the given ones by key,
     else records the request and raises :class:`InputRequired` carrying the answers used."""
 
-    __slots__ = ("_answers", "_next", "_requests", "_used")
+    __slots__ = ("_answers", "_next", "_requests", "_used", "carried")
 
-    def __init__(self, answers: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    def __init__(self, answers: Mapping[str, Mapping[str, Any]] | None = None, *,
+                 carried: Any = None) -> None:
         self._answers: Mapping[str, Mapping[str, Any]] = answers or {}
         self._next = 0
         self._requests: dict[str, dict[str, Any]] = {}
         self._used: dict[str, Mapping[str, Any]] = {}
+        self.carried = carried
+        """What the previous round sealed beside its answers (:class:`InputRequired`)."""
+
+    @property
+    def answers(self) -> Mapping[str, Mapping[str, Any]]:
+        """Every answer this retry has: the sealed ones and the ``inputResponses`` to the
+        keys the previous round asked."""
+        return self._answers
 
     async def ask(self, method: str, params: Mapping[str, Any], *,
                   key: str | None = None) -> Mapping[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import ToolSpec
@@ -27,6 +27,7 @@ from toolkeeper.protocol import (
 from toolkeeper.protocol.faults import invalid_params, missing_capability
 from toolkeeper.server.asking import (
     InputAsker,
+    InputRequired,
     ModernAsker,
     ask_all,
     elicitation_params,
@@ -179,6 +180,33 @@ class HandlerContext:
         """Ask the client for its roots (``roots/list``): the ``ListRootsResult``
         (``roots``: ``[{"uri", "name"?}]``)."""
         return await self.ask("roots/list", {}, key=key)
+
+    def retried(self) -> tuple[Mapping[str, Mapping[str, Any]], Any] | None:
+        """A modern retry's answers (the sealed ones and the ``inputResponses`` to what the
+        previous round asked) and what that round carried (:meth:`pass_on_input_required`);
+        None for a first round and in the legacy era."""
+        asker = self._asker
+        if isinstance(asker, ModernAsker) and (asker.answers or asker.carried is not None):
+            return asker.answers, asker.carried
+        return None
+
+    def pass_on_input_required(self, requests: Mapping[str, Mapping[str, Any]], *,
+                               carried: Any = None) -> NoReturn:
+        """End this modern round with ``requests`` (key -> ``{"method", "params"}``, methods
+        of :data:`~toolkeeper.server.asking.ASK_CAPABILITIES`) as its ``inputRequests``,
+        as another server asked them (a forwarding handler's): each is checked against the
+        caller's capabilities first (-32021, as :meth:`ask`); ``carried`` (JSON) is sealed
+        in the round's ``requestState`` and comes back from :meth:`retried`. Only in the
+        modern era (:class:`~toolkeeper.errors.AskError` ``ask.unavailable`` else)."""
+        if self._call.era is not Era.MODERN:
+            raise AskError("only a modern call is answered input_required",
+                           code="ask.unavailable")
+        asks = {key: {"method": request["method"], "params": dict(request.get("params") or {})}
+                for key, request in requests.items()}
+        for ask in asks.values():
+            self.require_capabilities(required_capabilities(
+                ask["method"], ask["params"], self._call.client_capabilities))
+        raise InputRequired(asks, {}, carried=carried)
 
     def _input_asker(self) -> InputAsker:
         asker = self._asker

@@ -172,7 +172,7 @@ def _binding(subject: Mapping[str, str], arguments: Mapping[str, Any], principal
 def _answers(value: Any) -> tuple[dict[str, dict[str, Any]], frozenset[str] | None]:
     """A sealed payload's answers and the keys its round asked (None: a state sealed before
     states named them, which takes any response); an authentic payload of another shape is
-    ``malformed``."""
+    ``malformed``. Its ``carried`` value (:class:`InputRequired`) is read by the caller."""
     answers = value.get("answers") if isinstance(value, dict) else None
     if not isinstance(answers, dict) or not all(isinstance(a, dict) for a in answers.values()):
         raise SealError("malformed")
@@ -284,17 +284,20 @@ class RequestStates:
         answers: dict[str, Mapping[str, Any]] = {
             key: value for key, value in responses.items() if asked is None or key in asked}
         answers.update(sealed)
-        return ModernAsker(answers), SealedState(token, expires_at)
+        return (ModernAsker(answers, carried=payload.get("carried")),
+                SealedState(token, expires_at))
 
     def input_required_for(self, purpose: str, subject: Mapping[str, str],
                            signal: InputRequired, arguments: Mapping[str, Any],
                            principal: Principal) -> dict[str, Any]:
         """The ``input_required`` result of a round of ``purpose`` that ``signal`` ended (no
         ``_meta``; ValueError for a state too large to seal)."""
-        token = self._sealer.seal(
-            purpose, _binding(subject, arguments, principal),
-            {"answers": dict(signal.answers), "asked": sorted(signal.requests)},
-            ttl_s=self._ttl_s, now=self._clock())
+        payload: dict[str, Any] = {"answers": dict(signal.answers),
+                                   "asked": sorted(signal.requests)}
+        if signal.carried is not None:
+            payload["carried"] = signal.carried
+        token = self._sealer.seal(purpose, _binding(subject, arguments, principal), payload,
+                                  ttl_s=self._ttl_s, now=self._clock())
         if len(token) > MAX_TOKEN_CHARS:  # no gateway would open it: the handler's failure
             raise ValueError(f"requestState of {len(token)} characters; at most "
                              f"{MAX_TOKEN_CHARS}")

@@ -8,11 +8,13 @@ through the call's context (:meth:`~toolkeeper.server.ToolContext.ask`, which ch
 caller's own capabilities) and its answer goes back to the upstream under the upstream's
 request id (the caller sees the gateway's own id: the ids are re-keyed per hop).
 
-Across eras it is refused, not bridged: a modern caller's asks travel in ``input_required``
-results, a round the forwarded call (held open upstream) cannot wait for, so the upstream is
-answered -32601 with ``data.reason`` ``"caller_cannot_be_asked"``, and its tool decides what to
-do (an SDK tool fails its call). A modern upstream's ``input_required`` is
-``upstream.input_required`` (:mod:`~toolkeeper.upstreams.forwarding`). The caller's refusal or
+Across eras (a modern caller) it is refused, not bridged: a modern caller's asks travel in
+``input_required`` results, a round the forwarded call (held open upstream) cannot wait for,
+and re-running the upstream's tool on the retry could repeat what it did before asking; so
+the upstream is answered -32601 with ``data.reason`` ``"caller_cannot_be_asked"``, and its
+tool decides what to do (an SDK tool fails its call). A modern upstream's ``input_required``
+is passed on sealed, or bridged for a legacy caller (:mod:`~toolkeeper.upstreams.forwarding`).
+The caller's refusal or
 silence goes back as a JSON-RPC error: the caller's own error when it answered one, else
 -32603 with ``data.reason`` (the :class:`~toolkeeper.errors.AskError` code).
 """

@@ -184,11 +184,15 @@ class UpstreamConnections:
     async def call(self, name: str, principal: Any, tool: str, arguments: Mapping[str, Any],
                    *, meta: Mapping[str, Any] | None = None,
                    on_notification: Callable[[Any], None] | None = None,
-                   on_request: ServerRequestHandler | None = None) -> CallReply:
+                   on_request: ServerRequestHandler | None = None,
+                   capabilities: Mapping[str, Any] | None = None,
+                   retry: Mapping[str, Any] | None = None) -> CallReply:
         """``tools/call`` of ``tool`` on upstream ``name`` for ``principal``: the upstream's
         answer (a result, or a JSON-RPC error as a value), or :class:`UpstreamFault`.
         ``on_notification`` hears the upstream's notifications during the call, ``on_request``
-        answers its requests (:mod:`~toolkeeper.upstreams.asking`). A call
+        answers its requests (:mod:`~toolkeeper.upstreams.asking`); ``capabilities`` and
+        ``retry`` are a modern request's (:meth:`~toolkeeper.client.ClientSession.call_tool`).
+        A call
         abandoned (cancelled by the caller, or past its timeout) is cancelled upstream too
         (``notifications/cancelled`` where the era has it; modern HTTP: its stream closed)."""
         defn = self._definitions.get(name)
@@ -208,7 +212,8 @@ class UpstreamConnections:
                     reply = await session.call_tool(tool, arguments, meta=meta,
                                                     request_id=request_id,
                                                     on_notification=on_notification,
-                                                    on_request=on_request)
+                                                    on_request=on_request,
+                                                    capabilities=capabilities, retry=retry)
                 except asyncio.CancelledError:
                     self._later(session.cancel(request_id, "abandoned by the gateway"))
                     raise

@@ -26,12 +26,27 @@ the gateway's gate, input validation and call log, to the upstream tool
   (``notifications/cancelled``; on modern HTTP by closing its stream);
 * a legacy upstream's requests to the client (elicitation, sampling, roots) are asked of a
   legacy caller and answered back, refused for a modern one (:mod:`~toolkeeper.upstreams.
-  asking`); a modern upstream's ``input_required`` is not passed on yet:
-  ``upstream.input_required``.
+  asking`);
+* a modern upstream's ``input_required`` result (SEP-2322) reaches a **modern caller** as the
+  gateway's own ``input_required``: the upstream's ``inputRequests`` as given (each checked
+  against the caller's capabilities, -32021), and the gateway's sealed ``requestState``
+  (:mod:`~toolkeeper.server.resuming`: bound to the principal, the exposed tool, its contract
+  version and the arguments) carrying the upstream's ``requestState`` inside it. The caller's
+  retry is opened like any (a tampered, expired, foreign or other principal's or tool's state
+  is refused -32602 ``invalid_request_state`` before anything is forwarded; a ``write`` or
+  ``destructive`` tool's state runs once), then forwarded with the caller's
+  ``inputResponses`` (to the keys the upstream asked) and the upstream's own
+  ``requestState``. A **legacy caller** is bridged: each of the upstream's asks is a request
+  on the caller's stream (:meth:`~toolkeeper.server.ToolContext.ask_all`), and the upstream
+  is retried with the answers and its state, at most :data:`MAX_ROUNDS` rounds in all (then
+  ``upstream.input_required``). An ``input_required`` that is not SEP-2322's shape (an ask of
+  another method, a ``requestState`` that is not a string) is ``upstream.protocol_error``.
 
 What is sent: the tool's name, the arguments (valid under the contract in force), and the
 caller's ``_meta`` less the keys of this hop (``io.modelcontextprotocol/*``, ``progressToken``,
-the gateway's ``schemaVersion`` and ``fastmcp`` pins). Never the caller's credential.
+the gateway's ``schemaVersion`` and ``fastmcp`` pins). Never the caller's credential. A modern
+upstream is declared, as this hop's ``clientCapabilities``, the caller's own ``elicitation``,
+``sampling`` and ``roots`` (what the gateway can pass on), nothing else.
 """
 
 from __future__ import annotations
@@ -45,18 +60,23 @@ from typing import Any, Final
 
 from toolkeeper.contracts.semver import Version
 from toolkeeper.errors import SemverError
+from toolkeeper.protocol import Era
 from toolkeeper.server.content import RESERVED_META_PREFIX, ForwardedError, ForwardedResult, text
 from toolkeeper.server.handlers import HandlerBinding, ToolContext
-from toolkeeper.upstreams.asking import caller_asker
+from toolkeeper.upstreams.asking import ASKS, caller_asker
 from toolkeeper.upstreams.connections import PROTOCOL_ERROR, UpstreamConnections, UpstreamFault
 from toolkeeper.upstreams.model import UpstreamBinding, UpstreamDefinition
 
-__all__ = ["INPUT_REQUIRED", "UPSTREAM_META_KEY", "UpstreamTools", "fault_result"]
+__all__ = ["INPUT_REQUIRED", "MAX_ROUNDS", "UPSTREAM_META_KEY", "UpstreamTools", "fault_result"]
 
 UPSTREAM_META_KEY: Final = "io.toolkeeper/upstream"
 """The ``_meta`` key of a result the gateway gave for an upstream that did not answer."""
 INPUT_REQUIRED: Final = "upstream.input_required"
+"""The fault code of an upstream that kept asking a legacy caller past :data:`MAX_ROUNDS`."""
+MAX_ROUNDS: Final = 8
+"""The upstream calls one bridged call (a legacy caller's) makes at most."""
 _HOP_KEYS: Final = frozenset({"progressToken", "schemaVersion", "fastmcp"})
+_PASSED_CAPABILITIES: Final = ("elicitation", "sampling", "roots")
 
 
 def fault_result(upstream: str, code: str, message: str) -> ForwardedResult:
@@ -165,27 +185,85 @@ class UpstreamTools:
                     ctx: ToolContext, meta: dict[str, Any],
                     hear: Callable[[Any], None] | None) -> ForwardedResult:
         upstream = binding.upstream
-        try:
-            reply = await self._connections.call(
-                upstream, ctx.principal, binding.tool, arguments, meta=meta or None,
-                on_notification=hear, on_request=caller_asker(upstream, ctx))
-        except UpstreamFault as exc:
-            return fault_result(upstream, exc.code, exc.message)
-        if reply.error is not None:
-            error = reply.error
-            raise ForwardedError(error["code"], str(error.get("message", "")),
-                                 _error_data(upstream, error.get("data")))
-        result = reply.result or {}
-        if result.get("resultType") == "input_required":
-            return fault_result(upstream, INPUT_REQUIRED,
-                                f"upstream {upstream!r} asked for input, which this gateway "
-                                "does not pass on")
-        try:
-            return ForwardedResult.from_wire(result)
-        except TypeError:
-            return fault_result(upstream, PROTOCOL_ERROR,
-                                f"upstream {upstream!r} answered with something that is not "
-                                "a tool result")
+        retry = _retry(ctx)
+        capabilities = {key: ctx.client_capabilities[key] for key in _PASSED_CAPABILITIES
+                        if key in ctx.client_capabilities}
+        for round_ in range(1, MAX_ROUNDS + 1):
+            try:
+                reply = await self._connections.call(
+                    upstream, ctx.principal, binding.tool, arguments, meta=meta or None,
+                    on_notification=hear, on_request=caller_asker(upstream, ctx),
+                    capabilities=capabilities, retry=retry)
+            except UpstreamFault as exc:
+                return fault_result(upstream, exc.code, exc.message)
+            if reply.error is not None:
+                error = reply.error
+                raise ForwardedError(error["code"], str(error.get("message", "")),
+                                     _error_data(upstream, error.get("data")))
+            result = reply.result or {}
+            asks = _asks(result) if result.get("resultType") == "input_required" else None
+            if asks is None:
+                try:
+                    return ForwardedResult.from_wire(result)
+                except TypeError:
+                    return fault_result(upstream, PROTOCOL_ERROR,
+                                        f"upstream {upstream!r} answered with something that "
+                                        "is not a tool result")
+            requests, state = asks
+            if ctx.era is Era.MODERN:  # the caller answers, and retries with our state
+                ctx.pass_on_input_required(
+                    requests, carried=None if state is None else {"requestState": state})
+            if round_ == MAX_ROUNDS:  # no round left to give the answers to
+                break
+            answers = await ctx.ask_all({key: (ask["method"], ask["params"])
+                                         for key, ask in requests.items()})
+            retry = _retry_params({key: dict(value) for key, value in answers.items()}, state)
+        return fault_result(upstream, INPUT_REQUIRED,
+                            f"upstream {upstream!r} still asked for input after {MAX_ROUNDS} "
+                            "rounds")
+
+
+def _asks(result: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], str | None] | None:
+    """An ``input_required`` result's asks (key -> ``{"method", "params"}``, the reserved
+    ``_meta`` keys of the upstream's hop dropped) and its ``requestState``; None for one
+    that is not SEP-2322's shape (answered as not a tool result)."""
+    requests = result.get("inputRequests", {})
+    state = result.get("requestState")
+    if not isinstance(requests, dict) or (state is not None and not isinstance(state, str)) \
+            or (not requests and state is None):
+        return None
+    asks: dict[str, dict[str, Any]] = {}
+    for key, request in requests.items():
+        params = request.get("params", {}) if isinstance(request, dict) else None
+        if not isinstance(params, dict) or request.get("method") not in ASKS:
+            return None
+        params = dict(params)
+        kept = params.pop("_meta", None)
+        if isinstance(kept, dict):
+            kept = {k: v for k, v in kept.items() if not k.startswith(RESERVED_META_PREFIX)}
+            if kept:
+                params["_meta"] = kept
+        asks[key] = {"method": request["method"], "params": params}
+    return asks, state
+
+
+def _retry(ctx: ToolContext) -> dict[str, Any] | None:
+    """The retry fields a modern caller's retry forwards: its answers, and the upstream's
+    state the gateway's sealed one carried."""
+    retried = ctx.retried()
+    if retried is None:
+        return None
+    answers, carried = retried
+    state = carried.get("requestState") if isinstance(carried, dict) else None
+    return _retry_params({key: dict(value) for key, value in answers.items()},
+                         state if isinstance(state, str) else None)
+
+
+def _retry_params(answers: dict[str, Any], state: str | None) -> dict[str, Any] | None:
+    params: dict[str, Any] = {"inputResponses": answers} if answers else {}
+    if state is not None:
+        params["requestState"] = state
+    return params or None
 
 
 async def _relay_progress(heard: asyncio.Queue[Mapping[str, Any] | None],
