@@ -34,7 +34,7 @@ def _script() -> ModuleType:
 def test_every_baseline_entry_names_its_run_era_and_reason(tmp_path: Path) -> None:
     suite = _script()
     baseline = suite.read_baseline()
-    assert sorted(baseline) == ["hop-auto", "hop-legacy"]
+    assert baseline and set(baseline) <= set(suite.HOPS)
     for label, eras in baseline.items():
         for era, entries in eras.items():
             assert era in suite.RUNS[label]

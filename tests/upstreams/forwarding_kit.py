@@ -69,7 +69,7 @@ def sdk_tools(upstream: str, prefix: str = "") -> list[Imported]:
     """The SDK fixture's tools (``sdk_upstream.py``) as imported."""
     return [Imported(upstream, "echo", ECHO_INPUT, ECHO_OUTPUT, prefix),
             *(Imported(upstream, name, OPEN, None, prefix)
-              for name in ("fails", "quota", "hang", "die", "pid", "confirm")),
+              for name in ("fails", "quota", "hang", "die", "pid", "confirm", "chatty")),
             Imported(upstream, "steps", {"type": "object", "properties": {
                 "count": {"type": "integer"}}, "required": ["count"]}, None, prefix)]
 

@@ -11,6 +11,8 @@ ephemeral port, printed as ``PORT <n>`` once listening); ``... stdio`` serves st
 * ``pid()``: the server's process id;
 * ``steps(count)``: reports progress ``1..count`` of ``count`` (message ``step N``), then
   answers ``done``;
+* ``chatty()``: logs ``one``, ``two`` (info) and ``three`` (warning, logger ``chatty``)
+  to its client, then answers ``said``;
 * ``confirm()``: asks its client (``elicitation/create``, a form with a boolean ``ok``) and
   answers ``<action>:<ok>``;
 * ``greet(greeting)``: the SDK's own resolver (``Resolve`` of an ``Elicit``) asks the
@@ -88,6 +90,15 @@ async def steps(count: int, ctx: Context) -> str:  # type: ignore[type-arg]
     for step in range(1, count + 1):
         await ctx.report_progress(step, count, f"step {step}")
     return "done"
+
+
+@server.tool()
+async def chatty(ctx: Context) -> str:  # type: ignore[type-arg]
+    """Logs to its client, then answers."""
+    await ctx.info("one")
+    await ctx.info("two")
+    await ctx.log("warning", "three", logger_name="chatty")
+    return "said"
 
 
 class Confirmation(BaseModel):

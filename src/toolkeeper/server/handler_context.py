@@ -71,6 +71,12 @@ class HandlerContext:
         return self._call.client_capabilities
 
     @property
+    def log_level(self) -> str | None:
+        """The lowest level of the logs the caller asked for (modern: this request's ``_meta``
+        logLevel; legacy: ``logging/setLevel``); None: it asked for none."""
+        return self._call.log_level
+
+    @property
     def request_meta(self) -> Mapping[str, Any]:
         """The request's ``params._meta`` (empty when it has none): what a handler that
         forwards the call passes on, less the keys of this hop."""

@@ -22,6 +22,9 @@ the gateway's gate, input validation and call log, to the upstream tool
   :mod:`~toolkeeper.upstreams.connections`), within the upstream's ``call_timeout_s``;
 * the upstream's ``notifications/progress`` reach the caller (under the caller's progress
   token; the upstream is given one of the gateway's only when the caller asked for progress);
+* the upstream's ``notifications/message`` reach the caller at the level it asked for (the
+  hop's ``_meta`` logLevel is the caller's, so a modern upstream logs only when the caller
+  asked for logs), in order with its progress and before the result;
 * a call the caller cancels, or that runs past its timeout, is cancelled upstream
   (``notifications/cancelled``; on modern HTTP by closing its stream);
 * a legacy upstream's requests to the client (elicitation, sampling, roots) are asked of a
@@ -61,6 +64,7 @@ from typing import Any, Final
 from toolkeeper.contracts.semver import Version
 from toolkeeper.errors import SemverError
 from toolkeeper.protocol import Era
+from toolkeeper.protocol.meta import LOG_LEVEL_KEY
 from toolkeeper.server.content import RESERVED_META_PREFIX, ForwardedError, ForwardedResult, text
 from toolkeeper.server.handlers import HandlerBinding, ToolContext
 from toolkeeper.upstreams.asking import ASKS, caller_asker
@@ -160,18 +164,26 @@ class UpstreamTools:
     async def _forward(self, binding: UpstreamBinding, arguments: dict[str, Any],
                        ctx: ToolContext) -> ForwardedResult:
         meta = forwarded_meta(ctx.request_meta)
-        if "progressToken" not in ctx.request_meta:  # the caller hears no progress
+        token: str | None = None
+        if "progressToken" in ctx.request_meta:
+            token = meta["progressToken"] = f"tk-progress-{next(self._tokens)}"
+        logs = ctx.log_level
+        if logs is not None:  # a modern upstream logs only at the level this hop asks for
+            meta[LOG_LEVEL_KEY] = logs
+        if token is None and logs is None:  # the caller hears neither progress nor logs
             return await self._call(binding, arguments, ctx, meta, None)
-        token = meta["progressToken"] = f"tk-progress-{next(self._tokens)}"
-        heard: asyncio.Queue[Mapping[str, Any] | None] = asyncio.Queue()
+        heard: asyncio.Queue[tuple[str, Mapping[str, Any]] | None] = asyncio.Queue()
 
         def hear(message: Any) -> None:
-            params = message.get("params")
-            if (message.get("method") == "notifications/progress"
-                    and isinstance(params, dict) and params.get("progressToken") == token):
-                heard.put_nowait(params)
+            method, params = message.get("method"), message.get("params")
+            if not isinstance(params, dict):
+                return
+            progress = method == "notifications/progress" and token is not None \
+                and params.get("progressToken") == token
+            if progress or (method == "notifications/message" and logs is not None):
+                heard.put_nowait((method, params))
 
-        relay = asyncio.ensure_future(_relay_progress(heard, ctx))
+        relay = asyncio.ensure_future(_relay(heard, ctx))
         try:
             result = await self._call(binding, arguments, ctx, meta, hear)
         except BaseException:
@@ -266,12 +278,18 @@ def _retry_params(answers: dict[str, Any], state: str | None) -> dict[str, Any] 
     return params or None
 
 
-async def _relay_progress(heard: asyncio.Queue[Mapping[str, Any] | None],
-                          ctx: ToolContext) -> None:
-    """The upstream's progress, as the caller's (under the caller's token); a notification
-    whose numbers the caller could not take is dropped."""
-    while (params := await heard.get()) is not None:
-        message = params.get("message")
-        with contextlib.suppress(Exception):  # a bad number, or the caller gone
-            await ctx.progress(params["progress"], params.get("total"),
-                               message if isinstance(message, str) else None)
+async def _relay(heard: asyncio.Queue[tuple[str, Mapping[str, Any]] | None],
+                 ctx: ToolContext) -> None:
+    """The upstream's progress and logs, in the order heard, as the caller's (progress under
+    the caller's token, logs at the caller's level); a notification the caller could not take
+    (a bad number, an unknown level) is dropped."""
+    while (item := await heard.get()) is not None:
+        method, params = item
+        message, logger = params.get("message"), params.get("logger")
+        with contextlib.suppress(Exception):  # a bad number or level, or the caller gone
+            if method == "notifications/progress":
+                await ctx.progress(params["progress"], params.get("total"),
+                                   message if isinstance(message, str) else None)
+            else:
+                await ctx.log(str(params.get("level")), params.get("data"),
+                              logger=logger if isinstance(logger, str) else None)
