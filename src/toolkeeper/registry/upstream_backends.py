@@ -67,6 +67,7 @@ _GET_UPSTREAM = f"SELECT {UPSTREAM_COLUMNS} FROM upstreams WHERE name = :name"
 _NAMES = "SELECT name FROM upstreams ORDER BY name"
 _DELETE_TOOLS = "DELETE FROM upstream_tools WHERE upstream = :name"
 _DELETE_UPSTREAM = "DELETE FROM upstreams WHERE name = :name"
+_DELETE_TOOL = "DELETE FROM upstream_tools WHERE upstream = :upstream AND tool = :tool"
 _TOOLS = f"SELECT {TOOL_COLUMNS} FROM upstream_tools WHERE upstream = :upstream ORDER BY tool"
 _DRIFTS = (f"SELECT {DRIFT_COLUMNS} FROM upstream_drifts WHERE upstream = :upstream"
            " AND (:tool IS NULL OR tool = :tool) ORDER BY seen_at, id")
@@ -135,6 +136,10 @@ class MemoryUpstreams:
         with self._lock:
             self._upstream_tools[(record.upstream, record.tool)] = row
 
+    def delete_upstream_tool(self, upstream: str, tool: str) -> None:
+        with self._lock:
+            self._upstream_tools.pop((upstream, tool), None)
+
     def upstream_tools(self, upstream: str) -> tuple[UpstreamToolRecord, ...]:
         with self._lock:
             rows = [row for key, row in sorted(self._upstream_tools.items())
@@ -185,6 +190,9 @@ class _SqlUpstreams:
 
     def put_upstream_tool(self, record: UpstreamToolRecord) -> None:
         self._write_all((_PUT_TOOL,), tool_params(record))
+
+    def delete_upstream_tool(self, upstream: str, tool: str) -> None:
+        self._write_all((_DELETE_TOOL,), {"upstream": upstream, "tool": tool})
 
     def upstream_tools(self, upstream: str) -> tuple[UpstreamToolRecord, ...]:
         return tuple(tool_from_row(r) for r in self._fetch(_TOOLS, {"upstream": upstream}))

@@ -148,6 +148,10 @@ class UpstreamStore(Protocol):
         """Store the (upstream, tool) row, replacing a stored one."""
         ...
 
+    def delete_upstream_tool(self, upstream: str, tool: str) -> None:
+        """Forget the (upstream, tool) row, if there is one."""
+        ...
+
     def upstream_tools(self, upstream: str) -> tuple[UpstreamToolRecord, ...]:
         """The upstream's tool rows, sorted by tool name."""
         ...
