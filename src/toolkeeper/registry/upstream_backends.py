@@ -28,13 +28,17 @@ import psycopg
 
 from toolkeeper.registry.upstream_records import (
     DRIFT_COLUMNS,
+    HEALTH_COLUMNS,
     TOOL_COLUMNS,
     UPSTREAM_COLUMNS,
     DriftRecord,
+    HealthRecord,
     UpstreamRecord,
     UpstreamToolRecord,
     drift_from_row,
     drift_params,
+    health_from_row,
+    health_params,
     sync_busy,
     tool_from_row,
     tool_params,
@@ -63,6 +67,9 @@ def _upsert(table: str, columns: str, key: str) -> str:
 _PUT_UPSTREAM = _upsert("upstreams", UPSTREAM_COLUMNS, "name")
 _PUT_TOOL = _upsert("upstream_tools", TOOL_COLUMNS, "upstream, tool")
 _PUT_DRIFT = _upsert("upstream_drifts", DRIFT_COLUMNS, "id")
+_PUT_HEALTH = _upsert("upstream_health", HEALTH_COLUMNS, "upstream, replica")
+_HEALTH = (f"SELECT {HEALTH_COLUMNS} FROM upstream_health WHERE upstream = :upstream"
+           " ORDER BY replica")
 _GET_UPSTREAM = f"SELECT {UPSTREAM_COLUMNS} FROM upstreams WHERE name = :name"
 _NAMES = "SELECT name FROM upstreams ORDER BY name"
 _DELETE_TOOLS = "DELETE FROM upstream_tools WHERE upstream = :name"
@@ -110,6 +117,7 @@ class MemoryUpstreams:
         self._upstreams: dict[str, tuple[Any, ...]] = {}
         self._upstream_tools: dict[tuple[str, str], tuple[Any, ...]] = {}
         self._drifts: dict[str, tuple[Any, ...]] = {}
+        self._health: dict[tuple[str, str], tuple[Any, ...]] = {}
 
     def put_upstream(self, record: UpstreamRecord) -> None:
         row = _row(upstream_params(record), UPSTREAM_COLUMNS)
@@ -157,6 +165,16 @@ class MemoryUpstreams:
                     if row[1] == upstream and (tool is None or row[2] == tool)]
         return tuple(drift_from_row(row) for row in sorted(rows, key=lambda r: (r[3], r[0])))
 
+    def put_upstream_health(self, record: HealthRecord) -> None:
+        row = _row(health_params(record), HEALTH_COLUMNS)
+        with self._lock:
+            self._health[(record.upstream, record.replica)] = row
+
+    def upstream_health(self, upstream: str) -> tuple[HealthRecord, ...]:
+        with self._lock:
+            rows = [row for key, row in sorted(self._health.items()) if key[0] == upstream]
+        return tuple(health_from_row(row) for row in rows)
+
     def upstream_sync_lock(self, name: str) -> AbstractContextManager[None]:
         return _local_lock(f"memory:{id(self)}", name)
 
@@ -203,6 +221,12 @@ class _SqlUpstreams:
     def drifts(self, upstream: str, tool: str | None = None) -> tuple[DriftRecord, ...]:
         rows = self._fetch(self._drifts_sql, {"upstream": upstream, "tool": tool})
         return tuple(drift_from_row(r) for r in rows)
+
+    def put_upstream_health(self, record: HealthRecord) -> None:
+        self._write_all((_PUT_HEALTH,), health_params(record))
+
+    def upstream_health(self, upstream: str) -> tuple[HealthRecord, ...]:
+        return tuple(health_from_row(r) for r in self._fetch(_HEALTH, {"upstream": upstream}))
 
 
 class SQLiteUpstreams(_SqlUpstreams):

@@ -167,8 +167,10 @@ class UpstreamConnections:
 
     def __init__(self, definitions: Mapping[str, UpstreamDefinition], *,
                  supervision: Supervision | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 on_change: Callable[[str], None] | None = None) -> None:
         self._definitions = definitions
+        self._on_change = on_change
         self._settings = supervision if supervision is not None else Supervision()
         self._clock = clock
         self._upstreams: dict[str, _Upstream] = {}
@@ -191,6 +193,17 @@ class UpstreamConnections:
         answers its requests (:mod:`~toolkeeper.upstreams.asking`). A call
         abandoned (cancelled by the caller, or past its timeout) is cancelled upstream too
         (``notifications/cancelled`` where the era has it; modern HTTP: its stream closed)."""
+        try:
+            return await self._call(name, principal, tool, arguments, meta=meta,
+                                    on_notification=on_notification, on_request=on_request)
+        finally:
+            if self._on_change is not None and name in self._definitions:
+                self._on_change(name)
+
+    async def _call(self, name: str, principal: Any, tool: str, arguments: Mapping[str, Any],
+                    *, meta: Mapping[str, Any] | None,
+                    on_notification: Callable[[Any], None] | None,
+                    on_request: ServerRequestHandler | None) -> CallReply:
         defn = self._definitions.get(name)
         if defn is None:
             raise fault(name, "upstream.unknown")
@@ -286,6 +299,12 @@ class UpstreamConnections:
     def reset(self, name: str) -> None:
         """An operator's sync of ``name``: out of ``failed``, breaker closed, no backoff."""
         self._state(name).health.reset()
+        if self._on_change is not None:
+            self._on_change(name)
+
+    def status_of(self, name: str) -> dict[str, Any]:
+        """:meth:`status` of the upstream ``name`` alone."""
+        return next(row for row in self.status() if row["name"] == name)
 
     def status(self) -> list[dict[str, Any]]:
         """Each configured upstream's state, in name order: ``state`` (``connected``,

@@ -45,6 +45,7 @@ from toolkeeper.registry import Registry
 from toolkeeper.registry.store import utc_now
 from toolkeeper.registry.upstream_records import (
     DriftRecord,
+    HealthRecord,
     UpstreamRecord,
     UpstreamStore,
     UpstreamToolRecord,
@@ -138,6 +139,14 @@ class Upstreams:
     def sync_lock(self, name: str) -> AbstractContextManager[None]:
         """Held while one sync of ``name`` runs (``upstream.sync_busy`` when one runs)."""
         return self._store.upstream_sync_lock(name)
+
+    def record_health(self, name: str, replica: str, status: Mapping[str, Any]) -> None:
+        """Keep ``replica``'s view of the upstream's health (``upstream list`` shows it)."""
+        self._store.put_upstream_health(HealthRecord(name, replica, dict(status), utc_now()))
+
+    def health(self, name: str) -> tuple[HealthRecord, ...]:
+        """Every serving gateway's last view of the upstream's health, by replica."""
+        return self._store.upstream_health(name)
 
     # --- sync ------------------------------------------------------------------------------
 
