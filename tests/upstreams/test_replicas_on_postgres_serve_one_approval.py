@@ -4,14 +4,18 @@ its tool changes): when the upstream announces a change both replicas hear it, o
 the other logs that a sync runs elsewhere (the advisory lock: the upstream sees one listing at
 a time); the rewritten description is quarantined on both and ``toolkeeper upstream diff``
 shows it; an approval on a third session of the database is served by the replica that did
-not sync within a second of its commit (measured over the follower's listings)."""
+not sync within a second of its commit (measured over the follower's listings). Both
+replicas' views of the upstream's health reach ``toolkeeper upstream list``, and a replica's
+metrics carry it."""
 
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -34,6 +38,20 @@ BUSY = "upstream files: not synced here: a sync of it runs elsewhere (upstream.s
 QUARANTINED = "upstream files: files.search quarantined"
 LOOKS = 100
 """Listings of the follower the test reads at most after the approval."""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _upstream_metrics(port: int) -> list[str]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return [line for line in text.splitlines()
+            if line.startswith("toolkeeper_upstream_") and not line.endswith(" 0.0")]
 
 
 def _config(tmp_path: Path, registry_url: str, upstream_url: str, name: str) -> Path:
@@ -89,9 +107,10 @@ def _served(url: str) -> tuple[str, str, bool]:
 def test_one_replica_syncs_and_the_other_serves_the_approval_within_a_second(
         tmp_path: Path, pg_url: str, upstream: DriftUpstream) -> None:
     with ExitStack() as stack:
+        metrics_port = _free_port()
         replicas = [stack.enter_context(serving_gateway_logged(
-            ["--config", str(_config(tmp_path, pg_url, upstream.url, name))]))
-            for name in ("a", "b")]
+            ["--config", str(_config(tmp_path, pg_url, upstream.url, name)), *extra]))
+            for name, extra in (("a", ["--metrics-port", str(metrics_port)]), ("b", []))]
         urls, logs = [url for url, _ in replicas], [log for _, log in replicas]
         upstream.until(lambda state: state["listeners"] == 2)  # both hear its changes
         upstream.serve(search(description=POISONED))
@@ -122,3 +141,14 @@ def test_one_replica_syncs_and_the_other_serves_the_approval_within_a_second(
         assert served == (POISONED, "1.0.1", True), f"not served in {looks} listings"
         assert elapsed < 1.0, f"served after {elapsed:.3f} s ({looks} listings)"
         assert _served(urls[syncer]) == (POISONED, "1.0.1", True)
+        [listed] = _cli("list", "--registry", pg_url)  # both replicas' views, in the registry
+        assert (listed["health"], listed["breaker"], listed["tools"], listed["pending"]) == (
+            "connected", "closed", 1, 0)
+        assert [r["state"] for r in listed["replicas"]] == ["connected", "connected"]
+        scraped = _upstream_metrics(metrics_port)
+        assert scraped[:3] == [
+            'toolkeeper_upstream_state{state="connected",upstream="files"} 1.0',
+            'toolkeeper_upstream_breaker{breaker="closed",upstream="files"} 1.0',
+            'toolkeeper_upstream_tools{upstream="files"} 1.0']
+        [calls] = scraped[3:]  # its forwarded calls (no restart, no failure, nothing pending)
+        assert calls.startswith('toolkeeper_upstream_calls_total{upstream="files"} ')
