@@ -304,26 +304,24 @@ class UpstreamConnections:
 
     def status_of(self, name: str) -> dict[str, Any]:
         """:meth:`status` of the upstream ``name`` alone."""
-        return next(row for row in self.status() if row["name"] == name)
+        defn = self._definitions.get(name)
+        state = self._state(name)
+        sessions = state.sessions()
+        era = state.era.value if state.era is not None else (
+            defn.era if defn is not None else "auto")
+        return {
+            "name": name, "transport": defn.transport if defn is not None else "unknown",
+            "era": era, "state": state.health.state(bool(sessions)),
+            "breaker": state.health.breaker(), "sessions": len(sessions),
+            "pids": sorted(pid for s in sessions if (pid := _pid(s)) is not None),
+            **state.health.counts()}
 
     def status(self) -> list[dict[str, Any]]:
         """Each configured upstream's state, in name order: ``state`` (``connected``,
         ``idle``, ``backoff``, ``failed``, ``open-breaker``, ``half-open``), ``breaker``,
         ``era`` (seen, else configured), ``sessions``, ``pids`` (stdio) and the counts."""
-        out = []
-        for name in sorted(set(self._definitions) | set(self._upstreams)):
-            defn = self._definitions.get(name)
-            state = self._state(name)
-            sessions = state.sessions()
-            era = state.era.value if state.era is not None else (
-                defn.era if defn is not None else "auto")
-            out.append({
-                "name": name, "transport": defn.transport if defn is not None else "unknown",
-                "era": era, "state": state.health.state(bool(sessions)),
-                "breaker": state.health.breaker(), "sessions": len(sessions),
-                "pids": sorted(pid for s in sessions if (pid := _pid(s)) is not None),
-                **state.health.counts()})
-        return out
+        return [self.status_of(name)
+                for name in sorted(set(self._definitions) | set(self._upstreams))]
 
     async def aclose(self) -> None:
         """Close every session (stdio processes stopped by pid) and forget them."""
