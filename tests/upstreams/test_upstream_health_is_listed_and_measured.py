@@ -2,7 +2,8 @@
 registry and the metrics at scrape time: a stdio upstream in a crash loop (the official SDK
 fixture, dying mid-call, on the test's clock) ends ``failed``, which the serving side records
 once per change, the list shows with its transport, era, breaker, restarts, tool count and
-pending drifts, and ``toolkeeper_upstream_state`` shows; an operator's reset is recorded too."""
+pending drifts, and ``toolkeeper_upstream_state`` shows; it stays failed until the operator's
+``toolkeeper upstream sync`` (another process), after which the next call goes through."""
 
 from __future__ import annotations
 
@@ -64,7 +65,8 @@ def test_a_crash_loop_ends_failed_in_upstream_list_and_the_metrics(tmp_path: Pat
     settings = Supervision(backoff_initial_s=1, restart_limit=1, restart_window_s=600)
     holder: list[Any] = []
     recorder = HealthRecorder(ups, lambda name: holder[0].connections.status_of(name),
-                              replica="replica-a")
+                              replica="replica-a",
+                              reset=lambda name: holder[0].connections.reset(name))
     metrics = GatewayMetrics()
     try:
         with serving_forwarder([DEFN], sdk_tools("local", "local."), clock=clock,
@@ -82,9 +84,16 @@ def test_a_crash_loop_ends_failed_in_upstream_list_and_the_metrics(tmp_path: Pat
             [row] = _listed(registry_url, "--json")
             text = _listed(registry_url)
             lines = _metric_lines(metrics)
-            served.connections.reset("local")
+            assert anyio.run(_call, served.url, "local.echo") == "upstream.failed"
+            synced = subprocess.run(  # the operator's sync, another process
+                [sys.executable, "-m", "toolkeeper", "upstream", "sync", "local", "--registry",
+                 registry_url, "--actor", "ops", "--json"], capture_output=True, timeout=60,
+                check=False, env={"PYTHONPATH": SRC, "PATH": ""})
+            assert synced.returncode == 0, synced.stderr
+            assert anyio.run(_call, served.url, "local.echo") == "ok"
             [after] = _listed(registry_url, "--json")
-        assert len(ups.health("local")) == 1  # one row per replica, replaced on each change
+        # one row per replica, replaced on each change, and the operator's reset
+        assert [r.replica for r in ups.health("local")] == ["operator", "replica-a"]
     finally:
         registry.close()
     assert {key: row[key] for key in ("name", "transport", "era", "health", "breaker",
@@ -103,4 +112,5 @@ def test_a_crash_loop_ends_failed_in_upstream_list_and_the_metrics(tmp_path: Pat
         'toolkeeper_upstream_restarts_total{upstream="local"} 2.0',
         'toolkeeper_upstream_calls_total{upstream="local"} 4.0',
         'toolkeeper_upstream_failures_total{upstream="local"} 2.0']
-    assert (after["health"], after["restarts"]) == ("idle", 2)
+    assert (after["health"], after["restarts"]) == ("connected", 2)
+    assert after["lastReset"]["by"] == "ops" and row["lastReset"] is None

@@ -101,7 +101,8 @@ class ServedUpstreams:
         for report in asyncio.run(self._sync_all()):
             self._log_report(report)
         connections = UpstreamConnections(self._definitions, on_change=self._health_changed)
-        self._health = HealthRecorder(upstreams, connections.status_of)
+        self._health = HealthRecorder(upstreams, connections.status_of,
+                                      reset=connections.reset)
         self._health.record_all(self._definitions)
         self.tools = UpstreamTools(self._definitions, self._bindings, connections)
         self._unsubscribe = self._registry.subscribe(self._refresh)

@@ -36,7 +36,7 @@ from toolkeeper.registry.location import ENV_VAR, default_url
 from toolkeeper.registry.upstream_records import DriftRecord, UpstreamRecord
 from toolkeeper.upstreams.drift import description_diff
 from toolkeeper.upstreams.governance import Upstreams
-from toolkeeper.upstreams.health_record import summary
+from toolkeeper.upstreams.health_record import record_reset, summary
 from toolkeeper.upstreams.model import UpstreamDefinition
 from toolkeeper.upstreams.report import SyncReport
 from toolkeeper.upstreams.sync import sync
@@ -202,9 +202,11 @@ def _echo_report(report: SyncReport) -> None:
 @_actor_option
 @_options
 def sync_cmd(name: str, actor: str | None, registry_url: str | None, as_json: bool) -> None:
-    """List NAME's tools now and apply them (publish, or quarantine per its drift policy)."""
+    """List NAME's tools now and apply them (publish, or quarantine per its drift policy);
+    a serving gateway that has NAME failed after a crash loop serves it again."""
     with _upstreams(registry_url, as_json) as ups:
         report = asyncio.run(sync(ups, name, actor=_who(actor)))
+        record_reset(ups, name, _who(actor))  # a failed upstream is served again
     if as_json:
         echo_json(report.to_dict())
     else:

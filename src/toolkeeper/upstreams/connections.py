@@ -193,6 +193,9 @@ class UpstreamConnections:
         answers its requests (:mod:`~toolkeeper.upstreams.asking`). A call
         abandoned (cancelled by the caller, or past its timeout) is cancelled upstream too
         (``notifications/cancelled`` where the era has it; modern HTTP: its stream closed)."""
+        if self._on_change is not None and name in self._definitions \
+                and self._state(name).health.is_failed:
+            self._on_change(name)  # an operator's reset may have come: it is checked now
         try:
             return await self._call(name, principal, tool, arguments, meta=meta,
                                     on_notification=on_notification, on_request=on_request)
