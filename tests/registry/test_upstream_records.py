@@ -107,6 +107,9 @@ def test_each_replicas_health_view_is_kept_and_replaced(backend: Backend) -> Non
     assert one.upstream_health("files") == (
         failed, HealthRecord("files", "host-b:2", {"state": "idle"}, "t1"))
     assert one.upstream_health("other") == ()
+    one.put_upstream(UpstreamRecord("files", DEFINITION, "cli", "t1", "t1"))
+    assert one.delete_upstream("files") is True
+    assert other.upstream_health("files") == ()
 
 
 def test_a_corrupted_tool_row_is_unreadable_state(sql_backend: Backend) -> None:

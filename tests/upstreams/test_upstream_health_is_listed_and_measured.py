@@ -22,9 +22,10 @@ from process_kit import SRC
 from toolkeeper.client import ClientTimeouts, Target, connect
 from toolkeeper.observability.metrics import GatewayMetrics
 from toolkeeper.registry import Registry
+from toolkeeper.registry.upstream_records import HealthRecord
 from toolkeeper.upstreams import UpstreamDefinition
 from toolkeeper.upstreams.governance import Upstreams
-from toolkeeper.upstreams.health_record import HealthRecorder, metric_rows
+from toolkeeper.upstreams.health_record import HealthRecorder, metric_rows, summary
 from toolkeeper.upstreams.supervision import Supervision
 from toolkeeper.upstreams.sync import sync
 
@@ -114,3 +115,16 @@ def test_a_crash_loop_ends_failed_in_upstream_list_and_the_metrics(tmp_path: Pat
         'toolkeeper_upstream_failures_total{upstream="local"} 2.0']
     assert (after["health"], after["restarts"]) == ("connected", 2)
     assert after["lastReset"]["by"] == "ops" and row["lastReset"] is None
+
+
+def test_upstream_list_folds_the_replicas_views_into_the_worst() -> None:
+    views = [HealthRecord("local", "a:1", {"state": "connected", "breaker": "closed",
+                                           "restarts": 1}, "t1"),
+             HealthRecord("local", "b:2", {"state": "open-breaker", "breaker": "open",
+                                           "restarts": 2}, "t2"),
+             HealthRecord("local", "operator", {"reset": True, "by": "ops"}, "t0")]
+    folded = summary(views)
+    assert (folded["health"], folded["breaker"], folded["restarts"]) == (
+        "open-breaker", "open", 3)
+    assert [r["replica"] for r in folded["replicas"]] == ["a:1", "b:2"]
+    assert folded["lastReset"] == {"by": "ops", "at": "t0"}

@@ -73,6 +73,7 @@ _HEALTH = (f"SELECT {HEALTH_COLUMNS} FROM upstream_health WHERE upstream = :upst
 _GET_UPSTREAM = f"SELECT {UPSTREAM_COLUMNS} FROM upstreams WHERE name = :name"
 _NAMES = "SELECT name FROM upstreams ORDER BY name"
 _DELETE_TOOLS = "DELETE FROM upstream_tools WHERE upstream = :name"
+_DELETE_HEALTH = "DELETE FROM upstream_health WHERE upstream = :name"
 _DELETE_UPSTREAM = "DELETE FROM upstreams WHERE name = :name"
 _DELETE_TOOL = "DELETE FROM upstream_tools WHERE upstream = :upstream AND tool = :tool"
 _TOOLS = f"SELECT {TOOL_COLUMNS} FROM upstream_tools WHERE upstream = :upstream ORDER BY tool"
@@ -137,6 +138,8 @@ class MemoryUpstreams:
         with self._lock:
             for key in [k for k in self._upstream_tools if k[0] == name]:
                 del self._upstream_tools[key]
+            for key in [k for k in self._health if k[0] == name]:
+                del self._health[key]
             return self._upstreams.pop(name, None) is not None
 
     def put_upstream_tool(self, record: UpstreamToolRecord) -> None:
@@ -204,7 +207,8 @@ class _SqlUpstreams:
         return tuple(str(r[0]) for r in self._fetch(_NAMES, {}))
 
     def delete_upstream(self, name: str) -> bool:
-        return self._write_all((_DELETE_TOOLS, _DELETE_UPSTREAM), {"name": name}) == 1
+        return self._write_all((_DELETE_TOOLS, _DELETE_HEALTH, _DELETE_UPSTREAM),
+                               {"name": name}) == 1
 
     def put_upstream_tool(self, record: UpstreamToolRecord) -> None:
         self._write_all((_PUT_TOOL,), tool_params(record))

@@ -157,7 +157,8 @@ class UpstreamStore(Protocol):
         ...
 
     def delete_upstream(self, name: str) -> bool:
-        """Delete the upstream and its tool rows (its drifts are kept); whether it was there."""
+        """Delete the upstream, its tool rows and health views (its drifts are kept); whether
+        it was there."""
         ...
 
     def put_upstream_tool(self, record: UpstreamToolRecord) -> None:
