@@ -107,6 +107,8 @@ def test_each_replicas_health_view_is_kept_and_replaced(backend: Backend) -> Non
     assert one.upstream_health("files") == (
         failed, HealthRecord("files", "host-b:2", {"state": "idle"}, "t1"))
     assert one.upstream_health("other") == ()
+    other.delete_upstream_health("files", "host-b:2")
+    assert one.upstream_health("files") == (failed,)
     one.put_upstream(UpstreamRecord("files", DEFINITION, "cli", "t1", "t1"))
     assert one.delete_upstream("files") is True
     assert other.upstream_health("files") == ()

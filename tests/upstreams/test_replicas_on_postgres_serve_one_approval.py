@@ -5,8 +5,8 @@ the other logs that a sync runs elsewhere (the advisory lock: the upstream sees 
 a time); the rewritten description is quarantined on both and ``toolkeeper upstream diff``
 shows it; an approval on a third session of the database is served by the replica that did
 not sync within a second of its commit (measured over the follower's listings). Both
-replicas' views of the upstream's health reach ``toolkeeper upstream list``, and a replica's
-metrics carry it."""
+replicas' views of the upstream's health reach ``toolkeeper upstream list`` (and go when they
+stop), and a replica's metrics carry it."""
 
 from __future__ import annotations
 
@@ -152,3 +152,5 @@ def test_one_replica_syncs_and_the_other_serves_the_approval_within_a_second(
             'toolkeeper_upstream_tools{upstream="files"} 1.0']
         [calls] = scraped[3:]  # its forwarded calls (no restart, no failure, nothing pending)
         assert calls.startswith('toolkeeper_upstream_calls_total{upstream="files"} ')
+    [stopped] = _cli("list", "--registry", pg_url)  # a replica that stops forgets its view
+    assert (stopped["health"], stopped["replicas"]) == ("unknown", [])

@@ -143,6 +143,8 @@ class ServedUpstreams:
             self._unsubscribe()
         if self.tools is not None:
             self.tools.connections.kill()
+        if self._health is not None:
+            self._health.forget_all()
 
     def banner(self) -> list[str]:
         """One line per upstream for the start-up banner."""

@@ -74,6 +74,7 @@ _GET_UPSTREAM = f"SELECT {UPSTREAM_COLUMNS} FROM upstreams WHERE name = :name"
 _NAMES = "SELECT name FROM upstreams ORDER BY name"
 _DELETE_TOOLS = "DELETE FROM upstream_tools WHERE upstream = :name"
 _DELETE_HEALTH = "DELETE FROM upstream_health WHERE upstream = :name"
+_DELETE_VIEW = "DELETE FROM upstream_health WHERE upstream = :upstream AND replica = :replica"
 _DELETE_UPSTREAM = "DELETE FROM upstreams WHERE name = :name"
 _DELETE_TOOL = "DELETE FROM upstream_tools WHERE upstream = :upstream AND tool = :tool"
 _TOOLS = f"SELECT {TOOL_COLUMNS} FROM upstream_tools WHERE upstream = :upstream ORDER BY tool"
@@ -178,6 +179,10 @@ class MemoryUpstreams:
             rows = [row for key, row in sorted(self._health.items()) if key[0] == upstream]
         return tuple(health_from_row(row) for row in rows)
 
+    def delete_upstream_health(self, upstream: str, replica: str) -> None:
+        with self._lock:
+            self._health.pop((upstream, replica), None)
+
     def upstream_sync_lock(self, name: str) -> AbstractContextManager[None]:
         return _local_lock(f"memory:{id(self)}", name)
 
@@ -231,6 +236,9 @@ class _SqlUpstreams:
 
     def upstream_health(self, upstream: str) -> tuple[HealthRecord, ...]:
         return tuple(health_from_row(r) for r in self._fetch(_HEALTH, {"upstream": upstream}))
+
+    def delete_upstream_health(self, upstream: str, replica: str) -> None:
+        self._write_all((_DELETE_VIEW,), {"upstream": upstream, "replica": replica})
 
 
 class SQLiteUpstreams(_SqlUpstreams):

@@ -189,6 +189,10 @@ class UpstreamStore(Protocol):
         """Every replica's last view of the upstream, by replica."""
         ...
 
+    def delete_upstream_health(self, upstream: str, replica: str) -> None:
+        """Forget the replica's view of the upstream, if there is one."""
+        ...
+
     def upstream_sync_lock(self, name: str) -> AbstractContextManager[None]:
         """Held while one sync of ``name`` runs; one already running anywhere the lock
         reaches (PostgreSQL: every process; SQLite and memory: this process) is StoreError

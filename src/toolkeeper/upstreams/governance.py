@@ -144,6 +144,10 @@ class Upstreams:
         """Keep ``replica``'s view of the upstream's health (``upstream list`` shows it)."""
         self._store.put_upstream_health(HealthRecord(name, replica, dict(status), utc_now()))
 
+    def forget_health(self, name: str, replica: str) -> None:
+        """Forget ``replica``'s view of the upstream (a serving gateway that stops)."""
+        self._store.delete_upstream_health(name, replica)
+
     def health(self, name: str) -> tuple[HealthRecord, ...]:
         """Every serving gateway's last view of the upstream's health, by replica."""
         return self._store.upstream_health(name)

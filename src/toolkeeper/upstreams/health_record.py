@@ -104,6 +104,17 @@ class HealthRecorder:
         for name in names:
             self.changed(name)
 
+    def forget_all(self) -> None:
+        """This replica stops: its views go (a replica that dies leaves its last ones, with
+        their time, until it or an operator's removal of the upstream replaces them)."""
+        for name in list(self._written):
+            try:
+                self._upstreams.forget_health(name, self.replica)
+            except StoreError as exc:
+                _log.warning("upstream %s: this replica's health view stays (%s)", name,
+                             exc.code)
+        self._written.clear()
+
 
 def _worst(values: Sequence[Any], order: Sequence[str]) -> str:
     known = [order.index(v) for v in values if v in order]
