@@ -20,10 +20,11 @@ from prometheus_client import generate_latest
 
 from process_kit import SRC
 from toolkeeper.client import ClientTimeouts, Target, connect
+from toolkeeper.observability import upstream_metrics
 from toolkeeper.observability.metrics import GatewayMetrics
 from toolkeeper.registry import Registry
 from toolkeeper.registry.upstream_records import HealthRecord
-from toolkeeper.upstreams import UpstreamDefinition
+from toolkeeper.upstreams import UpstreamDefinition, health_record
 from toolkeeper.upstreams.governance import Upstreams
 from toolkeeper.upstreams.health_record import HealthRecorder, metric_rows, summary
 from toolkeeper.upstreams.supervision import Supervision
@@ -128,3 +129,8 @@ def test_upstream_list_folds_the_replicas_views_into_the_worst() -> None:
         "open-breaker", "open", 3)
     assert [r["replica"] for r in folded["replicas"]] == ["a:1", "b:2"]
     assert folded["lastReset"] == {"by": "ops", "at": "t0"}
+
+
+def test_the_list_and_the_metrics_name_the_same_states() -> None:
+    assert health_record.STATES == upstream_metrics.STATES
+    assert health_record.BREAKERS == upstream_metrics.BREAKERS
