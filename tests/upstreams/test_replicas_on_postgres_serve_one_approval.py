@@ -146,11 +146,12 @@ def test_one_replica_syncs_and_the_other_serves_the_approval_within_a_second(
             "connected", "closed", 1, 0)
         assert [r["state"] for r in listed["replicas"]] == ["connected", "connected"]
         scraped = _upstream_metrics(metrics_port)
-        assert scraped[:3] == [
+        assert scraped[:4] == [
+            'toolkeeper_upstream_info{era="modern",transport="http",upstream="files"} 1.0',
             'toolkeeper_upstream_state{state="connected",upstream="files"} 1.0',
             'toolkeeper_upstream_breaker{breaker="closed",upstream="files"} 1.0',
             'toolkeeper_upstream_tools{upstream="files"} 1.0']
-        [calls] = scraped[3:]  # its forwarded calls (no restart, no failure, nothing pending)
+        [calls] = scraped[4:]  # its forwarded calls (no restart, no failure, nothing pending)
         assert calls.startswith('toolkeeper_upstream_calls_total{upstream="files"} ')
     [stopped] = _cli("list", "--registry", pg_url)  # a replica that stops forgets its view
     assert (stopped["health"], stopped["replicas"]) == ("unknown", [])

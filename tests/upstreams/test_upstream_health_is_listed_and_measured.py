@@ -108,6 +108,7 @@ def test_a_crash_loop_ends_failed_in_upstream_list_and_the_metrics(tmp_path: Pat
     assert text == ("local stdio era=modern health=failed breaker=closed restarts=2 tools=8 "
                     "missing=0 pending=0\n")
     assert lines == [
+        'toolkeeper_upstream_info{era="modern",transport="stdio",upstream="local"} 1.0',
         'toolkeeper_upstream_state{state="failed",upstream="local"} 1.0',
         'toolkeeper_upstream_breaker{breaker="closed",upstream="local"} 1.0',
         'toolkeeper_upstream_tools{upstream="local"} 8.0',

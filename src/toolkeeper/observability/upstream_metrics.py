@@ -2,6 +2,8 @@
 (docs/upstreams.md): :class:`UpstreamCollector` turns rows (one per upstream: ``name``,
 ``state``, ``breaker``, ``restarts``, ``calls``, ``failures``, ``tools``, ``pending``) into
 
+* ``toolkeeper_upstream_info{upstream, transport, era}``: 1, naming its transport and the era
+  it speaks (the configured one until a session is open);
 * ``toolkeeper_upstream_state{upstream, state}``: 1 for the upstream's health state, 0 for the
   others (``failed``, ``open-breaker``, ``half-open``, ``backoff``, ``connected``, ``idle``);
 * ``toolkeeper_upstream_breaker{upstream, breaker}``: the same for ``open``, ``half-open``,
@@ -39,6 +41,8 @@ class UpstreamCollector:
         return self._families(self._rows())
 
     def _families(self, rows: Sequence[Mapping[str, Any]]) -> Iterator[Metric]:
+        info = GaugeMetricFamily("toolkeeper_upstream_info", "Each upstream's transport and "
+                                 "era.", labels=("upstream", "transport", "era"))
         state = GaugeMetricFamily("toolkeeper_upstream_state", "Each upstream's health state "
                                   "(1: the state it is in).", labels=("upstream", "state"))
         breaker = GaugeMetricFamily("toolkeeper_upstream_breaker", "Each upstream's circuit "
@@ -57,6 +61,7 @@ class UpstreamCollector:
                         ("failures", "Forwarded calls that got no answer."))}
         for row in sorted(rows, key=lambda r: str(r["name"])):
             name = str(row["name"])
+            info.add_metric((name, str(row.get("transport")), str(row.get("era"))), 1.0)
             for value in STATES:
                 state.add_metric((name, value), 1.0 if row.get("state") == value else 0.0)
             for value in BREAKERS:
@@ -65,6 +70,7 @@ class UpstreamCollector:
                 family.add_metric((name,), float(row.get(key) or 0))
             for key, counter in counters.items():
                 counter.add_metric((name,), float(row.get(key) or 0))
+        yield info
         yield state
         yield breaker
         yield from gauges.values()
