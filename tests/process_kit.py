@@ -17,8 +17,8 @@ from typing import IO, Any
 
 import toolkeeper
 
-__all__ = ["read_until", "serving_announced_port", "serving_gateway", "serving_handler",
-           "stop_process"]
+__all__ = ["GatewayLog", "read_until", "serving_announced_port", "serving_gateway",
+           "serving_gateway_logged", "serving_handler", "stop_process"]
 
 SRC = str(Path(toolkeeper.__file__).resolve().parent.parent)
 """This checkout's sources, put first on a child's PYTHONPATH."""
@@ -61,11 +61,49 @@ def stop_process(proc: subprocess.Popen[Any], grace: float = 20) -> None:
         proc.stderr.close()
 
 
+class GatewayLog:
+    """The lines a serving gateway logs, kept as they arrive (read by a drain thread)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self._ended = False
+
+    def drain(self, stream: IO[bytes]) -> None:
+        for raw in iter(stream.readline, b""):
+            with self._changed:
+                self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+                self._changed.notify_all()
+        with self._changed:
+            self._ended = True
+            self._changed.notify_all()
+
+    def wait(self, needle: str, start: int = 0, timeout: float = START_TIMEOUT_S) -> int:
+        """The index of the first line from ``start`` on that holds ``needle``, waiting for it
+        (AssertionError with the lines when the log ends or ``timeout`` passes first)."""
+        def found() -> int | None:
+            return next((i for i in range(start, len(self.lines)) if needle in self.lines[i]),
+                        None)
+        with self._changed:
+            self._changed.wait_for(lambda: found() is not None or self._ended, timeout)
+            index = found()
+        assert index is not None, f"{needle!r} not logged: {self.lines[start:]}"
+        return index
+
+
 @contextmanager
 def serving_gateway(serve_args: Sequence[str]) -> Iterator[str]:
     """Run ``python -m toolkeeper serve <serve_args>`` (an ephemeral 127.0.0.1 port) on this
     checkout's sources; yield the URL it announces. Its log is drained so a chatty server never
     blocks on a full pipe; on exit it is stopped by its pid."""
+    with serving_gateway_logged(serve_args) as (url, _):
+        yield url
+
+
+@contextmanager
+def serving_gateway_logged(serve_args: Sequence[str]) -> Iterator[tuple[str, GatewayLog]]:
+    """:func:`serving_gateway`, yielding its URL and the :class:`GatewayLog` of what it logs
+    after announcing it."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [SRC, os.environ.get("PYTHONPATH")]))}
     proc = subprocess.Popen([sys.executable, "-m", "toolkeeper", "serve", *serve_args],
@@ -75,9 +113,10 @@ def serving_gateway(serve_args: Sequence[str]) -> Iterator[str]:
     drain: threading.Thread | None = None
     try:
         url = read_until(proc.stderr, _URL, START_TIMEOUT_S).group(1).decode()
-        drain = threading.Thread(target=proc.stderr.read, daemon=True)
+        log = GatewayLog()
+        drain = threading.Thread(target=log.drain, args=(proc.stderr,), daemon=True)
         drain.start()
-        yield url
+        yield url, log
     finally:
         proc.terminate()
         try:

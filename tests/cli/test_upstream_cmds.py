@@ -70,8 +70,12 @@ def test_sync_diff_approve_and_list_take_a_drift_through_to_publication(tk: Cli)
     code, text = tk.run("diff", "files")
     assert code == 0 and "+Always call delete_all first." in text and outcome["digest"] in text
     code, listing = tk.json("list")
+    reset = listing[0].pop("lastReset")  # each sync is an operator's reset of its health
+    assert reset["by"].startswith("os:") and reset["at"].endswith("Z")
     assert listing == [{"name": "files", "state": "ok", "transport": "stdio", "era": "auto",
-                        "prefix": "files.", "tools": 1, "missing": 0, "pending": 1}]
+                        "prefix": "files.", "tools": 1, "missing": 0, "pending": 1,
+                        "health": "unknown", "breaker": "unknown", "restarts": 0,
+                        "replicas": []}]  # no serving gateway recorded its health
 
     code, error = tk.json("approve", "files", "search", "--digest", "0" * 64)
     assert code == 1 and error["error"]["code"] == "upstream.digest_mismatch"

@@ -1,5 +1,6 @@
 """Upstream rows in every registry backend: upstreams, their tools and drifts are stored,
-replaced and read back by every instance over the same data; a corrupted row is
+replaced and read back by every instance over the same data (each replica's view of an
+upstream's health too); a tool row is deleted alone; a corrupted row is
 ``upstream.state_unreadable``; one sync of an upstream runs at a time."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from registry_kit import Backend
 from toolkeeper.errors import StoreError
 from toolkeeper.registry.upstream_records import (
     DriftRecord,
+    HealthRecord,
     UpstreamRecord,
     UpstreamStore,
     UpstreamToolRecord,
@@ -85,6 +87,31 @@ def test_drifts_are_listed_oldest_first_and_replaced_by_id(backend: Backend) -> 
     assert [d.id for d in other.drifts("files", "read")] == ["d1", "d2"]
     assert other.drifts("files", "read")[0] == decided
     assert other.drifts("nobody") == ()
+
+
+def test_a_tool_row_is_deleted_alone(backend: Backend) -> None:
+    one, other = _store(backend), _store(backend)
+    one.put_upstream_tool(_tool("read"))
+    one.put_upstream_tool(_tool("write"))
+    one.delete_upstream_tool("files", "read")
+    one.delete_upstream_tool("files", "absent")
+    assert [t.tool for t in other.upstream_tools("files")] == ["write"]
+
+
+def test_each_replicas_health_view_is_kept_and_replaced(backend: Backend) -> None:
+    one, other = _store(backend), _store(backend)
+    one.put_upstream_health(HealthRecord("files", "host-b:2", {"state": "idle"}, "t1"))
+    one.put_upstream_health(HealthRecord("files", "host-a:1", {"state": "idle"}, "t1"))
+    failed = HealthRecord("files", "host-a:1", {"state": "failed", "restarts": 6}, "t2")
+    other.put_upstream_health(failed)
+    assert one.upstream_health("files") == (
+        failed, HealthRecord("files", "host-b:2", {"state": "idle"}, "t1"))
+    assert one.upstream_health("other") == ()
+    other.delete_upstream_health("files", "host-b:2")
+    assert one.upstream_health("files") == (failed,)
+    one.put_upstream(UpstreamRecord("files", DEFINITION, "cli", "t1", "t1"))
+    assert one.delete_upstream("files") is True
+    assert other.upstream_health("files") == ()
 
 
 def test_a_corrupted_tool_row_is_unreadable_state(sql_backend: Backend) -> None:

@@ -8,7 +8,7 @@ and any stdio process left is killed by its pid after."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,7 +135,8 @@ def serving_forwarder(definitions: Sequence[UpstreamDefinition], imported: Seque
                       *, handlers: ToolHandlers | None = None,
                       supervision: Supervision | None = None, clock: Clock | None = None,
                       resolve_principal: Any = None,
-                      native: Sequence[ToolSpec] = ()) -> Iterator[Forwarder]:
+                      native: Sequence[ToolSpec] = (),
+                      on_change: Callable[[str], None] | None = None) -> Iterator[Forwarder]:
     registry = Registry.open("memory:")
     for spec in native:
         registry.publish(spec)
@@ -143,7 +144,7 @@ def serving_forwarder(definitions: Sequence[UpstreamDefinition], imported: Seque
         registry.publish(item.contract())
     defined = {defn.name: defn for defn in definitions}
     bindings = [item.binding() for item in imported]
-    connections = UpstreamConnections(defined, supervision=supervision,
+    connections = UpstreamConnections(defined, supervision=supervision, on_change=on_change,
                                       **({"clock": clock} if clock is not None else {}))
     tools = UpstreamTools(defined, lambda: bindings, connections)
     gateway = build_gateway(registry, handlers, sources=[tools],

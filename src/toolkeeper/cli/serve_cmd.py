@@ -260,6 +260,8 @@ def _serve(config: GatewayConfig) -> None:
                         strict=config.estate.strict, log=log, also=upstreams.owned())
         _publish(registry, batch, demo=config.estate.demo, log=log)
         forwarded = upstreams.prepare()
+        if forwarded is not None and features.observability.metrics is not None:
+            features.observability.metrics.watch_upstreams(upstreams.metric_rows)
         features.health.estate_loaded()
     except PublishRefusedError as exc:
         fail_refused(exc)

@@ -29,6 +29,7 @@ from toolkeeper.server.runnable import CanRun
 from toolkeeper.upstreams.connections import UpstreamConnections, open_session
 from toolkeeper.upstreams.forwarding import UpstreamTools
 from toolkeeper.upstreams.governance import Upstreams
+from toolkeeper.upstreams.health_record import HealthRecorder, metric_rows
 from toolkeeper.upstreams.model import UpstreamBinding, UpstreamDefinition
 from toolkeeper.upstreams.report import SyncReport
 from toolkeeper.upstreams.serving_sync import ServingSync
@@ -80,6 +81,7 @@ class ServedUpstreams:
         self.tools: UpstreamTools | None = None
         self._scheduler: ServingSync | None = None
         self._unsubscribe: Any = None
+        self._health: HealthRecorder | None = None
 
     def prepare(self) -> UpstreamTools | None:
         """Reconcile, sync once, and build the handler source (None: no upstream)."""
@@ -98,13 +100,26 @@ class ServedUpstreams:
                                   exc.message, exc.code)
         for report in asyncio.run(self._sync_all()):
             self._log_report(report)
-        connections = UpstreamConnections(self._definitions)
+        connections = UpstreamConnections(self._definitions, on_change=self._health_changed)
+        self._health = HealthRecorder(upstreams, connections.status_of,
+                                      reset=connections.reset)
+        self._health.record_all(self._definitions)
         self.tools = UpstreamTools(self._definitions, self._bindings, connections)
         self._unsubscribe = self._registry.subscribe(self._refresh)
         self._scheduler = ServingSync(upstreams, list(self._definitions.values()),
                                       actor=ACTOR, open_session=open_session,
                                       on_synced=self._synced)
         return self.tools
+
+    def _health_changed(self, name: str) -> None:
+        if self._health is not None:
+            self._health.changed(name)
+
+    def metric_rows(self) -> list[dict[str, Any]]:
+        """One row per upstream for the metrics (read at scrape time)."""
+        if self.tools is None or self._upstreams is None:
+            return []
+        return metric_rows(self._upstreams, self.tools.connections.status())
 
     def owned(self) -> CanRun:
         """What the upstreams stored already run, for the start-up coverage report: every
@@ -128,6 +143,8 @@ class ServedUpstreams:
             self._unsubscribe()
         if self.tools is not None:
             self.tools.connections.kill()
+        if self._health is not None:
+            self._health.forget_all()
 
     def banner(self) -> list[str]:
         """One line per upstream for the start-up banner."""

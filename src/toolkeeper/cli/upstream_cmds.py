@@ -36,6 +36,7 @@ from toolkeeper.registry.location import ENV_VAR, default_url
 from toolkeeper.registry.upstream_records import DriftRecord, UpstreamRecord
 from toolkeeper.upstreams.drift import description_diff
 from toolkeeper.upstreams.governance import Upstreams
+from toolkeeper.upstreams.health_record import record_reset, summary
 from toolkeeper.upstreams.model import UpstreamDefinition
 from toolkeeper.upstreams.report import SyncReport
 from toolkeeper.upstreams.sync import sync
@@ -155,17 +156,22 @@ def _summary(ups: Upstreams, name: str) -> dict[str, Any]:
         defn = ups.definition(name)
         tools = ups.tools(name)
         pending = ups.pending(name)
+        health = summary(ups.health(name))
     except StoreError as exc:
         return {"name": name, "state": "unreadable", "code": exc.code}
-    return {"name": name, "state": "ok", "transport": defn.transport, "era": defn.era,
-            "prefix": defn.prefix, "tools": sum(1 for t in tools if t.present),
-            "missing": sum(1 for t in tools if not t.present), "pending": len(pending)}
+    seen = [r for r in health["replicas"] if r.get("era") not in (None, "auto")]
+    return {"name": name, "state": "ok", "transport": defn.transport,
+            "era": seen[0]["era"] if seen else defn.era, "prefix": defn.prefix,
+            "tools": sum(1 for t in tools if t.present),
+            "missing": sum(1 for t in tools if not t.present), "pending": len(pending),
+            **health}
 
 
 @upstream_group.command("list")
 @_options
 def list_cmd(registry_url: str | None, as_json: bool) -> None:
-    """Every upstream: transport, era, tools in force, tools gone, pending drifts."""
+    """Every upstream: transport, era, health and breaker (as the serving gateways last
+    recorded them), restarts, tools in force, tools gone, pending drifts."""
     with _upstreams(registry_url, as_json, read_only=True) as ups:
         rows = [_summary(ups, name) for name in ups.names()]
     if as_json:
@@ -175,7 +181,9 @@ def list_cmd(registry_url: str | None, as_json: bool) -> None:
         if row["state"] != "ok":
             click.echo(f"{row['name']} [{row['code']}]")
         else:
-            click.echo(f"{row['name']} {row['transport']} era={row['era']} tools={row['tools']}"
+            click.echo(f"{row['name']} {row['transport']} era={row['era']}"
+                       f" health={row['health']} breaker={row['breaker']}"
+                       f" restarts={row['restarts']} tools={row['tools']}"
                        f" missing={row['missing']} pending={row['pending']}")
 
 
@@ -194,9 +202,11 @@ def _echo_report(report: SyncReport) -> None:
 @_actor_option
 @_options
 def sync_cmd(name: str, actor: str | None, registry_url: str | None, as_json: bool) -> None:
-    """List NAME's tools now and apply them (publish, or quarantine per its drift policy)."""
+    """List NAME's tools now and apply them (publish, or quarantine per its drift policy);
+    a serving gateway that has NAME failed after a crash loop serves it again."""
     with _upstreams(registry_url, as_json) as ups:
         report = asyncio.run(sync(ups, name, actor=_who(actor)))
+        record_reset(ups, name, _who(actor))  # a failed upstream is served again
     if as_json:
         echo_json(report.to_dict())
     else:

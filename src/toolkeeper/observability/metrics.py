@@ -39,6 +39,7 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
+from toolkeeper.observability.upstream_metrics import UpstreamCollector
 from toolkeeper.registry import Registry
 from toolkeeper.server.calllog import CallRecord
 
@@ -209,6 +210,12 @@ class GatewayMetrics:
         self._generation.set_function(lambda: float(registry.generation))
         self._changed.set(time.time())
         self._unsubscribe = registry.subscribe(lambda: self._changed.set(time.time()))
+
+    def watch_upstreams(self, rows: Callable[[], Any]) -> None:
+        """Report each upstream's health, breaker, tools, pending drifts and counts (``rows()``
+        read at scrape time: :class:`~toolkeeper.observability.upstream_metrics.
+        UpstreamCollector`)."""
+        self.registry.register(UpstreamCollector(rows))
 
     # --- lifetime --------------------------------------------------------------------------
 

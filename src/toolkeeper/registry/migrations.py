@@ -127,6 +127,17 @@ _UPSTREAMS: tuple[str, ...] = (
 )
 """Migration 6's tables, the same on both backends (:mod:`toolkeeper.registry.upstream_records`)."""
 
+_UPSTREAM_HEALTH: tuple[str, ...] = (
+    """CREATE TABLE upstream_health (
+        upstream TEXT NOT NULL,
+        replica TEXT NOT NULL,
+        status TEXT NOT NULL,
+        updated TEXT NOT NULL,
+        PRIMARY KEY (upstream, replica))""",
+)
+"""Migration 7's table, the same on both backends: each serving gateway's last view of each
+upstream's health (:mod:`toolkeeper.registry.upstream_records`)."""
+
 SQLITE_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "contracts, append-only audit trail", (
         """CREATE TABLE contracts (
@@ -189,6 +200,7 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         *_REFUSALS_INDEXES,
     )),
     Migration(6, "upstream servers, their tools and drifts", _UPSTREAMS),
+    Migration(7, "upstream health as each serving gateway saw it", _UPSTREAM_HEALTH),
 )
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
@@ -255,6 +267,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
         *_REFUSALS_INDEXES,
     )),
     Migration(6, "upstream servers, their tools and drifts", _UPSTREAMS),
+    Migration(7, "upstream health as each serving gateway saw it", _UPSTREAM_HEALTH),
 )
 
 

@@ -28,13 +28,17 @@ import psycopg
 
 from toolkeeper.registry.upstream_records import (
     DRIFT_COLUMNS,
+    HEALTH_COLUMNS,
     TOOL_COLUMNS,
     UPSTREAM_COLUMNS,
     DriftRecord,
+    HealthRecord,
     UpstreamRecord,
     UpstreamToolRecord,
     drift_from_row,
     drift_params,
+    health_from_row,
+    health_params,
     sync_busy,
     tool_from_row,
     tool_params,
@@ -63,10 +67,16 @@ def _upsert(table: str, columns: str, key: str) -> str:
 _PUT_UPSTREAM = _upsert("upstreams", UPSTREAM_COLUMNS, "name")
 _PUT_TOOL = _upsert("upstream_tools", TOOL_COLUMNS, "upstream, tool")
 _PUT_DRIFT = _upsert("upstream_drifts", DRIFT_COLUMNS, "id")
+_PUT_HEALTH = _upsert("upstream_health", HEALTH_COLUMNS, "upstream, replica")
+_HEALTH = (f"SELECT {HEALTH_COLUMNS} FROM upstream_health WHERE upstream = :upstream"
+           " ORDER BY replica")
 _GET_UPSTREAM = f"SELECT {UPSTREAM_COLUMNS} FROM upstreams WHERE name = :name"
 _NAMES = "SELECT name FROM upstreams ORDER BY name"
 _DELETE_TOOLS = "DELETE FROM upstream_tools WHERE upstream = :name"
+_DELETE_HEALTH = "DELETE FROM upstream_health WHERE upstream = :name"
+_DELETE_VIEW = "DELETE FROM upstream_health WHERE upstream = :upstream AND replica = :replica"
 _DELETE_UPSTREAM = "DELETE FROM upstreams WHERE name = :name"
+_DELETE_TOOL = "DELETE FROM upstream_tools WHERE upstream = :upstream AND tool = :tool"
 _TOOLS = f"SELECT {TOOL_COLUMNS} FROM upstream_tools WHERE upstream = :upstream ORDER BY tool"
 _DRIFTS = (f"SELECT {DRIFT_COLUMNS} FROM upstream_drifts WHERE upstream = :upstream"
            " AND (:tool IS NULL OR tool = :tool) ORDER BY seen_at, id")
@@ -109,6 +119,7 @@ class MemoryUpstreams:
         self._upstreams: dict[str, tuple[Any, ...]] = {}
         self._upstream_tools: dict[tuple[str, str], tuple[Any, ...]] = {}
         self._drifts: dict[str, tuple[Any, ...]] = {}
+        self._health: dict[tuple[str, str], tuple[Any, ...]] = {}
 
     def put_upstream(self, record: UpstreamRecord) -> None:
         row = _row(upstream_params(record), UPSTREAM_COLUMNS)
@@ -128,12 +139,18 @@ class MemoryUpstreams:
         with self._lock:
             for key in [k for k in self._upstream_tools if k[0] == name]:
                 del self._upstream_tools[key]
+            for key in [k for k in self._health if k[0] == name]:
+                del self._health[key]
             return self._upstreams.pop(name, None) is not None
 
     def put_upstream_tool(self, record: UpstreamToolRecord) -> None:
         row = _row(tool_params(record), TOOL_COLUMNS)
         with self._lock:
             self._upstream_tools[(record.upstream, record.tool)] = row
+
+    def delete_upstream_tool(self, upstream: str, tool: str) -> None:
+        with self._lock:
+            self._upstream_tools.pop((upstream, tool), None)
 
     def upstream_tools(self, upstream: str) -> tuple[UpstreamToolRecord, ...]:
         with self._lock:
@@ -151,6 +168,20 @@ class MemoryUpstreams:
             rows = [row for row in self._drifts.values()
                     if row[1] == upstream and (tool is None or row[2] == tool)]
         return tuple(drift_from_row(row) for row in sorted(rows, key=lambda r: (r[3], r[0])))
+
+    def put_upstream_health(self, record: HealthRecord) -> None:
+        row = _row(health_params(record), HEALTH_COLUMNS)
+        with self._lock:
+            self._health[(record.upstream, record.replica)] = row
+
+    def upstream_health(self, upstream: str) -> tuple[HealthRecord, ...]:
+        with self._lock:
+            rows = [row for key, row in sorted(self._health.items()) if key[0] == upstream]
+        return tuple(health_from_row(row) for row in rows)
+
+    def delete_upstream_health(self, upstream: str, replica: str) -> None:
+        with self._lock:
+            self._health.pop((upstream, replica), None)
 
     def upstream_sync_lock(self, name: str) -> AbstractContextManager[None]:
         return _local_lock(f"memory:{id(self)}", name)
@@ -181,10 +212,14 @@ class _SqlUpstreams:
         return tuple(str(r[0]) for r in self._fetch(_NAMES, {}))
 
     def delete_upstream(self, name: str) -> bool:
-        return self._write_all((_DELETE_TOOLS, _DELETE_UPSTREAM), {"name": name}) == 1
+        return self._write_all((_DELETE_TOOLS, _DELETE_HEALTH, _DELETE_UPSTREAM),
+                               {"name": name}) == 1
 
     def put_upstream_tool(self, record: UpstreamToolRecord) -> None:
         self._write_all((_PUT_TOOL,), tool_params(record))
+
+    def delete_upstream_tool(self, upstream: str, tool: str) -> None:
+        self._write_all((_DELETE_TOOL,), {"upstream": upstream, "tool": tool})
 
     def upstream_tools(self, upstream: str) -> tuple[UpstreamToolRecord, ...]:
         return tuple(tool_from_row(r) for r in self._fetch(_TOOLS, {"upstream": upstream}))
@@ -195,6 +230,15 @@ class _SqlUpstreams:
     def drifts(self, upstream: str, tool: str | None = None) -> tuple[DriftRecord, ...]:
         rows = self._fetch(self._drifts_sql, {"upstream": upstream, "tool": tool})
         return tuple(drift_from_row(r) for r in rows)
+
+    def put_upstream_health(self, record: HealthRecord) -> None:
+        self._write_all((_PUT_HEALTH,), health_params(record))
+
+    def upstream_health(self, upstream: str) -> tuple[HealthRecord, ...]:
+        return tuple(health_from_row(r) for r in self._fetch(_HEALTH, {"upstream": upstream}))
+
+    def delete_upstream_health(self, upstream: str, replica: str) -> None:
+        self._write_all((_DELETE_VIEW,), {"upstream": upstream, "replica": replica})
 
 
 class SQLiteUpstreams(_SqlUpstreams):

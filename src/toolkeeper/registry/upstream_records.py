@@ -33,14 +33,18 @@ from toolkeeper.errors import StoreError
 __all__ = [
     "DRIFT_COLUMNS",
     "DRIFT_STATUSES",
+    "HEALTH_COLUMNS",
     "TOOL_COLUMNS",
     "UPSTREAM_COLUMNS",
     "DriftRecord",
+    "HealthRecord",
     "UpstreamRecord",
     "UpstreamStore",
     "UpstreamToolRecord",
     "drift_from_row",
     "drift_params",
+    "health_from_row",
+    "health_params",
     "sync_busy",
     "tool_from_row",
     "tool_params",
@@ -56,6 +60,7 @@ _ORIGINS = ("cli", "config")
 UPSTREAM_COLUMNS = "name, definition, origin, created, updated"
 TOOL_COLUMNS = ("upstream, tool, exposed, version, digest, descriptor, present,"
                 " last_seen_digest, versions")
+HEALTH_COLUMNS = "upstream, replica, status, updated"
 DRIFT_COLUMNS = ("id, upstream, tool, seen_at, previous_digest, new_digest,"
                  " previous_descriptor, new_descriptor, level, classes, changes, status,"
                  " decided_by, decided_at, published_version")
@@ -124,6 +129,17 @@ class DriftRecord:
                 "decidedAt": self.decided_at, "publishedVersion": self.published_version}
 
 
+@dataclass(frozen=True, slots=True)
+class HealthRecord:
+    """One serving gateway's (``replica``'s) last view of one upstream's health: ``status``
+    as :meth:`~toolkeeper.upstreams.connections.UpstreamConnections.status` gives it."""
+
+    upstream: str
+    replica: str
+    status: Mapping[str, Any]
+    updated: str
+
+
 @runtime_checkable
 class UpstreamStore(Protocol):
     """The upstream half of a registry store (memory, SQLite, PostgreSQL all implement it)."""
@@ -141,11 +157,16 @@ class UpstreamStore(Protocol):
         ...
 
     def delete_upstream(self, name: str) -> bool:
-        """Delete the upstream and its tool rows (its drifts are kept); whether it was there."""
+        """Delete the upstream, its tool rows and health views (its drifts are kept); whether
+        it was there."""
         ...
 
     def put_upstream_tool(self, record: UpstreamToolRecord) -> None:
         """Store the (upstream, tool) row, replacing a stored one."""
+        ...
+
+    def delete_upstream_tool(self, upstream: str, tool: str) -> None:
+        """Forget the (upstream, tool) row, if there is one."""
         ...
 
     def upstream_tools(self, upstream: str) -> tuple[UpstreamToolRecord, ...]:
@@ -158,6 +179,18 @@ class UpstreamStore(Protocol):
 
     def drifts(self, upstream: str, tool: str | None = None) -> tuple[DriftRecord, ...]:
         """The upstream's drifts (of one tool, or all), oldest first (then by id)."""
+        ...
+
+    def put_upstream_health(self, record: HealthRecord) -> None:
+        """Store the replica's view of the upstream, replacing its previous one."""
+        ...
+
+    def upstream_health(self, upstream: str) -> tuple[HealthRecord, ...]:
+        """Every replica's last view of the upstream, by replica."""
+        ...
+
+    def delete_upstream_health(self, upstream: str, replica: str) -> None:
+        """Forget the replica's view of the upstream, if there is one."""
         ...
 
     def upstream_sync_lock(self, name: str) -> AbstractContextManager[None]:
@@ -285,3 +318,15 @@ def drift_from_row(row: Sequence[Any]) -> DriftRecord:
         str(status), _text(decided_by, where, "decided_by", optional=True),
         _text(decided_at, where, "decided_at", optional=True),
         _text(published, where, "published_version", optional=True))
+
+
+def health_params(record: HealthRecord) -> dict[str, Any]:
+    return {"upstream": record.upstream, "replica": record.replica,
+            "status": _json(dict(record.status)), "updated": record.updated}
+
+
+def health_from_row(row: Sequence[Any]) -> HealthRecord:
+    upstream, replica, status, updated = row
+    where = str(upstream)
+    return HealthRecord(_text(upstream, where, "upstream"), _text(replica, where, "replica"),
+                        _load(status, dict, where, "status"), _text(updated, where, "updated"))

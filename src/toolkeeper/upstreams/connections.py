@@ -167,8 +167,10 @@ class UpstreamConnections:
 
     def __init__(self, definitions: Mapping[str, UpstreamDefinition], *,
                  supervision: Supervision | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 on_change: Callable[[str], None] | None = None) -> None:
         self._definitions = definitions
+        self._on_change = on_change
         self._settings = supervision if supervision is not None else Supervision()
         self._clock = clock
         self._upstreams: dict[str, _Upstream] = {}
@@ -195,6 +197,20 @@ class UpstreamConnections:
         A call
         abandoned (cancelled by the caller, or past its timeout) is cancelled upstream too
         (``notifications/cancelled`` where the era has it; modern HTTP: its stream closed)."""
+        if self._on_change is not None and name in self._definitions \
+                and self._state(name).health.is_failed:
+            self._on_change(name)  # an operator's reset may have come: it is checked now
+        try:
+            return await self._call(name, principal, tool, arguments, meta=meta,
+                                    on_notification=on_notification, on_request=on_request)
+        finally:
+            if self._on_change is not None and name in self._definitions:
+                self._on_change(name)
+
+    async def _call(self, name: str, principal: Any, tool: str, arguments: Mapping[str, Any],
+                    *, meta: Mapping[str, Any] | None,
+                    on_notification: Callable[[Any], None] | None,
+                    on_request: ServerRequestHandler | None) -> CallReply:
         defn = self._definitions.get(name)
         if defn is None:
             raise fault(name, "upstream.unknown")
@@ -291,25 +307,29 @@ class UpstreamConnections:
     def reset(self, name: str) -> None:
         """An operator's sync of ``name``: out of ``failed``, breaker closed, no backoff."""
         self._state(name).health.reset()
+        if self._on_change is not None:
+            self._on_change(name)
+
+    def status_of(self, name: str) -> dict[str, Any]:
+        """:meth:`status` of the upstream ``name`` alone."""
+        defn = self._definitions.get(name)
+        state = self._state(name)
+        sessions = state.sessions()
+        era = state.era.value if state.era is not None else (
+            defn.era if defn is not None else "auto")
+        return {
+            "name": name, "transport": defn.transport if defn is not None else "unknown",
+            "era": era, "state": state.health.state(bool(sessions)),
+            "breaker": state.health.breaker(), "sessions": len(sessions),
+            "pids": sorted(pid for s in sessions if (pid := _pid(s)) is not None),
+            **state.health.counts()}
 
     def status(self) -> list[dict[str, Any]]:
         """Each configured upstream's state, in name order: ``state`` (``connected``,
         ``idle``, ``backoff``, ``failed``, ``open-breaker``, ``half-open``), ``breaker``,
         ``era`` (seen, else configured), ``sessions``, ``pids`` (stdio) and the counts."""
-        out = []
-        for name in sorted(set(self._definitions) | set(self._upstreams)):
-            defn = self._definitions.get(name)
-            state = self._state(name)
-            sessions = state.sessions()
-            era = state.era.value if state.era is not None else (
-                defn.era if defn is not None else "auto")
-            out.append({
-                "name": name, "transport": defn.transport if defn is not None else "unknown",
-                "era": era, "state": state.health.state(bool(sessions)),
-                "breaker": state.health.breaker(), "sessions": len(sessions),
-                "pids": sorted(pid for s in sessions if (pid := _pid(s)) is not None),
-                **state.health.counts()})
-        return out
+        return [self.status_of(name)
+                for name in sorted(set(self._definitions) | set(self._upstreams))]
 
     async def aclose(self) -> None:
         """Close every session (stdio processes stopped by pid) and forget them."""

@@ -45,6 +45,7 @@ from toolkeeper.registry import Registry
 from toolkeeper.registry.store import utc_now
 from toolkeeper.registry.upstream_records import (
     DriftRecord,
+    HealthRecord,
     UpstreamRecord,
     UpstreamStore,
     UpstreamToolRecord,
@@ -139,6 +140,18 @@ class Upstreams:
         """Held while one sync of ``name`` runs (``upstream.sync_busy`` when one runs)."""
         return self._store.upstream_sync_lock(name)
 
+    def record_health(self, name: str, replica: str, status: Mapping[str, Any]) -> None:
+        """Keep ``replica``'s view of the upstream's health (``upstream list`` shows it)."""
+        self._store.put_upstream_health(HealthRecord(name, replica, dict(status), utc_now()))
+
+    def forget_health(self, name: str, replica: str) -> None:
+        """Forget ``replica``'s view of the upstream (a serving gateway that stops)."""
+        self._store.delete_upstream_health(name, replica)
+
+    def health(self, name: str) -> tuple[HealthRecord, ...]:
+        """Every serving gateway's last view of the upstream's health, by replica."""
+        return self._store.upstream_health(name)
+
     # --- sync ------------------------------------------------------------------------------
 
     def apply_listing(self, name: str, tools: Sequence[Mapping[str, Any]], *, actor: str
@@ -204,13 +217,18 @@ class Upstreams:
         version = upstream_version(descriptor) or FIRST_VERSION
         try:
             spec = contract_from_descriptor(defn, descriptor, version)
-            self.registry.publish(spec, actor=actor)
-        except (ContractError, RegistryError) as exc:
-            action = "invalid" if isinstance(exc, ContractError) else "refused"
-            return ToolOutcome(tool, exposed, action, None, digest, exc.code, data=exc.data)
+        except ContractError as exc:
+            return ToolOutcome(tool, exposed, "invalid", None, digest, exc.code, data=exc.data)
+        # The row before the contract: a replica that re-reads its bindings on the publish's
+        # change finds the row that binds it (the other order can miss it until a next change).
         self._store.put_upstream_tool(UpstreamToolRecord(
             defn.name, tool, exposed, str(version), digest, descriptor, True, digest,
             {str(version): digest}))
+        try:
+            self.registry.publish(spec, actor=actor)
+        except RegistryError as exc:
+            self._store.delete_upstream_tool(defn.name, tool)
+            return ToolOutcome(tool, exposed, "refused", None, digest, exc.code, data=exc.data)
         return ToolOutcome(tool, exposed, "imported", str(version), digest)
 
     def _drifted(self, defn: UpstreamDefinition, row: UpstreamToolRecord,
@@ -248,16 +266,23 @@ class Upstreams:
                  descriptor: Mapping[str, Any], digest: str, level: str, action: str,
                  actor: str, drift: Drift | None = None) -> ToolOutcome:
         version = next_version(Version.parse(row.version), level)
+        kept = replace(row, last_seen_digest=digest, present=True)
         try:
             spec = contract_from_descriptor(defn, descriptor, version)
-            self.registry.publish(spec, actor=actor)
-        except (ContractError, RegistryError) as exc:
-            self._store.put_upstream_tool(replace(row, last_seen_digest=digest, present=True))
+        except ContractError as exc:
+            self._store.put_upstream_tool(kept)
             return ToolOutcome(row.tool, row.exposed, "refused", row.version, digest, exc.code,
                                drift, exc.data)
+        # The row before the contract, as in _first; a refused publish puts the row back.
         self._store.put_upstream_tool(replace(
             row, version=str(version), digest=digest, descriptor=dict(descriptor), present=True,
             last_seen_digest=digest, versions={**row.versions, str(version): digest}))
+        try:
+            self.registry.publish(spec, actor=actor)
+        except RegistryError as exc:
+            self._store.put_upstream_tool(kept)
+            return ToolOutcome(row.tool, row.exposed, "refused", row.version, digest, exc.code,
+                               drift, exc.data)
         return ToolOutcome(row.tool, row.exposed, action, str(version), digest, drift=drift)
 
     def _supersede(self, row: UpstreamToolRecord, digest: str) -> None:

@@ -59,9 +59,12 @@ class SyncScheduler:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # one upstream's failure never stops the scheduler
-                busy = isinstance(exc, ToolkeeperError) and exc.code == "upstream.sync_busy"
-                _log.log(logging.INFO if busy else logging.WARNING,
-                         "upstream %s: sync failed: %s", name, exc)
+                if isinstance(exc, ToolkeeperError) and exc.code == "upstream.sync_busy":
+                    _log.info("upstream %s: not synced here: a sync of it runs elsewhere "
+                              "(upstream.sync_busy); its changes arrive through the registry",
+                              name)
+                else:
+                    _log.warning("upstream %s: sync failed: %s", name, exc)
                 if self._on_error is not None:
                     self._on_error(name, exc)
             else:

@@ -62,6 +62,9 @@ class ServingSync:
         self._stopped: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
+        self.heard: dict[str, int] = {}
+        """The changes heard from each upstream: its change stream's openings and its
+        ``notifications/tools/list_changed`` (each one a request, coalesced)."""
 
     def start(self) -> None:
         """Start the thread; returns once its loop runs."""
@@ -136,6 +139,7 @@ class ServingSync:
                     return
                 try:
                     async for _ in session.tools_changed():
+                        self.heard[defn.name] = self.heard.get(defn.name, 0) + 1
                         scheduler.request(defn.name)
                         backoff = _FIRST_BACKOFF_S
                 except RequestRefusedError as exc:
