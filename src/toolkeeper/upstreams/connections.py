@@ -202,7 +202,8 @@ class UpstreamConnections:
             self._on_change(name)  # an operator's reset may have come: it is checked now
         try:
             return await self._call(name, principal, tool, arguments, meta=meta,
-                                    on_notification=on_notification, on_request=on_request)
+                                    on_notification=on_notification, on_request=on_request,
+                                    capabilities=capabilities, retry=retry)
         finally:
             if self._on_change is not None and name in self._definitions:
                 self._on_change(name)
@@ -210,7 +211,9 @@ class UpstreamConnections:
     async def _call(self, name: str, principal: Any, tool: str, arguments: Mapping[str, Any],
                     *, meta: Mapping[str, Any] | None,
                     on_notification: Callable[[Any], None] | None,
-                    on_request: ServerRequestHandler | None) -> CallReply:
+                    on_request: ServerRequestHandler | None,
+                    capabilities: Mapping[str, Any] | None,
+                    retry: Mapping[str, Any] | None) -> CallReply:
         defn = self._definitions.get(name)
         if defn is None:
             raise fault(name, "upstream.unknown")
