@@ -2,7 +2,8 @@
 interpreter of the virtualenv the ``peers`` fixture installs; it imports nothing of
 toolkeeper): ``python -I mcp1_caller.py URL TOOL ARGUMENTS_JSON`` initializes a session over
 Streamable HTTP, lists every page of tools, calls ``TOOL`` once and prints one JSON line:
-``{"era", "tools", "isError", "text", "structured"}`` (or ``{"failure": ...}``). Bounded: the
+``{"era", "tools", "isError", "text", "structured"}`` (each tool's name, description, input
+schema and annotations) (or ``{"failure": ...}``). Bounded: the
 whole run fails after 30 s."""
 
 from __future__ import annotations
@@ -26,17 +27,21 @@ async def _run(url: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]
         async with streamable_http_client(url) as (read, write, _), \
                 ClientSession(read, write) as session:
             era = (await session.initialize()).protocolVersion
-            names: list[str] = []
+            tools: list[dict[str, Any]] = []
             cursor: str | None = None
             while True:
                 page = await session.list_tools(cursor)
-                names += [t.name for t in page.tools]
+                tools += [{"name": t.name, "description": t.description,
+                           "inputSchema": t.inputSchema,
+                           "annotations": None if t.annotations is None else
+                           t.annotations.model_dump(by_alias=True, exclude_none=True)}
+                          for t in page.tools]
                 cursor = page.nextCursor
                 if cursor is None:
                     break
             result = await session.call_tool(tool, arguments)
             texts = [block.text for block in result.content if block.type == "text"]
-            return {"era": era, "tools": sorted(names), "isError": bool(result.isError),
+            return {"era": era, "tools": tools, "isError": bool(result.isError),
                     "text": texts[0] if texts else None, "structured": result.structuredContent}
 
 

@@ -127,6 +127,8 @@ class Served:
     prefix: str
     upstream_era: str
     """The protocol version the gateway's own client selects with the upstream."""
+    descriptors: dict[str, dict[str, Any]]
+    """Each imported tool's descriptor as the upstream served it, by exposed name."""
 
     @property
     def imported(self) -> list[str]:
@@ -156,9 +158,11 @@ def served_upstream(kind: PeerUpstream, peers: Peers, workdir: Path) -> Iterator
                  "--side-effect", "read")
         report = _cli(registry, "sync", "up")
         era = asyncio.run(_upstream_version(registry))
+        with Registry.open(registry) as reg:
+            descriptors = {row.exposed: dict(row.descriptor) for row in Upstreams(reg).tools("up")}
         url = stack.enter_context(serving_gateway(["--registry", registry, "--port", "0",
                                                    "--log-level", "warning"]))
-        yield Served(kind, url, where, report, prefix, era)
+        yield Served(kind, url, where, report, prefix, era, descriptors)
 
 
 async def _upstream_version(registry: str) -> str:

@@ -56,17 +56,21 @@ async def _sdk_call(url: str, mode: str, tool: str, arguments: dict[str, Any]
                     ) -> dict[str, Any]:
     with anyio.fail_after(SESSION_S):
         async with Client(url, mode=mode) as client:
-            names: list[str] = []
+            tools: list[dict[str, Any]] = []
             cursor: str | None = None
             while True:
                 page = await client.list_tools(cursor=cursor)
-                names += [tool.name for tool in page.tools]
+                tools += [{"name": t.name, "description": t.description,
+                           "inputSchema": t.input_schema,
+                           "annotations": None if t.annotations is None else
+                           t.annotations.model_dump(by_alias=True, exclude_none=True)}
+                          for t in page.tools]
                 cursor = page.next_cursor
                 if cursor is None:
                     break
             result = await client.call_tool(tool, arguments)
             texts = [block.text for block in result.content if block.type == "text"]
-            return {"era": client.protocol_version, "tools": sorted(names),
+            return {"era": client.protocol_version, "tools": tools,
                     "isError": result.is_error, "text": texts[0] if texts else None}
 
 
@@ -88,12 +92,31 @@ def _row(served: Served, caller: tuple[str, str, str], upstream_era: str,
     if "failure" in seen:
         return [kind.label, kind.transport, name, mode, upstream_era,
                 f"FAIL: {seen['failure']}", counts, "FAIL", "FAIL"]
-    listed = [n for n in seen["tools"] if n.startswith(served.prefix)]
-    list_cell = "pass" if listed == served.imported else f"FAIL: {listed}"
+    list_cell = _judge_listing(served, seen["tools"])
     answer = (seen["isError"], seen["text"])
     call_cell = "pass" if answer == (False, kind.answer) else f"FAIL: {answer}"
     return [_cell(cell) for cell in (kind.label, kind.transport, name, mode, upstream_era,
                                      seen["era"], counts, list_cell, call_cell)]
+
+
+def _judge_listing(served: Served, tools: list[dict[str, Any]]) -> str:
+    """``pass`` when every imported tool is listed, once, with the upstream's description and
+    input schema, and annotations that claim no less risk than the upstream's own; else the
+    first tool and field that differ."""
+    listed = {t["name"]: t for t in tools if t["name"].startswith(served.prefix)}
+    if sorted(listed) != served.imported:
+        return f"FAIL: listed {sorted(listed)}"
+    for name in served.imported:
+        upstream, got = served.descriptors[name], listed[name]
+        for field in ("description", "inputSchema"):
+            if upstream.get(field) is not None and got[field] != upstream[field]:
+                return f"FAIL: {name} {field} {json.dumps(got[field])[:80]}"
+        theirs, ours = upstream.get("annotations") or {}, got["annotations"] or {}
+        if theirs.get("readOnlyHint") is False and ours.get("readOnlyHint") is not False:
+            return f"FAIL: {name} readOnlyHint {ours.get('readOnlyHint')} (upstream: false)"
+        if theirs.get("destructiveHint") is True and ours.get("destructiveHint") is not True:
+            return f"FAIL: {name} destructiveHint {ours.get('destructiveHint')} (upstream: true)"
+    return "pass"
 
 
 def _cell(text: str) -> str:
