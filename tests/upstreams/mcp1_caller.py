@@ -2,8 +2,8 @@
 interpreter of the virtualenv the ``peers`` fixture installs; it imports nothing of
 toolkeeper): ``python -I mcp1_caller.py URL TOOL ARGUMENTS_JSON`` initializes a session over
 Streamable HTTP, lists every page of tools, calls ``TOOL`` once and prints one JSON line:
-``{"era", "tools", "isError", "text", "structured"}`` (each tool's name, description, input
-schema and annotations) (or ``{"failure": ...}``). Bounded: the
+``{"era", "tools", "isError", "text", "structured"}`` (each tool's name, description, both
+schemas and annotations) (or ``{"failure": ...}``). Bounded: the
 whole run fails after 30 s."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ async def _run(url: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]
             while True:
                 page = await session.list_tools(cursor)
                 tools += [{"name": t.name, "description": t.description,
-                           "inputSchema": t.inputSchema,
+                           "inputSchema": t.inputSchema, "outputSchema": t.outputSchema,
                            "annotations": None if t.annotations is None else
                            t.annotations.model_dump(by_alias=True, exclude_none=True)}
                           for t in page.tools]

@@ -61,7 +61,7 @@ async def _sdk_call(url: str, mode: str, tool: str, arguments: dict[str, Any]
             while True:
                 page = await client.list_tools(cursor=cursor)
                 tools += [{"name": t.name, "description": t.description,
-                           "inputSchema": t.input_schema,
+                           "inputSchema": t.input_schema, "outputSchema": t.output_schema,
                            "annotations": None if t.annotations is None else
                            t.annotations.model_dump(by_alias=True, exclude_none=True)}
                           for t in page.tools]
@@ -101,14 +101,14 @@ def _row(served: Served, caller: tuple[str, str, str], upstream_era: str,
 
 def _judge_listing(served: Served, tools: list[dict[str, Any]]) -> str:
     """``pass`` when every imported tool is listed, once, with the upstream's description and
-    input schema, and annotations that claim no less risk than the upstream's own; else the
+    both schemas, and annotations that claim no less risk than the upstream's own; else the
     first tool and field that differ."""
     listed = {t["name"]: t for t in tools if t["name"].startswith(served.prefix)}
     if sorted(listed) != served.imported:
         return f"FAIL: listed {sorted(listed)}"
     for name in served.imported:
         upstream, got = served.descriptors[name], listed[name]
-        for field in ("description", "inputSchema"):
+        for field in ("description", "inputSchema", "outputSchema"):
             if upstream.get(field) is not None and got[field] != upstream[field]:
                 return f"FAIL: {name} {field} {json.dumps(got[field])[:80]}"
         theirs, ours = upstream.get("annotations") or {}, got["annotations"] or {}
