@@ -71,7 +71,8 @@ async def _sdk_call(url: str, mode: str, tool: str, arguments: dict[str, Any]
             result = await client.call_tool(tool, arguments)
             texts = [block.text for block in result.content if block.type == "text"]
             return {"era": client.protocol_version, "tools": tools,
-                    "isError": result.is_error, "text": texts[0] if texts else None}
+                    "isError": result.is_error, "text": texts[0] if texts else None,
+                    "structured": result.structured_content}
 
 
 def _mcp1_call(peers: Peers, url: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -93,8 +94,7 @@ def _row(served: Served, caller: tuple[str, str, str], upstream_era: str,
         return [kind.label, kind.transport, name, mode, upstream_era,
                 f"FAIL: {seen['failure']}", counts, "FAIL", "FAIL"]
     list_cell = _judge_listing(served, seen["tools"])
-    answer = (seen["isError"], seen["text"])
-    call_cell = "pass" if answer == (False, kind.answer) else f"FAIL: {answer}"
+    call_cell = _judge_call(served, seen)
     return [_cell(cell) for cell in (kind.label, kind.transport, name, mode, upstream_era,
                                      seen["era"], counts, list_cell, call_cell)]
 
@@ -116,6 +116,19 @@ def _judge_listing(served: Served, tools: list[dict[str, Any]]) -> str:
             return f"FAIL: {name} readOnlyHint {ours.get('readOnlyHint')} (upstream: false)"
         if theirs.get("destructiveHint") is True and ours.get("destructiveHint") is not True:
             return f"FAIL: {name} destructiveHint {ours.get('destructiveHint')} (upstream: true)"
+    return "pass"
+
+
+def _judge_call(served: Served, seen: dict[str, Any]) -> str:
+    """``pass`` when the call answered the upstream's text, ``isError`` false, with structured
+    content where the upstream's tool declares an output schema."""
+    kind = served.kind
+    answer = (seen["isError"], seen["text"])
+    if answer != (False, kind.answer):
+        return f"FAIL: {answer}"
+    declared = served.descriptors[served.prefix + kind.tool].get("outputSchema") is not None
+    if declared and not isinstance(seen["structured"], dict):
+        return f"FAIL: structuredContent {seen['structured']!r}"
     return "pass"
 
 
