@@ -62,15 +62,16 @@ def stop_process(proc: subprocess.Popen[Any], grace: float = 20) -> None:
 
 
 @contextmanager
-def serving_gateway(serve_args: Sequence[str]) -> Iterator[str]:
+def serving_gateway(serve_args: Sequence[str], cwd: Path | None = None) -> Iterator[str]:
     """Run ``python -m toolkeeper serve <serve_args>`` (an ephemeral 127.0.0.1 port) on this
-    checkout's sources; yield the URL it announces. Its log is drained so a chatty server never
-    blocks on a full pipe; on exit it is stopped by its pid."""
+    checkout's sources, in ``cwd`` (default: this process's); yield the URL it announces. Its
+    log is drained so a chatty server never blocks on a full pipe; on exit it is stopped by
+    its pid."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [SRC, os.environ.get("PYTHONPATH")]))}
     proc = subprocess.Popen([sys.executable, "-m", "toolkeeper", "serve", *serve_args],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=env)
+                            stderr=subprocess.PIPE, env=env, cwd=cwd)
     assert proc.stderr is not None
     drain: threading.Thread | None = None
     try:

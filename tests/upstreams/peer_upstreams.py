@@ -7,7 +7,8 @@ directory's official-SDK fixture, each installed through the shared ``peers`` fi
 
 :func:`served_upstream` imports one with ``toolkeeper upstream add`` and ``upstream sync``
 (the command line, in process, on a SQLite registry) and serves that registry with
-``toolkeeper serve`` (a subprocess, stopped by its pid)."""
+``toolkeeper serve`` (a subprocess, stopped by its pid, in a directory of its own: once it
+has stopped, no process started in that directory, a stdio upstream, may be left running)."""
 
 from __future__ import annotations
 
@@ -160,9 +161,30 @@ def served_upstream(kind: PeerUpstream, peers: Peers, workdir: Path) -> Iterator
         era = asyncio.run(_upstream_version(registry))
         with Registry.open(registry) as reg:
             descriptors = {row.exposed: dict(row.descriptor) for row in Upstreams(reg).tools("up")}
-        url = stack.enter_context(serving_gateway(["--registry", registry, "--port", "0",
-                                                   "--log-level", "warning"]))
-        yield Served(kind, url, where, report, prefix, era, descriptors)
+        home = workdir / "gateway"  # the gateway's cwd, so its children's too
+        home.mkdir()
+        with serving_gateway(["--registry", registry, "--port", "0", "--log-level", "warning"],
+                             cwd=home) as url:
+            yield Served(kind, url, where, report, prefix, era, descriptors)
+        left = processes_in(home)
+        assert not left, f"processes the gateway started outlived it: {left}"
+
+
+def processes_in(cwd: Path) -> list[str]:
+    """The live processes (no zombies: they have no cwd) whose working directory is ``cwd``,
+    as ``pid argv``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if (proc / "cwd").resolve(strict=True) != cwd.resolve():
+                continue
+            argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        found.append(f"{proc.name} {argv.strip()}")
+    return sorted(found)
 
 
 async def _upstream_version(registry: str) -> str:
