@@ -92,23 +92,25 @@ class GatewayLog:
 
 
 @contextmanager
-def serving_gateway(serve_args: Sequence[str]) -> Iterator[str]:
+def serving_gateway(serve_args: Sequence[str], cwd: Path | None = None) -> Iterator[str]:
     """Run ``python -m toolkeeper serve <serve_args>`` (an ephemeral 127.0.0.1 port) on this
-    checkout's sources; yield the URL it announces. Its log is drained so a chatty server never
-    blocks on a full pipe; on exit it is stopped by its pid."""
-    with serving_gateway_logged(serve_args) as (url, _):
+    checkout's sources, in ``cwd`` (default: this process's); yield the URL it announces. Its
+    log is drained so a chatty server never blocks on a full pipe; on exit it is stopped by
+    its pid."""
+    with serving_gateway_logged(serve_args, cwd) as (url, _):
         yield url
 
 
 @contextmanager
-def serving_gateway_logged(serve_args: Sequence[str]) -> Iterator[tuple[str, GatewayLog]]:
+def serving_gateway_logged(serve_args: Sequence[str], cwd: Path | None = None
+                           ) -> Iterator[tuple[str, GatewayLog]]:
     """:func:`serving_gateway`, yielding its URL and the :class:`GatewayLog` of what it logs
     after announcing it."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [SRC, os.environ.get("PYTHONPATH")]))}
     proc = subprocess.Popen([sys.executable, "-m", "toolkeeper", "serve", *serve_args],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=env)
+                            stderr=subprocess.PIPE, env=env, cwd=cwd)
     assert proc.stderr is not None
     drain: threading.Thread | None = None
     try:

@@ -174,3 +174,26 @@ def test_a_request_flooded_with_notifications_is_too_large_at_its_byte_bound() -
     with pytest.raises(ProtocolViolationError) as caught:
         asyncio.run(run())
     assert caught.value.code == "client.too_large"
+
+
+def test_a_close_cancelled_while_it_waits_for_the_server_still_stops_it() -> None:
+    """A server that ignores the end of its input is being waited for when the close is
+    cancelled (a gateway shutting down cancels its sync tasks): the process is killed, not
+    left running without its parent."""
+    pids: list[int] = []
+
+    async def run() -> int | None:
+        transport = await StdioTransport.start([sys.executable, KIT, "deaf"], env=None,
+                                               max_line_bytes=1 << 20, close_s=30.0)
+        pids.append(transport.pid)
+        closing = asyncio.create_task(transport.aclose())
+        await asyncio.sleep(0)  # a yield, no wall time: the close now waits on the process
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+        process = transport._process
+        async with asyncio.timeout(10):
+            return await process.wait()
+
+    assert asyncio.run(run()) is not None
+    assert not _alive(pids[0])

@@ -98,7 +98,18 @@ def test_a_per_tool_override_wins_over_the_upstreams_defaults() -> None:
     (SideEffect.WRITE, {"readOnlyHint": True}, SideEffect.WRITE),
     (SideEffect.DESTRUCTIVE, {"destructiveHint": False, "readOnlyHint": True},
      SideEffect.DESTRUCTIVE),
-    (SideEffect.READ, {"readOnlyHint": False}, SideEffect.READ),
+    # an explicit readOnlyHint false is the server saying more than "read": the hints' reading
+    # (MCP's defaults for the absent ones: destructiveHint true) raises a declared read
+    (SideEffect.READ, {"readOnlyHint": False}, SideEffect.DESTRUCTIVE),
+    (SideEffect.READ, {"readOnlyHint": False, "destructiveHint": False}, SideEffect.WRITE),
+    (SideEffect.READ, {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True},
+     SideEffect.IDEMPOTENT_WRITE),
+    (SideEffect.WRITE, {"readOnlyHint": False, "destructiveHint": False,
+                        "idempotentHint": True}, SideEffect.WRITE),
+    (SideEffect.DESTRUCTIVE, {"readOnlyHint": False, "destructiveHint": False},
+     SideEffect.DESTRUCTIVE),
+    # absent hints are no claim: the declaration stands
+    (SideEffect.READ, {}, SideEffect.READ),
 ])
 def test_annotations_raise_the_side_effect_and_never_lower_it(
         declared: SideEffect, annotations: dict[str, Any], expected: SideEffect) -> None:

@@ -68,6 +68,7 @@ class StdioTransport:
         self._taps: list[_Tap] = []
         self._tapped = asyncio.Event()
         self._reader = asyncio.create_task(self._read_loop())
+        self._reader.add_done_callback(_retrieve)
 
     @classmethod
     async def start(cls, argv: Sequence[str], *, env: Mapping[str, str] | None,
@@ -256,20 +257,35 @@ class StdioTransport:
         return None
 
     async def aclose(self) -> None:
+        """Close the server's input, then wait ``close_s`` for it to exit, then terminate it,
+        then kill it. A close that is itself cancelled or fails on the way (its caller
+        stopping, say a gateway shutting down) kills the process before it goes: the server
+        never outlives the transport."""
         for task in list(self._answering):
             task.cancel()
         process = self._process
-        if process.stdin is not None and not process.stdin.is_closing():
-            process.stdin.close()
-        for stop in (None, process.terminate, process.kill):
-            if process.returncode is not None:
-                break
-            if stop is not None:
+        try:
+            if process.stdin is not None and not process.stdin.is_closing():
+                process.stdin.close()
+            for stop in (None, process.terminate, process.kill):
+                if process.returncode is not None:
+                    break
+                if stop is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        stop()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self._close_s):
+                        await process.wait()
+        except BaseException:
+            if process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
-                    stop()
-            with contextlib.suppress(TimeoutError):
+                    process.kill()
+            self._reader.cancel()
+            with contextlib.suppress(BaseException):  # reaped, so its pipes close in this loop
                 async with asyncio.timeout(self._close_s):
                     await process.wait()
+                    await self._drain_output(process)
+            raise
         self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._reader
@@ -286,6 +302,13 @@ class StdioTransport:
             async with asyncio.timeout(self._close_s):
                 while await stdout.read(1 << 16):
                     pass
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    """The read loop's end is the transport's: its exception (an answer it could not write to
+    a server that closed its input) is never left for the loop to report as not retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _key(request_id: object) -> tuple[str, object]:

@@ -52,7 +52,7 @@ from toolkeeper.errors import (
 )
 from toolkeeper.protocol.versions import Era
 from toolkeeper.upstreams.asking import UPSTREAM_CAPABILITIES
-from toolkeeper.upstreams.credentials import HeadedTarget, upstream_headers
+from toolkeeper.upstreams.credentials import HeadedTarget, stdio_environment, upstream_headers
 from toolkeeper.upstreams.model import UpstreamDefinition
 from toolkeeper.upstreams.supervision import Health, Supervision
 
@@ -93,9 +93,10 @@ def timeouts_for(defn: UpstreamDefinition) -> ClientTimeouts:
 
 
 def target_for(defn: UpstreamDefinition) -> Target:
-    """Where the upstream runs, with its credential headers (HTTP)."""
+    """Where the upstream runs: its URL with its credential headers, or its stdio command with
+    the scrubbed environment of :func:`~toolkeeper.upstreams.credentials.stdio_environment`."""
     if defn.command is not None:
-        return Target.from_stdio(defn.command)
+        return Target.from_stdio(defn.command, env=stdio_environment())
     assert defn.url is not None
     target = Target.from_url(defn.url)
     headers = upstream_headers(defn)

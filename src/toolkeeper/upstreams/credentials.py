@@ -6,10 +6,16 @@ session is opened (so a rotated file is picked up at the next connect). A file t
 read, or a value that cannot go in a header, is :class:`~toolkeeper.errors.ConfigError`
 ``upstream.credential_unreadable`` / ``upstream.credential_invalid`` naming the upstream and
 the key, never quoting the value. The caller's credential is never among them.
+
+A stdio upstream gets none of the gateway's own environment (where its registry URL, its keys
+and the credentials of other upstreams may live) beyond :data:`STDIO_INHERITED_ENV`, the
+variables a process needs to start (as the official SDKs' stdio clients do):
+:func:`stdio_environment`.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +26,19 @@ from toolkeeper.client.transport import ServerRequestHandler
 from toolkeeper.errors import ClientConnectionError, ConfigError
 from toolkeeper.upstreams.model import UpstreamDefinition
 
-__all__ = ["HeadedTarget", "HeadedTransport", "upstream_headers"]
+__all__ = ["STDIO_INHERITED_ENV", "HeadedTarget", "HeadedTransport", "stdio_environment",
+           "upstream_headers"]
+
+STDIO_INHERITED_ENV = ("HOME", "LANG", "LC_ALL", "LOGNAME", "PATH", "SHELL", "TERM", "TMPDIR",
+                       "TZ", "USER")
+"""The gateway's environment variables a stdio upstream inherits; no other one reaches it."""
+
+
+def stdio_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a stdio upstream is started with: :data:`STDIO_INHERITED_ENV` of
+    ``environ`` (the gateway's, by default), those it has."""
+    source = os.environ if environ is None else environ
+    return {key: source[key] for key in STDIO_INHERITED_ENV if key in source}
 
 _HEADER_NAME = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
                          "ABCDEFGHIJKLMNOPQRSTUVWXYZ")

@@ -11,9 +11,9 @@ and any change a model or a caller could see gives another one. Other fields a s
 :func:`contract_from_descriptor` turns a descriptor into the contract the gateway serves: the
 exposed name, the upstream's title and description, its schemas as given, and the policy fields
 (classification, side effect, tenants, scopes) from the definition and its per-tool override.
-Annotations may raise the side effect (``destructiveHint: true`` makes it ``destructive``) and
-never lower it. A descriptor the contract rules refuse is ContractError
-``upstream.tool_invalid`` naming the tool and the path.
+Annotations may raise the side effect (``destructiveHint: true`` makes it ``destructive``, an
+explicit ``readOnlyHint: false`` at least ``write``) and never lower it. A descriptor the
+contract rules refuse is ContractError ``upstream.tool_invalid`` naming the tool and the path.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from toolkeeper.client.retry import side_effect_of as hinted_side_effect
 from toolkeeper.contracts.canonical import canonical_json
 from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import SIDE_EFFECT_RANK, SideEffect, ToolSpec, spec_from_mapping
@@ -93,13 +94,20 @@ def _annotations(descriptor: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def side_effect_of(declared: SideEffect, descriptor: Mapping[str, Any]) -> SideEffect:
-    """The side effect an upstream tool gets: the declared one, raised to ``destructive`` when
-    the upstream says ``destructiveHint: true``; an annotation never lowers it (a server's
-    ``readOnlyHint`` is a claim, the operator's declaration is the policy)."""
-    if _annotations(descriptor).get("destructiveHint") is True and (
-            SIDE_EFFECT_RANK[SideEffect.DESTRUCTIVE] > SIDE_EFFECT_RANK[declared]):
-        return SideEffect.DESTRUCTIVE
-    return declared
+    """The side effect an upstream tool gets: the declared one, raised to what the upstream's
+    own annotations say when they say more. ``destructiveHint: true`` makes it
+    ``destructive``; an explicit ``readOnlyHint: false`` makes it at least what the hints
+    imply under MCP's defaults for the absent ones (``write``, ``idempotent_write`` or
+    ``destructive``), so the gateway never lists a tool as read-only that its server says is
+    not. An annotation never lowers it (a server's ``readOnlyHint: true`` is a claim, the
+    operator's declaration is the policy)."""
+    annotations = _annotations(descriptor)
+    implied = declared
+    if annotations.get("readOnlyHint") is False:
+        implied = hinted_side_effect({"annotations": dict(annotations)})
+    if annotations.get("destructiveHint") is True:
+        implied = SideEffect.DESTRUCTIVE
+    return implied if SIDE_EFFECT_RANK[implied] > SIDE_EFFECT_RANK[declared] else declared
 
 
 def _text(value: Any) -> str | None:
