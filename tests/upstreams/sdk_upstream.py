@@ -155,7 +155,9 @@ async def insists(ctx: Context) -> types.CallToolResult | types.InputRequiredRes
 
 
 def main() -> None:
-    if sys.argv[1:] == ["stdio"]:
+    if sys.argv[1:2] == ["stdio"]:
+        for line in sys.argv[2:]:  # ``stdio LINE...``: each written to stderr before serving
+            print(line, file=sys.stderr, flush=True)
         server.run("stdio")
         return
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

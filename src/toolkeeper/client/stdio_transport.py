@@ -8,7 +8,9 @@ waiting requests' collected messages and to the unasked-message queue that
 :meth:`StdioTransport.stream` reads.
 
 The server is stopped by its pid: stdin closed, a bounded wait, then SIGTERM, then SIGKILL.
-Its stderr goes to the null device (a chatty server never blocks on a full pipe).
+Its stderr goes to the null device (a chatty server never blocks on a full pipe), or, given a
+``stderr`` sink, line by line to it (each line cut at :data:`STDERR_LINE_MAX` bytes, read as
+it comes, so the pipe never fills either).
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ from toolkeeper.protocol.envelope import MAX_DEPTH, decode_message, encode_messa
 
 __all__ = ["StdioTransport"]
 
+STDERR_LINE_MAX: Final = 4096
+"""A stderr line longer than this reaches the sink cut to it (the rest of the line dropped)."""
 _QUEUE_MAX: Final = 1024
 """Unasked messages kept for :meth:`StdioTransport.stream`; the oldest are dropped beyond."""
 
@@ -55,7 +59,7 @@ class StdioTransport:
     """One server process and the requests waiting on it."""
 
     def __init__(self, process: asyncio.subprocess.Process, *, close_s: float,
-                 max_line_bytes: int) -> None:
+                 max_line_bytes: int, stderr: Callable[[str], None] | None = None) -> None:
         self._process = process
         self._close_s = close_s
         self._max_line_bytes = max_line_bytes
@@ -69,22 +73,28 @@ class StdioTransport:
         self._tapped = asyncio.Event()
         self._reader = asyncio.create_task(self._read_loop())
         self._reader.add_done_callback(_retrieve)
+        self._errors: asyncio.Task[None] | None = None
+        if stderr is not None and process.stderr is not None:
+            self._errors = asyncio.create_task(_read_stderr(process.stderr, stderr))
+            self._errors.add_done_callback(_retrieve)
 
     @classmethod
     async def start(cls, argv: Sequence[str], *, env: Mapping[str, str] | None,
-                    max_line_bytes: int, close_s: float) -> StdioTransport:
+                    max_line_bytes: int, close_s: float,
+                    stderr: Callable[[str], None] | None = None) -> StdioTransport:
+        """Start ``argv``; ``stderr``, when given, hears each line of its standard error."""
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL, env=None if env is None else dict(env),
-                limit=max_line_bytes)
+                stderr=asyncio.subprocess.DEVNULL if stderr is None else asyncio.subprocess.PIPE,
+                env=None if env is None else dict(env), limit=max_line_bytes)
         except OSError as exc:
             raise ClientConnectionError(
                 f"the server command could not start: {exc.strerror or type(exc).__name__} "
                 f"({type(exc).__name__})", code=SPAWN_FAILED,
                 data={"kind": type(exc).__name__, "errno": exc.errno,
                       "error": exc.strerror}) from None
-        return cls(process, close_s=close_s, max_line_bytes=max_line_bytes)
+        return cls(process, close_s=close_s, max_line_bytes=max_line_bytes, stderr=stderr)
 
     @property
     def pid(self) -> int:
@@ -281,6 +291,8 @@ class StdioTransport:
                 with contextlib.suppress(ProcessLookupError):
                     process.kill()
             self._reader.cancel()
+            if self._errors is not None:
+                self._errors.cancel()
             with contextlib.suppress(BaseException):  # reaped, so its pipes close in this loop
                 async with asyncio.timeout(self._close_s):
                     await process.wait()
@@ -290,6 +302,11 @@ class StdioTransport:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._reader
         await self._drain_output(process)
+        if self._errors is not None:  # the process is gone: its stderr ends, bounded still
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError, Exception):
+                async with asyncio.timeout(self._close_s):
+                    await asyncio.shield(self._errors)
+            self._errors.cancel()  # a child of the server may hold the pipe open
 
     async def _drain_output(self, process: asyncio.subprocess.Process) -> None:
         """Read what is left of a stopped server's output to its end (discarded): a reader
@@ -302,6 +319,32 @@ class StdioTransport:
             async with asyncio.timeout(self._close_s):
                 while await stdout.read(1 << 16):
                     pass
+
+
+async def _read_stderr(stream: asyncio.StreamReader, sink: Callable[[str], None]) -> None:
+    """Each line of ``stream`` to ``sink`` (decoded, replacing what is not UTF-8; a line over
+    :data:`STDERR_LINE_MAX` bytes cut to it), to the stream's end."""
+    pending, cut = b"", False
+    while chunk := await stream.read(65536):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            if not cut:
+                _hear(sink, line)
+            cut = False
+        if len(pending) > STDERR_LINE_MAX:
+            if not cut:
+                _hear(sink, pending)
+            pending, cut = b"", True
+    if pending and not cut:
+        _hear(sink, pending)
+
+
+def _hear(sink: Callable[[str], None], line: bytes) -> None:
+    text = line[:STDERR_LINE_MAX].decode("utf-8", "replace").rstrip("\r")
+    if text.strip():
+        with contextlib.suppress(Exception):  # a sink that fails never stops the reading
+            sink(text)
 
 
 def _retrieve(task: asyncio.Task[None]) -> None:

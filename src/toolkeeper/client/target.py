@@ -5,8 +5,8 @@ StreamingASGITransport` underneath)."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -52,6 +52,8 @@ class Target:
     argv: tuple[str, ...] = ()
     env: Mapping[str, str] | None = None
     app: Any = None
+    stderr: Callable[[str], None] | None = field(default=None, compare=False)
+    """A stdio server's standard error, line by line (default: discarded)."""
 
     @classmethod
     def from_url(cls, url: str) -> Target:
@@ -64,11 +66,13 @@ class Target:
         return cls(TargetKind.HTTP, url=url)
 
     @classmethod
-    def from_stdio(cls, argv: Sequence[str], env: Mapping[str, str] | None = None) -> Target:
-        """A server started as a subprocess speaking JSON-RPC lines on stdin/stdout."""
+    def from_stdio(cls, argv: Sequence[str], env: Mapping[str, str] | None = None, *,
+                   stderr: Callable[[str], None] | None = None) -> Target:
+        """A server started as a subprocess speaking JSON-RPC lines on stdin/stdout; its
+        standard error goes to ``stderr`` line by line, or is discarded."""
         if not argv:
             raise ClientError("the stdio command is empty", code="client.bad_target")
-        return cls(TargetKind.STDIO, argv=tuple(argv), env=env)
+        return cls(TargetKind.STDIO, argv=tuple(argv), env=env, stderr=stderr)
 
     @classmethod
     def from_asgi(cls, app: Any, url: str = _TWIN_URL) -> Target:
@@ -88,7 +92,8 @@ class Target:
         if self.kind is TargetKind.STDIO:
             return await StdioTransport.start(
                 self.argv, env=self.env, close_s=timeouts.close_s,
-                max_line_bytes=max(timeouts.max_response_bytes, timeouts.probe_max_bytes))
+                max_line_bytes=max(timeouts.max_response_bytes, timeouts.probe_max_bytes),
+                stderr=self.stderr)
         timeout = httpx.Timeout(None, connect=timeouts.connect_s)
         assert self.url is not None
         if self.kind is TargetKind.ASGI:

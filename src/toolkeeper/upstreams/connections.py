@@ -35,6 +35,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final
 
 from toolkeeper.client import ClientSession, ClientTimeouts, EraChoice, Target, connect
@@ -52,7 +53,12 @@ from toolkeeper.errors import (
 )
 from toolkeeper.protocol.versions import Era
 from toolkeeper.upstreams.asking import UPSTREAM_CAPABILITIES
-from toolkeeper.upstreams.credentials import HeadedTarget, stdio_environment, upstream_headers
+from toolkeeper.upstreams.credentials import (
+    HeadedTarget,
+    log_stderr,
+    stdio_environment,
+    upstream_headers,
+)
 from toolkeeper.upstreams.model import UpstreamDefinition
 from toolkeeper.upstreams.supervision import Health, Supervision
 
@@ -96,7 +102,8 @@ def target_for(defn: UpstreamDefinition) -> Target:
     """Where the upstream runs: its URL with its credential headers, or its stdio command with
     the scrubbed environment of :func:`~toolkeeper.upstreams.credentials.stdio_environment`."""
     if defn.command is not None:
-        return Target.from_stdio(defn.command, env=stdio_environment())
+        return Target.from_stdio(defn.command, env=stdio_environment(),
+                                 stderr=partial(log_stderr, defn.name))
     assert defn.url is not None
     target = Target.from_url(defn.url)
     headers = upstream_headers(defn)

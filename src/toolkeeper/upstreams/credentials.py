@@ -10,11 +10,13 @@ the key, never quoting the value. The caller's credential is never among them.
 A stdio upstream gets none of the gateway's own environment (where its registry URL, its keys
 and the credentials of other upstreams may live) beyond :data:`STDIO_INHERITED_ENV`, the
 variables a process needs to start (as the official SDKs' stdio clients do):
-:func:`stdio_environment`.
+:func:`stdio_environment`. What it writes to its standard error goes to the gateway's log, one
+record per line at info on ``toolkeeper.upstreams.stderr``, redacted (:func:`log_stderr`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -23,11 +25,14 @@ from typing import Any
 
 from toolkeeper.client import ClientTimeouts, Target, Transport
 from toolkeeper.client.transport import ServerRequestHandler
+from toolkeeper.contracts.redaction import redact_text
 from toolkeeper.errors import ClientConnectionError, ConfigError
 from toolkeeper.upstreams.model import UpstreamDefinition
 
-__all__ = ["STDIO_INHERITED_ENV", "HeadedTarget", "HeadedTransport", "stdio_environment",
-           "upstream_headers"]
+__all__ = ["STDIO_INHERITED_ENV", "HeadedTarget", "HeadedTransport", "log_stderr",
+           "stdio_environment", "upstream_headers"]
+
+_stderr_log = logging.getLogger("toolkeeper.upstreams.stderr")
 
 STDIO_INHERITED_ENV = ("HOME", "LANG", "LC_ALL", "LOGNAME", "PATH", "SHELL", "TERM", "TMPDIR",
                        "TZ", "USER")
@@ -39,6 +44,12 @@ def stdio_environment(environ: Mapping[str, str] | None = None) -> dict[str, str
     ``environ`` (the gateway's, by default), those it has."""
     source = os.environ if environ is None else environ
     return {key: source[key] for key in STDIO_INHERITED_ENV if key in source}
+
+
+def log_stderr(upstream: str, line: str) -> None:
+    """One line of a stdio upstream's standard error, in the gateway's log (redacted: a URL's
+    password, a bearer token or a key the line quotes never reaches the log)."""
+    _stderr_log.info("upstream %s stderr: %s", upstream, redact_text(line))
 
 _HEADER_NAME = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
                          "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
