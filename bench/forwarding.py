@@ -11,8 +11,9 @@ connections, every response checked for the expected result):
   (``gateway_servers.py forwarded``);
 * ``fastmcp-proxy``: FastMCP's ``create_proxy`` in front of the same upstream.
 
-and one client: ``client``, a process running toolkeeper's own MCP client (the one the
-forwarding uses) against the upstream, 16 calls in flight, counting its own CPU per call. The
+and one client: ``client``, a process running toolkeeper's own MCP client against the upstream
+in the session the forwarding opens (``upstreams.connections.open_session``: the same hop
+transport), 16 calls in flight, counting its own CPU per call. The
 forwarded call's floor is ``native`` (the gateway's own work) plus ``client`` (one HTTP client
 round trip to the upstream); the front server's CPU per request is its process's CPU over the
 run divided by the requests (the upstream's CPU is its own process's and is not counted).
@@ -64,9 +65,11 @@ def fastmcp_python(given: str | None) -> str:
 
 
 async def _client_calls(url: str, calls: int) -> float:
-    from toolkeeper.client import Target, connect
+    from toolkeeper.upstreams import UpstreamDefinition
+    from toolkeeper.upstreams.connections import open_session
 
-    session = await connect(Target.from_url(url), era="modern")
+    # the session the forwarding opens: the same client, the same hop transport
+    session = await open_session(UpstreamDefinition(name="sdk", url=url, era="modern"))
     try:
         reply = await session.call_tool("payments.lookup", {"reference": "PMT-771"})
         assert reply.result is not None and not reply.result.get("isError"), reply

@@ -107,8 +107,7 @@ def target_for(defn: UpstreamDefinition) -> Target:
     assert defn.url is not None
     target = Target.from_url(defn.url)
     headers = upstream_headers(defn)
-    return HeadedTarget(TargetKind.HTTP, url=target.url, headers=tuple(headers.items())) \
-        if headers else target
+    return HeadedTarget(TargetKind.HTTP, url=target.url, headers=tuple(headers.items()))
 
 
 async def open_session(defn: UpstreamDefinition) -> ClientSession:

@@ -27,6 +27,7 @@ from toolkeeper.client import ClientTimeouts, Target, Transport
 from toolkeeper.client.transport import ServerRequestHandler
 from toolkeeper.contracts.redaction import redact_text
 from toolkeeper.errors import ClientConnectionError, ConfigError
+from toolkeeper.upstreams.hop import open_hop
 from toolkeeper.upstreams.model import UpstreamDefinition
 
 __all__ = ["STDIO_INHERITED_ENV", "HeadedTarget", "HeadedTransport", "log_stderr",
@@ -138,14 +139,15 @@ class HeadedTransport:
 
 @dataclass(frozen=True)
 class HeadedTarget(Target):
-    """An HTTP target whose transport sends ``headers`` on every request."""
+    """An upstream's HTTP target: its transport runs on :func:`~toolkeeper.upstreams.hop.
+    open_hop` and sends ``headers`` on every request."""
 
     headers: tuple[tuple[str, str], ...] = ()
 
     async def open(self, timeouts: ClientTimeouts) -> Transport:
-        inner = await Target(self.kind, url=self.url).open(timeouts)
+        if self.url is None:  # pragma: no cover - built by target_for with a URL only
+            raise ClientConnectionError("no URL to send to")
+        inner = open_hop(self.url, timeouts)
         if not self.headers:
             return inner
-        if self.url is None:  # pragma: no cover - built by target_for with a URL only
-            raise ClientConnectionError("no URL to send headers to")
         return HeadedTransport(inner, dict(self.headers))
