@@ -130,3 +130,17 @@ def test_an_upstream_that_cannot_be_started_is_a_client_error(tk: Cli, tmp_path:
     assert code == 0
     code, out = tk.json("sync", "dead")
     assert code == 2 and out["error"]["code"].startswith("client.")
+
+
+def test_remove_forgets_the_upstream_and_a_second_remove_is_not_found(tk: Cli) -> None:
+    code, report = tk.json("sync", "files")
+    assert code == 0 and report["tools"][0]["action"] == "imported"
+    code, removed = tk.json("remove", "files")
+    assert (code, removed) == (0, {"name": "files", "removed": True, "tools": 1})
+    code, listing = tk.json("list")
+    assert (code, listing) == (0, [])
+    code, error = tk.json("remove", "files")
+    assert code == 1 and error["error"]["code"] == "upstream.not_found"
+    # stored again under another definition, which the removal allows
+    code, out = tk.json("add", "files", "--command", tk.command, "--prefix", "other.")
+    assert code == 0 and out["definition"]["prefix"] == "other."

@@ -151,6 +151,26 @@ def add_cmd(name: str, url: str | None, command: str | None, prefix: str, classi
                    f"`toolkeeper upstream sync {record.name}` imports its tools")
 
 
+@upstream_group.command("remove")
+@click.argument("name")
+@_options
+def remove_cmd(name: str, registry_url: str | None, as_json: bool) -> None:
+    """Stop governing NAME: its row, its tools' bindings and its health views are forgotten, so
+    no gateway on this registry runs it or serves its tools (their contracts and the approval
+    records stay). An upstream a gateway's ``[[upstreams]]`` declares is stored again when that
+    gateway starts."""
+    with _upstreams(registry_url, as_json) as ups:
+        tools = sum(1 for t in ups.tools(name) if t.present) if name in ups.names() else 0
+        if not ups.remove(name):
+            raise NotFoundError(f"no upstream {name!r}", code="upstream.not_found",
+                                data={"upstream": name})
+    if as_json:
+        echo_json({"name": name, "removed": True, "tools": tools})
+    else:
+        click.echo(f"upstream {name} removed; its {tools} tools are no longer served "
+                   "(their contracts stay in the registry)")
+
+
 def _summary(ups: Upstreams, name: str) -> dict[str, Any]:
     try:
         defn = ups.definition(name)
