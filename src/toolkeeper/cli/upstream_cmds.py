@@ -156,9 +156,9 @@ def add_cmd(name: str, url: str | None, command: str | None, prefix: str, classi
 @_options
 def remove_cmd(name: str, registry_url: str | None, as_json: bool) -> None:
     """Stop governing NAME: its row, its tools' bindings and its health views are forgotten, so
-    no gateway on this registry runs it or serves its tools (their contracts and the approval
-    records stay). An upstream a gateway's ``[[upstreams]]`` declares is stored again when that
-    gateway starts."""
+    a gateway started on this registry afterwards neither runs it nor serves its tools (their
+    contracts and the approval records stay). An upstream a gateway's ``[[upstreams]]``
+    declares is stored again when that gateway starts."""
     with _upstreams(registry_url, as_json) as ups:
         tools = sum(1 for t in ups.tools(name) if t.present) if name in ups.names() else 0
         if not ups.remove(name):
