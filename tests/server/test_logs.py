@@ -137,3 +137,19 @@ def test_configure_logging_with_every_access_line_installs_no_filter(
             if isinstance(f, AccessFilter)] == []
     logging.getLogger("uvicorn.access").handle(_access(200))
     assert out.getvalue().rstrip().endswith('"POST /mcp HTTP/1.1" 200')
+
+
+@pytest.mark.parametrize(("level", "kept"), [("info", logging.WARNING), ("debug", logging.WARNING),
+                                             ("error", logging.ERROR)])
+def test_the_http_client_libraries_log_no_line_per_request(
+        root: Callable[[], logging.Logger], level: str, kept: int) -> None:
+    root()
+    out = io.StringIO()
+    try:
+        configure_logging(level, out)
+        logging.getLogger("httpx").info("HTTP Request: POST http://127.0.0.1:9/mcp \"200 OK\"")
+        assert out.getvalue() == ""
+        assert [logging.getLogger(name).level for name in ("httpx", "httpcore")] == [kept, kept]
+    finally:
+        for name in ("httpx", "httpcore"):
+            logging.getLogger(name).setLevel(logging.NOTSET)

@@ -103,6 +103,10 @@ class AccessFilter(logging.Filter):
 _SERVER_LOGGERS = ("uvicorn", "uvicorn.error", _ACCESS_LOGGER)
 """uvicorn's loggers: they must reach the root handler (``log_config=None`` in the runner)."""
 
+_CLIENT_LIBRARIES = ("httpx", "httpcore")
+"""HTTP client libraries that log a line per request at INFO (``HTTP Request: POST ...``):
+held at WARNING, so a forwarded call or a JWKS read does not write a log line each."""
+
 
 def configure_logging(level: str, stream: TextIO, *, log_format: str = "text",
                       access: str = "errors") -> None:
@@ -122,6 +126,8 @@ def configure_logging(level: str, stream: TextIO, *, log_format: str = "text",
         logger.setLevel(logging.NOTSET)
         logger.propagate = True
         logger.disabled = False
+    for name in _CLIENT_LIBRARIES:
+        logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger().level))
     access_logger = logging.getLogger(_ACCESS_LOGGER)
     for old in [f for f in access_logger.filters if isinstance(f, AccessFilter)]:
         access_logger.removeFilter(old)
