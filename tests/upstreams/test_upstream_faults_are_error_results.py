@@ -8,12 +8,14 @@ it."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import sys
 import time
 from typing import Any
 
 import anyio
+import pytest
 from forwarding_kit import SDK_SERVER, Clock, Imported, sdk_tools, serving_forwarder
 from raw_upstream import RawUpstream
 
@@ -119,7 +121,9 @@ def test_garbage_and_a_refused_connection_are_error_results(raw: tuple[RawUpstre
     assert refused["_meta"][KEY]["upstream"] == "gone"
 
 
-def test_the_breaker_opens_after_consecutive_failures_and_a_good_probe_closes_it() -> None:
+def test_the_breaker_opens_after_consecutive_failures_and_a_good_probe_closes_it(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="toolkeeper.upstreams.connections")
     port = _free_port()
     clock = Clock()
     defn = UpstreamDefinition("flaky", url=f"http://127.0.0.1:{port}/mcp", prefix="flaky.",
@@ -142,6 +146,10 @@ def test_the_breaker_opens_after_consecutive_failures_and_a_good_probe_closes_it
             assert probe["isError"] is False
             assert served.status("flaky")["breaker"] == "closed"
             assert served.status("flaky")["state"] == "connected"
+    # one log line per change of its health, none per refused call
+    assert [(r.levelname, getattr(r, "upstream_event", None)) for r in caplog.records
+            if r.name == "toolkeeper.upstreams.connections"] == [
+        ("WARNING", "failing"), ("WARNING", "breaker_open"), ("INFO", "recovered")]
 
 
 def test_an_http_upstream_that_dies_mid_call_is_unavailable_and_others_answer(

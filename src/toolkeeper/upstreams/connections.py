@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import os
 import signal
 import time
@@ -71,6 +72,8 @@ __all__ = [
     "UpstreamFault",
     "open_session",
 ]
+
+_log = logging.getLogger(__name__)
 
 TIMEOUT: Final = "upstream.timeout"
 UNAVAILABLE: Final = "upstream.unavailable"
@@ -118,6 +121,34 @@ async def open_session(defn: UpstreamDefinition) -> ClientSession:
         "legacy" if defn.era == "legacy" else "auto")
     return await connect(target_for(defn), era=era, legacy_allowed=True,
                          timeouts=timeouts_for(defn), capabilities=UPSTREAM_CAPABILITIES)
+
+
+def _marks(health: Health) -> tuple[bool, bool, bool, int]:
+    return (health.consecutive > 0, health.breaker_until is not None, health.is_failed,
+            health.restarts)
+
+
+def _log_change(name: str, was: tuple[bool, bool, bool, int], health: Health) -> None:
+    """One log line per change of an upstream's health, never one per refused call: its first
+    failure, a death of its process, the breaker opening, the failed state, the recovery."""
+    failing, breaker, failed, restarts = was
+    code = health.last_error
+    if health.is_failed and not failed:
+        _log.error("upstream %s: failed after %d restarts; stopped until an operator runs "
+                   "`toolkeeper upstream sync %s` (%s)", name, health.restarts, name, code,
+                   extra={"upstream_event": "failed"})
+    elif health.restarts > restarts:
+        _log.warning("upstream %s: its process ended (%s); it is started again after a backoff",
+                     name, code, extra={"upstream_event": "died"})
+    if health.breaker_until is not None and not breaker:
+        _log.warning("upstream %s: circuit breaker open for %g s after %d consecutive failures "
+                     "(%s)", name, health.settings.breaker_cooldown_s, health.consecutive, code,
+                     extra={"upstream_event": "breaker_open"})
+    elif health.consecutive and not failing:
+        _log.warning("upstream %s: a call failed (%s)", name, code,
+                     extra={"upstream_event": "failing"})
+    if failing and not health.consecutive:
+        _log.info("upstream %s: answering again", name, extra={"upstream_event": "recovered"})
 
 
 def _fault_code(exc: BaseException) -> str:
@@ -225,6 +256,23 @@ class UpstreamConnections:
         if defn is None:
             raise fault(name, "upstream.unknown")
         state = self._state(name)
+        was = _marks(state.health)
+        try:
+            return await self._call_admitted(defn, state, principal, tool, arguments, meta=meta,
+                                             on_notification=on_notification,
+                                             on_request=on_request, capabilities=capabilities,
+                                             retry=retry)
+        finally:
+            _log_change(name, was, state.health)
+
+    async def _call_admitted(self, defn: UpstreamDefinition, state: _Upstream, principal: Any,
+                             tool: str, arguments: Mapping[str, Any], *,
+                             meta: Mapping[str, Any] | None,
+                             on_notification: Callable[[Any], None] | None,
+                             on_request: ServerRequestHandler | None,
+                             capabilities: Mapping[str, Any] | None,
+                             retry: Mapping[str, Any] | None) -> CallReply:
+        name = defn.name
         refused = state.health.admit()
         if refused is not None:
             raise fault(name, refused)
