@@ -235,3 +235,20 @@ def test_unreadable_state_serves_none_of_that_upstreams_tools_and_stops_its_sync
         with pytest.raises(StoreError) as caught:
             ups.apply_listing("files", [_tool()], actor="sync")
         assert caught.value.code == "upstream.state_unreadable"
+
+
+def test_an_approved_major_leaves_the_older_major_unbound(ups: Upstreams) -> None:
+    ups.apply_listing("files", [_tool()], actor="sync")
+    ups.apply_listing("files", [_tool(optional=("limit",))], actor="sync")  # 1.1.0, published
+    assert [b.version for b in ups.bindings()] == ["1.0.0", "1.1.0"]
+    breaking = _tool(inputSchema={
+        "type": "object", "properties": {"q": {"type": "string"}, "limit": {"type": "string"}},
+        "required": ["q", "limit"]})
+    outcome = ups.apply_listing("files", [breaking], actor="sync").tools[0]
+    assert outcome.action == "quarantined" and outcome.drift is not None
+    assert outcome.drift.level == "major"
+    assert [b.version for b in ups.bindings()] == ["1.0.0", "1.1.0"]  # in force while it waits
+    decided = ups.approve("files", "search", descriptor_digest(breaking), actor="alice")
+    assert decided.published_version == "2.0.0"
+    # the upstream now runs 2.0.0's tool: a 1.x call is not forwarded to it
+    assert [(b.exposed, b.version) for b in ups.bindings()] == [("f.search", "2.0.0")]

@@ -374,10 +374,19 @@ class Upstreams:
         return sorted(out, key=lambda b: (b.exposed, Version.parse(b.version)))
 
     def _bound(self, row: UpstreamToolRecord) -> list[UpstreamBinding]:
-        out = []
-        for version, digest in sorted(row.versions.items()):
+        """The versions of ``row`` the upstream still runs: those not retired of the newest
+        one's major. The upstream serves one descriptor, and a MAJOR version approved over
+        an older one means the older one's calls may no longer be valid there, so the older
+        major is left unbound (the gateway answers a call pinned to it as for any version it
+        cannot run) rather than forwarded to a tool that changed under it."""
+        live: list[tuple[Version, str]] = []
+        for version, digest in row.versions.items():
             spec: ToolSpec | None = self.registry.get(row.exposed, version)
             if spec is not None and spec.status is not Status.RETIRED:
-                out.append(UpstreamBinding(row.upstream, row.tool, row.exposed, version, digest))
-        return out
+                live.append((Version.parse(version), digest))
+        if not live:
+            return []
+        major = max(live)[0].major
+        return [UpstreamBinding(row.upstream, row.tool, row.exposed, str(version), digest)
+                for version, digest in sorted(live) if version.major == major]
 
