@@ -40,7 +40,7 @@ import os
 import re
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -289,7 +289,8 @@ def _serve(config: GatewayConfig) -> None:
         _run(config, gateway, features, protocol_out, log, sock,
              banner=lambda url, metrics: [*banner_lines(config, registry, handlers, url=url,
                                                         metrics_url=metrics),
-                                          *upstreams.banner()])
+                                          *upstreams.banner()],
+             on_stop=upstreams.aclose)
     finally:
         upstreams.stop()
         features.stop()  # writes the last call-log rows: before the registry closes
@@ -326,7 +327,8 @@ def _publish(registry: Registry, batch: Sequence[tuple[str, ToolSpec]], *, demo:
 def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
          protocol_out: BinaryIO | None, log: logging.Logger,
          sock: socket.socket | None = None, *,
-         banner: Callable[[str | None, str | None], Sequence[str]]) -> None:
+         banner: Callable[[str | None, str | None], Sequence[str]],
+         on_stop: Callable[[], Awaitable[None]] | None = None) -> None:
     server = config.server
     if protocol_out is not None:
         log.info("serving on stdio")
@@ -334,7 +336,7 @@ def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
             click.echo(line, err=True)
         try:
             run_stdio(gateway.kernel, changes=gateway.changes, stdout=protocol_out,
-                      asks=PendingAsks(config.legacy.ask_timeout_s,
+                      on_stop=on_stop, asks=PendingAsks(config.legacy.ask_timeout_s,
                                        config.legacy.max_pending_asks,
                                        max_per_session=config.legacy.max_pending_asks_per_session))
         except OSError as exc:  # the output refused a write: the reader is gone

@@ -136,6 +136,12 @@ class ServedUpstreams:
         if self._scheduler is not None:
             self._scheduler.start()
 
+    async def aclose(self) -> None:
+        """Close the forwarding's sessions on the serving loop (stdio upstreams stopped and
+        reaped there) before that loop ends; :meth:`stop` is the last resort after it."""
+        if self.tools is not None:
+            await self.tools.connections.aclose()
+
     def stop(self) -> None:
         if self._scheduler is not None:
             self._scheduler.stop()

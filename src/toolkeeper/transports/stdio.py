@@ -366,13 +366,16 @@ async def serve_stdio(kernel: ServerKernel, *, stdin: BinaryIO | None = None,
                       max_line_bytes: int = DEFAULT_MAX_BODY,
                       changes: ChangeFeed | None = None, grace_s: float = GRACE_S,
                       signals: bool = False, own_changes: bool = False,
-                      asks: PendingAsks | None = None) -> None:
+                      asks: PendingAsks | None = None,
+                      on_stop: Callable[[], Awaitable[None]] | None = None) -> None:
     """Serve ``kernel`` on binary stdin/stdout until end of input (``changes``: the gateway's
     change hub, for a legacy session's list_changed notifications, and ``own_changes`` when
     this connection is its only user, so stopping ends listen streams with their final
     result; ``signals``: SIGINT and
     SIGTERM stop it gracefully, main thread only; ``asks``: the bounds of a legacy handler's
-    requests to the client). Raises ValueError when a standard stream
+    requests to the client; ``on_stop``: awaited on the loop once serving ended, so what
+    the gateway opened on it, such as upstream processes, is closed before the loop is).
+    Raises ValueError when a standard stream
     is closed at the start, and the OSError of the write the output refused, if one did."""
     if (stdin is None and sys.stdin is None) or (stdout is None and sys.stdout is None):
         raise ValueError("standard input or output is closed")
@@ -396,6 +399,8 @@ async def serve_stdio(kernel: ServerKernel, *, stdin: BinaryIO | None = None,
     finally:
         for number in installed:
             loop.remove_signal_handler(number)
+        if on_stop is not None:
+            await on_stop()
     if server.output_error is not None:
         raise server.output_error
 
