@@ -135,6 +135,7 @@ def test_an_upstream_that_cannot_be_started_is_a_client_error(tk: Cli, tmp_path:
 def test_remove_forgets_the_upstream_and_a_second_remove_is_not_found(tk: Cli) -> None:
     code, report = tk.json("sync", "files")
     assert code == 0 and report["tools"][0]["action"] == "imported"
+    assert tk.run("diff", "files") == (0, "no pending drift of files\n")
     code, removed = tk.json("remove", "files")
     assert (code, removed) == (0, {"name": "files", "removed": True, "tools": 1})
     code, listing = tk.json("list")

@@ -213,8 +213,8 @@ def _echo_report(report: SyncReport) -> None:
         version = f" {outcome.version}" if outcome.version else ""
         click.echo(f"{outcome.exposed}{version} {outcome.action}{code}")
         if outcome.action == "quarantined" and outcome.digest:
-            click.echo(f"  pending: upstream approve {report.upstream} {outcome.tool} "
-                       f"--digest {outcome.digest}")
+            click.echo(f"  pending: toolkeeper upstream approve {report.upstream} "
+                       f"{outcome.tool} --digest {outcome.digest}")
 
 
 @upstream_group.command("sync")
@@ -250,6 +250,8 @@ def diff_cmd(name: str, tool: str | None, registry_url: str | None, as_json: boo
     if as_json:
         echo_json([_drift_dict(d) for d in pending])
         return
+    if not pending:
+        click.echo(f"no pending drift of {name}" + (f"/{tool}" if tool else ""))
     for drift in pending:
         click.echo(f"{drift.upstream}/{drift.tool}: {drift.level} "
                    f"[{', '.join(drift.classes)}] seen {drift.seen_at}")
