@@ -6,6 +6,7 @@ and unreadable state serves nothing."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -212,6 +213,17 @@ def test_an_upstream_is_added_once_and_the_same_definition_again_changes_nothing
     with pytest.raises(NotFoundError) as missing:
         ups.apply_listing("nobody", [], actor="sync")
     assert missing.value.code == "upstream.not_found"
+
+
+def test_a_configuration_replacing_a_stored_definition_says_so_in_the_log(
+        ups: Upstreams, caplog: pytest.LogCaptureFixture) -> None:
+    moved = UpstreamDefinition(name="files", command=("files-server",), prefix="g.")
+    with caplog.at_level(logging.INFO, logger="toolkeeper.upstreams.governance"):
+        record = ups.add(moved, origin="config", actor="config", replace_existing=True)
+    assert record.origin == "config" and ups.definition("files").prefix == "g."
+    [replaced] = [r for r in caplog.records if getattr(r, "upstream_event", None) == "replaced"]
+    assert replaced.levelname == "WARNING" and replaced.args == ("files", "cli", "config",
+                                                                 "prefix")
 
 
 def test_unreadable_state_serves_none_of_that_upstreams_tools_and_stops_its_sync(

@@ -108,7 +108,14 @@ class Upstreams:
         record = UpstreamRecord(defn.name, mapping, origin,
                                 existing.created if existing else now, now)
         self._store.put_upstream(record)
-        _log.info("upstream %s stored by %s (%s)", defn.name, actor, origin)
+        if existing is not None:  # what another gateway's configuration or the CLI stored
+            changed = sorted(key for key in set(existing.definition) | set(mapping)
+                             if existing.definition.get(key) != mapping.get(key))
+            _log.warning("upstream %s: the definition stored by %s is replaced by %s's "
+                         "(changed: %s)", defn.name, existing.origin, origin, ", ".join(changed),
+                         extra={"upstream_event": "replaced"})
+        else:
+            _log.info("upstream %s stored by %s (%s)", defn.name, actor, origin)
         return record
 
     def remove(self, name: str) -> bool:
