@@ -235,43 +235,28 @@ class UpstreamConnections:
         A call
         abandoned (cancelled by the caller, or past its timeout) is cancelled upstream too
         (``notifications/cancelled`` where the era has it; modern HTTP: its stream closed)."""
-        if self._on_change is not None and name in self._definitions \
-                and self._state(name).health.is_failed:
-            self._on_change(name)  # an operator's reset may have come: it is checked now
-        try:
-            return await self._call(name, principal, tool, arguments, meta=meta,
-                                    on_notification=on_notification, on_request=on_request,
-                                    capabilities=capabilities, retry=retry)
-        finally:
-            if self._on_change is not None and name in self._definitions:
-                self._on_change(name)
-
-    async def _call(self, name: str, principal: Any, tool: str, arguments: Mapping[str, Any],
-                    *, meta: Mapping[str, Any] | None,
-                    on_notification: Callable[[Any], None] | None,
-                    on_request: ServerRequestHandler | None,
-                    capabilities: Mapping[str, Any] | None,
-                    retry: Mapping[str, Any] | None) -> CallReply:
         defn = self._definitions.get(name)
         if defn is None:
             raise fault(name, "upstream.unknown")
         state = self._state(name)
+        if self._on_change is not None and state.health.is_failed:
+            self._on_change(name)  # an operator's reset may have come: it is checked now
         was = _marks(state.health)
         try:
-            return await self._call_admitted(defn, state, principal, tool, arguments, meta=meta,
-                                             on_notification=on_notification,
-                                             on_request=on_request, capabilities=capabilities,
-                                             retry=retry)
+            return await self._call(defn, state, principal, tool, arguments, meta=meta,
+                                    on_notification=on_notification, on_request=on_request,
+                                    capabilities=capabilities, retry=retry)
         finally:
             _log_change(name, was, state.health)
+            if self._on_change is not None:
+                self._on_change(name)
 
-    async def _call_admitted(self, defn: UpstreamDefinition, state: _Upstream, principal: Any,
-                             tool: str, arguments: Mapping[str, Any], *,
-                             meta: Mapping[str, Any] | None,
-                             on_notification: Callable[[Any], None] | None,
-                             on_request: ServerRequestHandler | None,
-                             capabilities: Mapping[str, Any] | None,
-                             retry: Mapping[str, Any] | None) -> CallReply:
+    async def _call(self, defn: UpstreamDefinition, state: _Upstream, principal: Any, tool: str,
+                    arguments: Mapping[str, Any], *, meta: Mapping[str, Any] | None,
+                    on_notification: Callable[[Any], None] | None,
+                    on_request: ServerRequestHandler | None,
+                    capabilities: Mapping[str, Any] | None,
+                    retry: Mapping[str, Any] | None) -> CallReply:
         name = defn.name
         refused = state.health.admit()
         if refused is not None:
