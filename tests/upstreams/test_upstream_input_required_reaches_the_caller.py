@@ -96,20 +96,25 @@ def test_the_upstream_asks_reach_a_modern_caller_under_the_gateways_sealed_state
     assert done["content"][0]["text"] == "Hi, Ada!"
 
 
-def test_the_official_sdk_client_completes_a_forwarded_input_required_call(
-        forwarder: Forwarder) -> None:
+def _sdk_greet(url: str, mode: str, name: str, greeting: str) -> tuple[list[str], Any]:
+    """The official SDK client, in ``mode``, calls ``sdk.greet`` answering its one question
+    with ``name``: what it was asked, and the call's result."""
     asked: list[str] = []
 
     async def elicit(context: Any, params: Any) -> types.ElicitResult:
         asked.append(params.message)
-        return types.ElicitResult(action="accept", content={"name": "Grace"})
+        return types.ElicitResult(action="accept", content={"name": name})
 
     async def run() -> Any:
         with anyio.fail_after(30):
-            async with Client(forwarder.url, mode="2026-07-28",
-                              elicitation_callback=elicit) as client:
-                return await client.call_tool("sdk.greet", {"greeting": "Hello"})
-    result = anyio.run(run)
+            async with Client(url, mode=mode, elicitation_callback=elicit) as client:
+                return await client.call_tool("sdk.greet", {"greeting": greeting})
+    return asked, anyio.run(run)
+
+
+def test_the_official_sdk_client_completes_a_forwarded_input_required_call(
+        forwarder: Forwarder) -> None:
+    asked, result = _sdk_greet(forwarder.url, "2026-07-28", "Grace", "Hello")
     assert asked == ["What is your name?"]
     assert (result.is_error, result.content[0].text) == (False, "Hello, Grace!")
 
@@ -202,18 +207,7 @@ def test_an_upstream_ask_the_caller_did_not_declare_is_never_passed_on(
 
 def test_a_legacy_caller_is_asked_on_its_stream_and_the_upstream_retried(
         forwarder: Forwarder) -> None:
-    asked: list[str] = []
-
-    async def elicit(context: Any, params: Any) -> types.ElicitResult:
-        asked.append(params.message)
-        return types.ElicitResult(action="accept", content={"name": "Lin"})
-
-    async def run() -> Any:
-        with anyio.fail_after(30):
-            async with Client(forwarder.url, mode="legacy",
-                              elicitation_callback=elicit) as client:
-                return await client.call_tool("sdk.greet", {"greeting": "Hey"})
-    result = anyio.run(run)
+    asked, result = _sdk_greet(forwarder.url, "legacy", "Lin", "Hey")
     assert asked == ["What is your name?"]
     assert (result.is_error, result.content[0].text) == (False, "Hey, Lin!")
 
