@@ -386,14 +386,14 @@ class Upstreams:
         an older one means the older one's calls may no longer be valid there, so the older
         major is left unbound (the gateway answers a call pinned to it as for any version it
         cannot run) rather than forwarded to a tool that changed under it."""
-        live: list[tuple[Version, str]] = []
+        live: list[tuple[Version, str, str]] = []
         for version, digest in row.versions.items():
             spec: ToolSpec | None = self.registry.get(row.exposed, version)
             if spec is not None and spec.status is not Status.RETIRED:
-                live.append((Version.parse(version), digest))
+                live.append((Version.parse(version), version, digest))
         if not live:
             return []
         major = max(live)[0].major
-        return [UpstreamBinding(row.upstream, row.tool, row.exposed, str(version), digest)
-                for version, digest in sorted(live) if version.major == major]
+        return [UpstreamBinding(row.upstream, row.tool, row.exposed, version, digest)
+                for parsed, version, digest in sorted(live) if parsed.major == major]
 
