@@ -17,7 +17,7 @@ from typing import IO, Any
 
 import toolkeeper
 
-__all__ = ["GatewayLog", "read_until", "serving_announced_port", "serving_gateway",
+__all__ = ["GatewayLog", "keep_draining", "read_until", "serving_announced_port", "serving_gateway",
            "serving_gateway_logged", "serving_handler", "stop_process"]
 
 SRC = str(Path(toolkeeper.__file__).resolve().parent.parent)
@@ -47,6 +47,16 @@ def read_until(stream: IO[bytes] | Any, pattern: re.Pattern[bytes], timeout: flo
     return match
 
 
+def keep_draining(stream: IO[bytes] | None) -> GatewayLog:
+    """Read a child's pipe in a daemon thread from here on, keeping its lines: a child that
+    logs more than a pipe holds (64 KiB on Linux) after its announcement would otherwise
+    block on its next write, its event loop with it."""
+    assert stream is not None
+    log = GatewayLog()
+    threading.Thread(target=log.drain, args=(stream,), daemon=True).start()
+    return log
+
+
 def stop_process(proc: subprocess.Popen[Any], grace: float = 20) -> None:
     """SIGTERM ``proc`` if it still runs, wait up to ``grace`` seconds, then SIGKILL; close
     its standard error pipe."""
@@ -70,10 +80,13 @@ class GatewayLog:
         self._ended = False
 
     def drain(self, stream: IO[bytes]) -> None:
-        for raw in iter(stream.readline, b""):
-            with self._changed:
-                self.lines.append(raw.decode(errors="replace").rstrip("\n"))
-                self._changed.notify_all()
+        try:
+            for raw in iter(stream.readline, b""):
+                with self._changed:
+                    self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+                    self._changed.notify_all()
+        except (OSError, ValueError):  # the pipe was closed under the reader: the log ends
+            pass
         with self._changed:
             self._ended = True
             self._changed.notify_all()

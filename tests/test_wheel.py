@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from process_kit import read_until, stop_process
+from process_kit import keep_draining, read_until, stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "src" / "toolkeeper"
@@ -118,6 +118,7 @@ def test_serve_demo_from_the_installed_wheel_answers_the_seed_call(
         assert proc.stderr is not None
         url = read_until(proc.stderr, re.compile(rb"toolkeeper gateway on (\S+)\n"),
                          START_TIMEOUT_S).group(1).decode()
+        keep_draining(proc.stderr)
         seed = _call(url, 1, SEED_ARGUMENTS)["result"]
         assert seed["isError"] is True
         errors = seed["structuredContent"]["errors"]

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from process_kit import START_TIMEOUT_S, read_until, stop_process
+from process_kit import START_TIMEOUT_S, keep_draining, read_until, stop_process
 from toolkeeper.cli.main import cli
 
 _TOOLKEEPER = shutil.which("toolkeeper", path=str(Path(sys.executable).parent)) or "toolkeeper"
@@ -217,6 +217,7 @@ def test_the_http_entry_reaches_a_gateway_that_requires_a_key(
         assert proc.stderr is not None
         url = read_until(proc.stderr, re.compile(rb"toolkeeper gateway on (\S+)\n"),
                          START_TIMEOUT_S).group(1).decode()
+        keep_draining(proc.stderr)
         monkeypatch.setenv("TK_TEST_KEY", key)
         flag = ("--api-key-env", "TK_TEST_KEY") if how == "env" else ("--api-key", key)
         entry = _entry(_config("--client", client, "--url", url, *flag), client)

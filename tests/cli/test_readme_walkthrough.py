@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from process_kit import read_until
+from process_kit import keep_draining, read_until
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -67,6 +67,7 @@ def serving(tmp_path: Path, *args: str, **env: str) -> Iterator[str]:
     assert proc.stderr is not None
     try:
         url = read_until(proc.stderr, READY, 30).group(1).decode()
+        keep_draining(proc.stderr)
         yield url
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0

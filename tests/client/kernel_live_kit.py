@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import toolkeeper
-from process_kit import read_until, stop_process
+from process_kit import keep_draining, read_until, stop_process
 from toolkeeper.client import ClientTimeouts
 
 __all__ = ["BOUNDS", "ENV", "call_log", "gateway", "toolkeeper_cli"]
@@ -38,7 +38,9 @@ def gateway(registry: Path, *extra: str, env: dict[str, str] | None = None) -> I
         env={**ENV, **(env or {})})
     try:
         assert proc.stderr is not None
-        yield read_until(proc.stderr, _URL, 30).group(1).decode()
+        url = read_until(proc.stderr, _URL, 30).group(1).decode()
+        keep_draining(proc.stderr)
+        yield url
     finally:
         stop_process(proc)
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import toolkeeper
-from process_kit import read_until, stop_process
+from process_kit import keep_draining, read_until, stop_process
 from toolkeeper.client import ClientSession, ClientTimeouts, Era, Target, connect
 
 _SRC = str(Path(toolkeeper.__file__).resolve().parent.parent)
@@ -39,7 +39,9 @@ def http_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
     try:
         assert proc.stderr is not None
-        yield read_until(proc.stderr, _URL, 30).group(1).decode()
+        url = read_until(proc.stderr, _URL, 30).group(1).decode()
+        keep_draining(proc.stderr)
+        yield url
     finally:
         stop_process(proc)
 

@@ -259,7 +259,7 @@ def _serve(kind: str, log: Path) -> None:
 def start(kind: str, tmp: Path) -> Iterator[tuple[str, Path]]:
     """Run a ``kind`` server; yield its URL and the log of methods it received."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from process_kit import read_until, stop_process
+    from process_kit import keep_draining, read_until, stop_process
 
     log = tmp / f"{kind}.log"
     log.write_text("")
@@ -268,6 +268,7 @@ def start(kind: str, tmp: Path) -> Iterator[tuple[str, Path]]:
     try:
         assert proc.stdout is not None
         port = int(read_until(proc.stdout, re.compile(rb"PORT (\d+)\n"), 20).group(1))
+        keep_draining(proc.stderr)
         yield f"http://127.0.0.1:{port}/mcp", log
     finally:
         stop_process(proc, grace=10)

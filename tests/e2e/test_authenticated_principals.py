@@ -28,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from process_kit import read_until
+from process_kit import keep_draining, read_until
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 ISSUER = "https://idp.e2e"
@@ -114,6 +114,7 @@ jwks_file = "{tmp / 'jwks.json'}"
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         read_until(process.stderr, re.compile(rb"toolkeeper gateway on "), 30)
+        keep_draining(process.stderr)
         yield resource, {**keys, "jwt": token}
     finally:
         process.terminate()

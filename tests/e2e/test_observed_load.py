@@ -25,7 +25,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from process_kit import read_until, stop_process
+from process_kit import keep_draining, read_until, stop_process
 
 MODERN = "2026-07-28"
 READY = re.compile(rb"toolkeeper gateway on (\S+/mcp)\n")
@@ -104,7 +104,9 @@ def gateway(setup: tuple[Path, str, int], tmp_path: Path
                              str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         assert proc.stderr is not None
-        yield proc, read_until(proc.stderr, READY, 60).group(1).decode()
+        url = read_until(proc.stderr, READY, 60).group(1).decode()
+        keep_draining(proc.stderr)  # a handler's traceback per failing call: over 64 KiB
+        yield proc, url
     finally:
         stop_process(proc)
 

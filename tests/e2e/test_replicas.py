@@ -16,7 +16,7 @@ from typing import IO, Any
 import httpx
 import pytest
 
-from process_kit import read_until, stop_process
+from process_kit import keep_draining, read_until, stop_process
 
 pytestmark = pytest.mark.postgres
 
@@ -50,6 +50,7 @@ def replicas(pg_url: str, tmp_path: Path) -> Iterator[list[str]]:
             procs.append(proc)
             assert proc.stderr is not None
             urls.append(read_until(proc.stderr, READY, 60).group(1).decode())
+            keep_draining(proc.stderr)
         yield urls
     finally:
         for proc in procs:
