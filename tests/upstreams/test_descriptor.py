@@ -137,6 +137,11 @@ def test_a_descriptor_that_makes_no_valid_contract_is_tool_invalid(
     ({"fastmcp": {"version": "3.0.1"}}, "3.0.1"),
     ({"schemaVersion": "v2", "fastmcp": {"version": "1.4.0"}}, "1.4.0"),
     ({"schemaVersion": "two"}, None),
+    ({"fastmcp": {"version": "2"}}, "2.0.0"),   # FastMCP 4 lists version=2 as "2"
+    ({"fastmcp": {"version": "1.2"}}, "1.2.0"),
+    ({"fastmcp": {"version": "01.2"}}, None),
+    ({"fastmcp": {"version": "v2"}}, None),
+    ({"schemaVersion": "2"}, None),             # the gateway's own key stays semver
     (None, None),
 ])
 def test_the_upstreams_own_version_is_read_when_it_publishes_one(

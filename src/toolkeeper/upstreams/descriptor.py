@@ -19,6 +19,7 @@ contract rules refuse is ContractError ``upstream.tool_invalid`` naming the tool
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +29,9 @@ from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import SIDE_EFFECT_RANK, SideEffect, ToolSpec, spec_from_mapping
 from toolkeeper.errors import ContractError, SemverError
 from toolkeeper.upstreams.model import UpstreamDefinition
+
+_SHORT_VERSION = re.compile(r"(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))?")
+"""A major, or a major and minor, without leading zeros (FastMCP's short versions)."""
 
 __all__ = [
     "DESCRIPTOR_KEYS",
@@ -72,19 +76,25 @@ def descriptor_digest(tool: Mapping[str, Any]) -> str:
 
 
 def upstream_version(descriptor: Mapping[str, Any]) -> Version | None:
-    """The version the upstream publishes for the tool: ``_meta.schemaVersion``, else FastMCP's
-    ``_meta.fastmcp.version``; None when there is none or it is not semver."""
+    """The version the upstream publishes for the tool: ``_meta.schemaVersion`` (semver), else
+    FastMCP's ``_meta.fastmcp.version`` (semver, or the ``N`` or ``N.M`` that FastMCP's
+    ``version=`` accepts and lists as a string: ``2`` is 2.0.0, ``1.2`` is 1.2.0); None when
+    there is none or it is neither."""
     meta = descriptor.get("_meta")
     if not isinstance(meta, Mapping):
         return None
     fastmcp = meta.get("fastmcp")
-    for value in (meta.get("schemaVersion"),
-                  fastmcp.get("version") if isinstance(fastmcp, Mapping) else None):
-        if isinstance(value, str):
-            try:
-                return Version.parse(value)
-            except SemverError:
-                continue
+    for value, short_allowed in (
+            (meta.get("schemaVersion"), False),
+            (fastmcp.get("version") if isinstance(fastmcp, Mapping) else None, True)):
+        if not isinstance(value, str):
+            continue
+        if short_allowed and _SHORT_VERSION.fullmatch(value):
+            value += ".0" * (2 - value.count("."))
+        try:
+            return Version.parse(value)
+        except SemverError:
+            continue
     return None
 
 
