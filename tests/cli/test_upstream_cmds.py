@@ -145,3 +145,19 @@ def test_remove_forgets_the_upstream_and_a_second_remove_is_not_found(tk: Cli) -
     # stored again under another definition, which the removal allows
     code, out = tk.json("add", "files", "--command", tk.command, "--prefix", "other.")
     assert code == 0 and out["definition"]["prefix"] == "other."
+
+
+def test_a_sync_that_leaves_a_listed_tool_unimported_exits_1_with_its_report(tk: Cli) -> None:
+    tk.serve(_tool(), {"name": "fetch", "description": "Fetch a file.",
+                       "inputSchema": {"type": "object"}})
+    assert tk.json("sync", "files")[0] == 0
+    code, out = tk.json("add", "shadow", "--command", tk.command, "--prefix", "files.")
+    assert code == 0, out
+    code, report = tk.json("sync", "shadow")
+    assert code == 1
+    assert [(o["exposed"], o["action"], o.get("code")) for o in report["tools"]] == [
+        ("files.fetch", "collision", "upstream.name_collision"),
+        ("files.search", "collision", "upstream.name_collision")]
+    code, text = tk.run("sync", "shadow")
+    assert code == 1 and "files.search collision [upstream.name_collision]" in text
+    assert tk.json("sync", "files")[0] == 0  # its own tools: unchanged, nothing left out

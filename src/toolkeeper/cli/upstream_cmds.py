@@ -11,7 +11,8 @@ names, ``reject`` keeps the contract in force; both record who (``--actor``, def
 operating-system user as ``os:NAME``) and when.
 
 Exit codes: 0 done; 1 refused (no such upstream, a wrong or stale digest, the upstream busy
-syncing elsewhere); 2 bad input (a bad definition, an unusable registry, an upstream that
+syncing elsewhere; a ``sync`` that left a listed tool unimported, whose report, printed in full,
+says which and why); 2 bad input (a bad definition, an unusable registry, an upstream that
 cannot be reached or read). Under ``--json`` an error is ``{"error": {code, message, data}}``
 on stdout.
 """
@@ -38,7 +39,7 @@ from toolkeeper.upstreams.drift import description_diff
 from toolkeeper.upstreams.governance import Upstreams
 from toolkeeper.upstreams.health_record import record_reset, summary
 from toolkeeper.upstreams.model import UpstreamDefinition
-from toolkeeper.upstreams.report import SyncReport
+from toolkeeper.upstreams.report import NOT_IMPORTED, SyncReport
 from toolkeeper.upstreams.sync import sync
 
 __all__ = ["register"]
@@ -231,6 +232,8 @@ def sync_cmd(name: str, actor: str | None, registry_url: str | None, as_json: bo
         echo_json(report.to_dict())
     else:
         _echo_report(report)
+    if any(outcome.action in NOT_IMPORTED for outcome in report.tools):
+        raise SystemExit(EXIT_REFUSED)  # the report says which and why
 
 
 def _drift_dict(drift: DriftRecord) -> dict[str, Any]:

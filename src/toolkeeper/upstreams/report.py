@@ -13,7 +13,7 @@ from typing import Any
 
 from toolkeeper.upstreams.drift import Drift
 
-__all__ = ["ACTIONS", "SyncReport", "ToolOutcome"]
+__all__ = ["ACTIONS", "NOT_IMPORTED", "SyncReport", "ToolOutcome"]
 
 ACTIONS: Mapping[str, str] = {
     "imported": "first seen: published as its first version",
@@ -29,6 +29,9 @@ ACTIONS: Mapping[str, str] = {
     "refused": "the publish guard refused the version (its rule is the code)",
 }
 """Every outcome action and what it means."""
+
+NOT_IMPORTED: frozenset[str] = frozenset({"invalid", "collision", "refused"})
+"""The actions of a tool the upstream lists that the gateway does not serve as listed."""
 
 
 @dataclass(frozen=True, slots=True)
