@@ -39,8 +39,9 @@ ALLOWED: dict[str, set[str]] = {
     "conformance": {"contracts", "protocol", "config", "client"},
     "client": {"contracts", "protocol", "config"},
     "upstreams": {"contracts", "protocol", "registry", "server", "client"},
+    "gate": {"contracts"},
     "cli": {"contracts", "protocol", "registry", "server", "transports", "demo", "config", "auth",
-            "observability", "client", "conformance", "upstreams"},
+            "observability", "client", "conformance", "upstreams", "gate"},
 }
 
 

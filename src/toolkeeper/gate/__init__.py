@@ -1,0 +1,17 @@
+"""The release gate (SPEC 6, seed 004): health windows so far (:mod:`~toolkeeper.gate.windows`)."""
+
+from toolkeeper.gate.windows import (
+    FAILED,
+    HEALTHY,
+    INCONCLUSIVE,
+    Sample,
+    Verdict,
+    Window,
+    WindowPolicy,
+    WindowResult,
+    evaluate,
+    percentile,
+)
+
+__all__ = ["FAILED", "HEALTHY", "INCONCLUSIVE", "Sample", "Verdict", "Window", "WindowPolicy",
+           "WindowResult", "evaluate", "percentile"]
