@@ -39,7 +39,7 @@ ALLOWED: dict[str, set[str]] = {
     "conformance": {"contracts", "protocol", "config", "client"},
     "client": {"contracts", "protocol", "config"},
     "upstreams": {"contracts", "protocol", "registry", "server", "client"},
-    "gate": {"contracts"},
+    "gate": {"contracts", "registry"},
     "cli": {"contracts", "protocol", "registry", "server", "transports", "demo", "config", "auth",
             "observability", "client", "conformance", "upstreams", "gate"},
 }

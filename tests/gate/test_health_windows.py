@@ -188,3 +188,20 @@ def test_gate_window_refuses_bad_input_with_exit_2(tmp_path: Path) -> None:
     missing = CliRunner().invoke(cli, ["gate", "window", "--policy", str(tmp_path / "none.json"),
                                        "--samples", samples, "--json"])
     assert missing.exit_code == 2 and "error" in json.loads(missing.stdout)
+
+
+@pytest.mark.parametrize(("extra", "code", "option"), [
+    ((), "cli.option_missing", "--samples"),
+    (("--calls", "--version", "1.0.0", "--since", "1h"), "cli.option_missing", "--tool"),
+    (("--calls", "--tool", "t", "--since", "1h"), "cli.option_missing", "--version"),
+    (("--calls", "--tool", "t", "--version", "1.0.0"), "cli.option_missing", "--since"),
+    (("--calls", "--tool", "t", "--version", "1.0.0", "--since", "1h", "--samples", "x.json"),
+     "cli.option_conflict", "--calls"),
+])
+def test_gate_window_names_the_option_it_is_missing(tmp_path: Path, extra: tuple[str, ...],
+                                                     code: str, option: str) -> None:
+    policy = _write(tmp_path / "policy.json", POLICY)
+    done = CliRunner().invoke(cli, ["gate", "window", "--policy", policy, *extra, "--json"])
+    assert done.exit_code == 2
+    error = json.loads(done.stdout)["error"]
+    assert (error["code"], error["data"]["option"]) == (code, option)
