@@ -41,6 +41,16 @@ OUTCOMES = ("ok", "error", "exception", "invalid_output", "protocol_error", "can
             "timeout", "input_required")
 
 
+def duration_s(text: str, option: str) -> int:
+    """The seconds an age such as ``90s``, ``15m``, ``2h`` or ``7d`` names (ToolkeeperError
+    ``cli.duration_invalid`` naming ``option``)."""
+    age = _AGE.match(text)
+    if age is None:
+        raise ToolkeeperError(f"{option} {text!r} is not a duration such as 90s, 15m, 2h or 7d",
+                              code="cli.duration_invalid", data={"option": option})
+    return int(age.group(1)) * _UNIT_S[age.group(2)]
+
+
 def since_bound(text: str, now_ns: int) -> int:
     """The ``at`` lower bound ``--since`` names, in microseconds since the epoch
     (ToolkeeperError ``cli.since_invalid``)."""

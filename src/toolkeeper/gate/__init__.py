@@ -4,6 +4,8 @@ from toolkeeper.gate.windows import (
     FAILED,
     HEALTHY,
     INCONCLUSIVE,
+    HistogramWindow,
+    Observed,
     Sample,
     Verdict,
     Window,
@@ -13,5 +15,5 @@ from toolkeeper.gate.windows import (
     percentile,
 )
 
-__all__ = ["FAILED", "HEALTHY", "INCONCLUSIVE", "Sample", "Verdict", "Window", "WindowPolicy",
-           "WindowResult", "evaluate", "percentile"]
+__all__ = ["FAILED", "HEALTHY", "INCONCLUSIVE", "HistogramWindow", "Observed", "Sample",
+           "Verdict", "Window", "WindowPolicy", "WindowResult", "evaluate", "percentile"]

@@ -33,8 +33,8 @@ from toolkeeper.contracts.validate import validate
 from toolkeeper.errors import ToolkeeperError
 from toolkeeper.gate.window_schemas import POLICY_SCHEMA, SAMPLES_SCHEMA
 
-__all__ = ["FAILED", "HEALTHY", "INCONCLUSIVE", "Sample", "Verdict", "Window", "WindowPolicy",
-           "WindowResult", "evaluate", "percentile"]
+__all__ = ["FAILED", "HEALTHY", "INCONCLUSIVE", "HistogramWindow", "Observed", "Sample",
+           "Verdict", "Window", "WindowPolicy", "WindowResult", "evaluate", "percentile"]
 
 HEALTHY: Final = "healthy"
 FAILED: Final = "failed"
@@ -132,6 +132,56 @@ class Window:
     def observed_s(self) -> float:
         return self.end_s - self.start_s
 
+    def total(self) -> int:
+        return len(self.samples)
+
+    def errors(self, policy: WindowPolicy) -> int:
+        return sum(1 for s in self.samples if policy.is_error(s.outcome))
+
+    def latency(self, p: float) -> tuple[float | None, bool]:
+        """The ``p``-th percentile latency and False (it is exact); None when empty."""
+        return percentile([s.latency_ms for s in self.samples], p), False
+
+
+@dataclass(frozen=True, slots=True)
+class HistogramWindow:
+    """A window known by its counts (a scrape's deltas): the calls per outcome and the latency
+    histogram, ``(upper bound in ms, calls at or below it)`` ascending, cumulative (the last
+    finite bound's count may be below the total: those calls took longer)."""
+
+    start_s: float
+    end_s: float
+    outcomes: Mapping[str, int]
+    buckets: tuple[tuple[float, int], ...]
+    resources: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def observed_s(self) -> float:
+        return self.end_s - self.start_s
+
+    def total(self) -> int:
+        return sum(self.outcomes.values())
+
+    def errors(self, policy: WindowPolicy) -> int:
+        return sum(n for outcome, n in self.outcomes.items() if policy.is_error(outcome))
+
+    def latency(self, p: float) -> tuple[float | None, bool]:
+        """The upper bound of the bucket holding the ``p``-th percentile (so the true value is
+        at most one bucket below it) and False; past the last finite bound, that bound and
+        True (the true value is above it); None when empty."""
+        total = self.total()
+        if not total:
+            return None, False
+        rank = max(1, math.ceil(p / 100 * total))
+        for bound, count in self.buckets:
+            if count >= rank:
+                return bound, False
+        return (self.buckets[-1][0] if self.buckets else None), True
+
+
+Observed = Window | HistogramWindow
+"""A window of samples, or of counts."""
+
 
 def percentile(latencies: Sequence[float], p: float) -> float | None:
     """The nearest-rank ``p``-th percentile (0 < p <= 100) of ``latencies``; None when empty."""
@@ -179,24 +229,33 @@ def _judge(rule: str, measured: float | None, threshold: float, enough: bool) ->
     return Verdict(rule, _PASSED if measured <= threshold else FAILED, measured, threshold)
 
 
-def _error_rate(policy: WindowPolicy, window: Window) -> tuple[int, float | None]:
-    errors = sum(1 for s in window.samples if policy.is_error(s.outcome))
-    return errors, (errors / len(window.samples) if window.samples else None)
+def _error_rate(policy: WindowPolicy, window: Observed) -> tuple[int, float | None]:
+    errors, total = window.errors(policy), window.total()
+    return errors, (errors / total if total else None)
 
 
-def _enough(policy: WindowPolicy, window: Window) -> bool:
-    return (len(window.samples) >= policy.min_samples
+def _enough(policy: WindowPolicy, window: Observed) -> bool:
+    return (window.total() >= policy.min_samples
             and window.observed_s >= policy.min_observation_s)
 
 
-def evaluate(policy: WindowPolicy, window: Window, baseline: Window | None = None
+def _judge_latency(rule: str, measured: tuple[float | None, bool], threshold: float,
+                   enough: bool) -> Verdict:
+    value, above = measured
+    if above and value is not None and enough:  # the true value is above ``value``
+        return Verdict(rule, FAILED if value >= threshold else INCONCLUSIVE, value, threshold)
+    return _judge(rule, value, threshold, enough)
+
+
+def evaluate(policy: WindowPolicy, window: Observed, baseline: Observed | None = None
              ) -> WindowResult:
     """Every rule of ``policy`` on ``window`` (against ``baseline`` where a rule compares):
     see the module docstring."""
     enough = _enough(policy, window)
+    total = window.total()
     verdicts = [
-        Verdict("window.min_samples", _PASSED if len(window.samples) >= policy.min_samples
-                else INCONCLUSIVE, len(window.samples), policy.min_samples),
+        Verdict("window.min_samples", _PASSED if total >= policy.min_samples
+                else INCONCLUSIVE, total, policy.min_samples),
         Verdict("window.min_observation", _PASSED
                 if window.observed_s >= policy.min_observation_s else INCONCLUSIVE,
                 window.observed_s, policy.min_observation_s),
@@ -205,9 +264,10 @@ def evaluate(policy: WindowPolicy, window: Window, baseline: Window | None = Non
     if policy.max_error_rate is not None:
         verdicts.append(_judge("window.error_rate", rate, policy.max_error_rate, enough))
     p = policy.latency_percentile
-    latency = percentile([s.latency_ms for s in window.samples], p) if p is not None else None
+    latency = window.latency(p) if p is not None else (None, False)
     if p is not None and policy.max_latency_ms is not None:
-        verdicts.append(_judge("window.latency", latency, policy.max_latency_ms, enough))
+        verdicts.append(_judge_latency("window.latency", latency, policy.max_latency_ms,
+                                       enough))
     for key, reading, rule in _RESOURCES:
         limit = policy.resources.get(key)
         if limit is not None:
@@ -218,11 +278,11 @@ def evaluate(policy: WindowPolicy, window: Window, baseline: Window | None = Non
     statuses = {v.status for v in verdicts}
     status = (INCONCLUSIVE if INCONCLUSIVE in statuses else FAILED if FAILED in statuses
               else HEALTHY)
-    return WindowResult(status, len(window.samples), errors, tuple(verdicts))
+    return WindowResult(status, total, errors, tuple(verdicts))
 
 
-def _compared(policy: WindowPolicy, window: Window, baseline: Window | None, enough: bool,
-              rate: float | None, latency: float | None) -> list[Verdict]:
+def _compared(policy: WindowPolicy, window: Observed, baseline: Observed | None, enough: bool,
+              rate: float | None, latency: tuple[float | None, bool]) -> list[Verdict]:
     """The rules against the baseline: inconclusive without one, or with one too thin."""
     both = enough and baseline is not None and _enough(policy, baseline)
     out = []
@@ -233,8 +293,9 @@ def _compared(policy: WindowPolicy, window: Window, baseline: Window | None, eno
                           policy.max_error_rate_delta, both))
     p, ratio = policy.latency_percentile, policy.max_latency_ratio
     if p is not None and ratio is not None:
-        base = (percentile([s.latency_ms for s in baseline.samples], p)
-                if baseline is not None else None)
-        measured = None if latency is None or not base else latency / base
+        base, base_above = baseline.latency(p) if baseline is not None else (None, False)
+        value, above = latency
+        exact = not above and not base_above  # a bound past the histogram compares nothing
+        measured = None if value is None or not base or not exact else value / base
         out.append(_judge("window.baseline.latency_ratio", measured, ratio, both))
     return out
