@@ -1,0 +1,187 @@
+"""Release-gate commands: ``toolkeeper gate window`` (docs/gate.md).
+
+``gate window --policy FILE --samples FILE [--baseline FILE] [--json]`` judges one health
+window under a policy (JSON or YAML files; their schemas are in docs/gate.md), or, with
+``--calls --tool T --version V --since S [--until U] [--baseline-version B]``, the window the
+durable call log holds for that version (and the baseline version's over the same time), and
+prints each rule's verdict: its measured value, its threshold and ``passed``, ``failed`` or
+``inconclusive``. Exit codes follow the gate's: 0 healthy, 1 failed, 4 inconclusive (the gate
+holds for more samples), 2 bad input (``gate.policy_invalid``, ``gate.samples_invalid``, a file
+that cannot be read).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import click
+
+from toolkeeper.cli.calls_cmd import duration_s, since_bound
+from toolkeeper.cli.documents import read_document
+from toolkeeper.cli.output import EXIT_OK, EXIT_REFUSED, echo_json, fail
+from toolkeeper.cli.usage import ToolkeeperGroup
+from toolkeeper.errors import ToolkeeperError
+from toolkeeper.gate import (
+    FAILED,
+    INCONCLUSIVE,
+    HistogramWindow,
+    Observed,
+    Window,
+    WindowPolicy,
+    evaluate,
+)
+from toolkeeper.gate.call_windows import window_from_calls
+from toolkeeper.gate.metric_windows import histogram_window, observe
+from toolkeeper.registry.call_rows import open_call_rows
+from toolkeeper.registry.location import ENV_VAR
+
+__all__ = ["EXIT_HOLD", "register"]
+
+EXIT_HOLD = 4
+"""The gate holds: the evidence is not enough yet (an inconclusive window)."""
+
+_EXIT = {FAILED: EXIT_REFUSED, INCONCLUSIVE: EXIT_HOLD}
+_ENDS = (signal.SIGINT, signal.SIGTERM)
+"""What ends a ``--metrics`` window before its ``--for`` is up (the last scrape is then taken)."""
+
+
+@click.group("gate", cls=ToolkeeperGroup)
+def gate_group() -> None:
+    """The release gate: health windows under a policy."""
+
+
+@gate_group.command("window")
+@click.option("--policy", "policy_path", required=True, metavar="FILE",
+              help="The health-window policy (JSON or YAML).")
+@click.option("--samples", "samples_path", default=None, metavar="FILE",
+              help="The candidate's window: its samples (JSON or YAML).")
+@click.option("--baseline", "baseline_path", default=None, metavar="FILE",
+              help="The baseline's window over the same time, for the policy's comparisons.")
+@click.option("--calls", "from_calls", is_flag=True,
+              help="Read the window from the durable call log (with --tool, --version, --since).")
+@click.option("--tool", default=None, help="With --calls: the tool.")
+@click.option("--version", "version", default=None, help="With --calls: the candidate version.")
+@click.option("--baseline-version", default=None,
+              help="With --calls: the baseline version, over the same time.")
+@click.option("--since", default=None, metavar="TIME|AGE",
+              help="With --calls: the window's start, ISO-8601 (UTC if no zone) or an age.")
+@click.option("--until", default=None, metavar="TIME|AGE",
+              help="With --calls: the window's end (default: now).")
+@click.option("--registry", "registry_url", envvar=ENV_VAR, default=None, metavar="URL",
+              help=f"With --calls: the registry whose call log is read (env {ENV_VAR}).")
+@click.option("--metrics", "metrics_url", default=None, metavar="URL",
+              help="Read the window from a gateway's Prometheus endpoint, scraped --for a while "
+                   "(with --tool, --version).")
+@click.option("--for", "for_", default="5m", show_default=True, metavar="DURATION",
+              help="With --metrics: how long to observe (Ctrl-C ends the window sooner).")
+@click.option("--every", default="5s", show_default=True, metavar="DURATION",
+              help="With --metrics: how often to scrape for the resources' highest readings.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def window_cmd(policy_path: str, samples_path: str | None, baseline_path: str | None,
+               from_calls: bool, tool: str | None, version: str | None,
+               baseline_version: str | None, since: str | None, until: str | None,
+               registry_url: str | None, metrics_url: str | None, for_: str, every: str,
+               as_json: bool) -> None:
+    """Judge a health window under a policy: 0 healthy, 1 failed, 4 inconclusive."""
+    try:
+        policy = WindowPolicy.from_json(read_document(policy_path))
+        if from_calls and metrics_url is not None:
+            raise ToolkeeperError("--calls and --metrics are two sources: give one",
+                                  code="cli.option_conflict", data={"option": "--metrics"})
+        window: Observed
+        baseline: Observed | None
+        if metrics_url is not None:
+            window, baseline = _from_metrics(metrics_url, duration_s(for_, "--for"),
+                                             duration_s(every, "--every"), tool, version,
+                                             baseline_version, samples_path or baseline_path)
+        elif from_calls:
+            window, baseline = _from_calls(tool, version, baseline_version, since, until,
+                                           registry_url, samples_path or baseline_path)
+        else:
+            if samples_path is None:
+                raise ToolkeeperError("give the window: --samples FILE, or --calls",
+                                      code="cli.option_missing", data={"option": "--samples"})
+            window = Window.from_json(read_document(samples_path))
+            baseline = (Window.from_json(read_document(baseline_path))
+                        if baseline_path is not None else None)
+    except ToolkeeperError as exc:
+        fail(exc, as_json=as_json)
+    result = evaluate(policy, window, baseline)
+    if as_json:
+        echo_json(result.to_dict())
+    else:
+        click.echo(f"window {result.status}: {result.samples} samples, {result.errors} errors")
+        for verdict in result.verdicts:
+            click.echo(f"  {verdict.rule} {verdict.status}: measured {_shown(verdict.measured)}"
+                       f", threshold {_shown(verdict.threshold)}")
+    raise SystemExit(_EXIT.get(result.status, EXIT_OK))
+
+
+def _from_metrics(url: str, for_s: int, every_s: int, tool: str | None, version: str | None,
+                  baseline_version: str | None, a_file: str | None
+                  ) -> tuple[HistogramWindow, HistogramWindow | None]:
+    if a_file is not None:
+        raise ToolkeeperError("--metrics reads the windows from the gateway: drop --samples "
+                              "and --baseline (use --baseline-version)",
+                              code="cli.option_conflict", data={"option": "--metrics"})
+    tool, version = _required(("--tool", tool), ("--version", version))
+    stop = threading.Event()
+    previous = [signal.signal(sig, lambda *_: stop.set()) for sig in _ENDS]
+    try:
+        first, last, start, end, peaks = observe(
+            url, for_s, max(1, every_s), stop=stop,
+            on_start=lambda: click.echo(f"observing {url} for {for_s} s (Ctrl-C ends the "
+                                        "window now)", err=True))
+    finally:
+        for sig, handler in zip(_ENDS, previous, strict=True):
+            signal.signal(sig, handler)
+    window = histogram_window(first, last, tool, version, start, end, peaks)
+    baseline = (histogram_window(first, last, tool, baseline_version, start, end, peaks)
+                if baseline_version is not None else None)
+    return window, baseline
+
+
+def _required(*options: tuple[str, str | None]) -> list[str]:
+    for option, value in options:
+        if value is None:
+            raise ToolkeeperError(f"this source needs {option}", code="cli.option_missing",
+                                  data={"option": option})
+    return [value for _, value in options if value is not None]
+
+
+def _from_calls(tool: str | None, version: str | None, baseline_version: str | None,
+                since: str | None, until: str | None, registry_url: str | None,
+                a_file: str | None) -> tuple[Window, Window | None]:
+    if a_file is not None:
+        raise ToolkeeperError("--calls reads the windows from the call log: drop --samples and "
+                              "--baseline (use --baseline-version)", code="cli.option_conflict",
+                              data={"option": "--calls"})
+    for option, value in (("--tool", tool), ("--version", version), ("--since", since)):
+        if value is None:
+            raise ToolkeeperError(f"--calls needs {option}", code="cli.option_missing",
+                                  data={"option": option})
+    assert tool is not None and version is not None and since is not None
+    now_ns = time.time_ns()
+    start, end = since_bound(since, now_ns), (
+        now_ns // 1000 if until is None else since_bound(until, now_ns))
+    if end < start:
+        raise ToolkeeperError("--until is before --since", code="cli.option_conflict",
+                              data={"option": "--until"})
+    rows = open_call_rows(registry_url, read_only=True)
+    try:
+        window = window_from_calls(rows, tool, version, start, end)
+        baseline = (window_from_calls(rows, tool, baseline_version, start, end)
+                    if baseline_version is not None else None)
+    finally:
+        rows.close()
+    return window, baseline
+
+
+def _shown(value: float | None) -> str:
+    return "none" if value is None else f"{value:g}"
+
+
+def register(group: click.Group) -> None:
+    group.add_command(gate_group)
