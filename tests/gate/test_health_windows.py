@@ -42,7 +42,7 @@ def test_a_healthy_window_names_each_rules_measure_and_threshold() -> None:
         "window.min_observation": ("passed", 120.0, 60.0),
         "window.min_samples": ("passed", 20, 10)}
     assert [v.rule for v in result.verdicts] == sorted(v.rule for v in result.verdicts)
-    assert result.counts() == {"passed": 4, "failed": 0, "inconclusive": 0}
+    assert result.counts() == {"passed": 4, "failed": 0, "inconclusive": 0, "ignored": 0}
 
 
 def test_an_error_rate_or_latency_over_its_threshold_fails() -> None:

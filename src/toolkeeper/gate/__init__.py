@@ -3,6 +3,7 @@
 from toolkeeper.gate.windows import (
     FAILED,
     HEALTHY,
+    IGNORED,
     INCONCLUSIVE,
     HistogramWindow,
     Observed,
@@ -15,5 +16,5 @@ from toolkeeper.gate.windows import (
     percentile,
 )
 
-__all__ = ["FAILED", "HEALTHY", "INCONCLUSIVE", "HistogramWindow", "Observed", "Sample",
+__all__ = ["FAILED", "HEALTHY", "IGNORED", "INCONCLUSIVE", "HistogramWindow", "Observed", "Sample",
            "Verdict", "Window", "WindowPolicy", "WindowResult", "evaluate", "percentile"]

@@ -34,7 +34,14 @@ POLICY_SCHEMA: Final[dict[str, Any]] = {
         "baseline": {
             "type": "object", "additionalProperties": False,
             "properties": {"maxErrorRateDelta": _RATE,
-                           "maxLatencyRatio": {"type": "number", "exclusiveMinimum": 0}}},
+                           "maxLatencyRatio": {"type": "number", "exclusiveMinimum": 0},
+                           "mannWhitney": {
+                               "type": "object", "required": ["alpha"],
+                               "additionalProperties": False,
+                               "properties": {"alpha": {"type": "number", "exclusiveMinimum": 0,
+                                                        "exclusiveMaximum": 1},
+                                              "minSamples": {"type": "integer",
+                                                             "minimum": 1}}}}},
     },
 }
 """A policy: the minimum samples (below it a window is inconclusive), the minimum observation

@@ -31,14 +31,17 @@ from typing import Any, Final
 
 from toolkeeper.contracts.validate import validate
 from toolkeeper.errors import ToolkeeperError
+from toolkeeper.gate.shift import require_scipy, shifted_above
 from toolkeeper.gate.window_schemas import POLICY_SCHEMA, SAMPLES_SCHEMA
 
-__all__ = ["FAILED", "HEALTHY", "INCONCLUSIVE", "HistogramWindow", "Observed", "Sample",
+__all__ = ["FAILED", "HEALTHY", "IGNORED", "INCONCLUSIVE", "HistogramWindow", "Observed", "Sample",
            "Verdict", "Window", "WindowPolicy", "WindowResult", "evaluate", "percentile"]
 
 HEALTHY: Final = "healthy"
 FAILED: Final = "failed"
 INCONCLUSIVE: Final = "inconclusive"
+IGNORED: Final = "ignored"
+"""A rule that does not apply to this window (a statistical test on too few samples)."""
 _PASSED: Final = "passed"
 
 _RESOURCES: Final = (("maxRssBytes", "rssBytes", "window.resources.rss"),
@@ -67,6 +70,8 @@ class WindowPolicy:
     resources: Mapping[str, int] = field(default_factory=dict)
     max_error_rate_delta: float | None = None
     max_latency_ratio: float | None = None
+    shift_alpha: float | None = None
+    shift_min_samples: int = 20
 
     @classmethod
     def from_json(cls, value: Any) -> WindowPolicy:
@@ -78,6 +83,9 @@ class WindowPolicy:
         latency = value.get("latency", {})
         baseline = value.get("baseline", {})
         outcomes = value.get("errorOutcomes")
+        shift = baseline.get("mannWhitney")
+        if shift is not None:
+            require_scipy()
         return cls(min_samples=value["minSamples"],
                    min_observation_s=float(value.get("minObservationS", 0)),
                    max_error_rate=value.get("maxErrorRate"),
@@ -86,12 +94,14 @@ class WindowPolicy:
                    max_latency_ms=latency.get("maxMs"),
                    resources=dict(value.get("resources", {})),
                    max_error_rate_delta=baseline.get("maxErrorRateDelta"),
-                   max_latency_ratio=baseline.get("maxLatencyRatio"))
+                   max_latency_ratio=baseline.get("maxLatencyRatio"),
+                   shift_alpha=None if shift is None else shift["alpha"],
+                   shift_min_samples=20 if shift is None else shift.get("minSamples", 20))
 
     @property
     def compares(self) -> bool:
         """Whether a rule of the policy needs a baseline window."""
-        return self.max_error_rate_delta is not None or (
+        return self.max_error_rate_delta is not None or self.shift_alpha is not None or (
             self.max_latency_ratio is not None and self.latency_percentile is not None)
 
     def is_error(self, outcome: str) -> bool:
@@ -142,6 +152,9 @@ class Window:
         """The ``p``-th percentile latency and False (it is exact); None when empty."""
         return percentile([s.latency_ms for s in self.samples], p), False
 
+    def latencies(self) -> list[float]:
+        return [s.latency_ms for s in self.samples]
+
 
 @dataclass(frozen=True, slots=True)
 class HistogramWindow:
@@ -178,6 +191,17 @@ class HistogramWindow:
                 return bound, False
         return (self.buckets[-1][0] if self.buckets else None), True
 
+    def latencies(self) -> list[float]:
+        """Each call at its bucket's upper bound (past the last finite bound: at that bound)."""
+        out: list[float] = []
+        below = 0
+        for bound, count in self.buckets:
+            out += [bound] * (count - below)
+            below = count
+        if self.buckets:
+            out += [self.buckets[-1][0]] * (self.total() - below)
+        return out
+
 
 Observed = Window | HistogramWindow
 """A window of samples, or of counts."""
@@ -213,7 +237,7 @@ class WindowResult:
     verdicts: tuple[Verdict, ...]
 
     def counts(self) -> dict[str, int]:
-        out = {_PASSED: 0, FAILED: 0, INCONCLUSIVE: 0}
+        out = {_PASSED: 0, FAILED: 0, INCONCLUSIVE: 0, IGNORED: 0}
         for verdict in self.verdicts:
             out[verdict.status] += 1
         return out
@@ -298,4 +322,21 @@ def _compared(policy: WindowPolicy, window: Observed, baseline: Observed | None,
         exact = not above and not base_above  # a bound past the histogram compares nothing
         measured = None if value is None or not base or not exact else value / base
         out.append(_judge("window.baseline.latency_ratio", measured, ratio, both))
+    if policy.shift_alpha is not None:
+        out.append(_shift(policy, window, baseline, both))
     return out
+
+
+def _shift(policy: WindowPolicy, window: Observed, baseline: Observed | None,
+           both: bool) -> Verdict:
+    """The Mann-Whitney rule: ``ignored`` unless both windows hold its ``minSamples`` (the
+    test says nothing on fewer), else failed when the candidate's latencies are shifted above
+    the baseline's at ``alpha`` (its measured value: the p-value)."""
+    alpha, rule = policy.shift_alpha, "window.baseline.latency_shift"
+    assert alpha is not None
+    if baseline is None or not both:
+        return Verdict(rule, INCONCLUSIVE, None, alpha)
+    if min(window.total(), baseline.total()) < policy.shift_min_samples:
+        return Verdict(rule, IGNORED, None, alpha)
+    p_value = shifted_above(window.latencies(), baseline.latencies())
+    return Verdict(rule, FAILED if p_value < alpha else _PASSED, p_value, alpha)
