@@ -1,4 +1,6 @@
-"""The release gate (SPEC 6, seed 004): health windows so far (:mod:`~toolkeeper.gate.windows`)."""
+"""The release gate (SPEC 6, seed 004) so far: health windows (:mod:`~toolkeeper.gate.windows`,
+from samples, the call log or the metrics) and rollback evidence's verification
+(:mod:`~toolkeeper.gate.rollback`)."""
 
 from toolkeeper.gate.windows import (
     FAILED,
