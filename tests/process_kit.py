@@ -53,7 +53,8 @@ def keep_draining(stream: IO[bytes] | None) -> GatewayLog:
     block on its next write, its event loop with it."""
     assert stream is not None
     log = GatewayLog()
-    threading.Thread(target=log.drain, args=(stream,), daemon=True).start()
+    log.reader = threading.Thread(target=log.drain, args=(stream,), daemon=True)
+    log.reader.start()
     return log
 
 
@@ -75,6 +76,8 @@ class GatewayLog:
     """The lines a serving gateway logs, kept as they arrive (read by a drain thread)."""
 
     def __init__(self) -> None:
+        self.reader: threading.Thread | None = None
+        """The thread that drains the pipe (:func:`keep_draining`)."""
         self.lines: list[str] = []
         self._changed = threading.Condition()
         self._ended = False
@@ -128,9 +131,8 @@ def serving_gateway_logged(serve_args: Sequence[str], cwd: Path | None = None
     drain: threading.Thread | None = None
     try:
         url = read_until(proc.stderr, _URL, START_TIMEOUT_S).group(1).decode()
-        log = GatewayLog()
-        drain = threading.Thread(target=log.drain, args=(proc.stderr,), daemon=True)
-        drain.start()
+        log = keep_draining(proc.stderr)
+        drain = log.reader
         yield url, log
     finally:
         proc.terminate()
