@@ -32,7 +32,7 @@ from toolkeeper.gate import (
     WindowPolicy,
     evaluate,
 )
-from toolkeeper.gate.call_windows import window_from_calls
+from toolkeeper.gate.call_windows import windows_from_calls
 from toolkeeper.gate.metric_windows import histogram_window, observe
 from toolkeeper.registry.call_rows import open_call_rows
 from toolkeeper.registry.location import ENV_VAR
@@ -122,11 +122,8 @@ def window_cmd(policy_path: str, samples_path: str | None, baseline_path: str | 
 def _from_metrics(url: str, for_s: int, every_s: int, tool: str | None, version: str | None,
                   baseline_version: str | None, a_file: str | None
                   ) -> tuple[HistogramWindow, HistogramWindow | None]:
-    if a_file is not None:
-        raise ToolkeeperError("--metrics reads the windows from the gateway: drop --samples "
-                              "and --baseline (use --baseline-version)",
-                              code="cli.option_conflict", data={"option": "--metrics"})
-    tool, version = _required(("--tool", tool), ("--version", version))
+    _no_files("--metrics", "the gateway", a_file)
+    tool, version = _required("--metrics", ("--tool", tool), ("--version", version))
     stop = threading.Event()
     previous = [signal.signal(sig, lambda *_: stop.set()) for sig in _ENDS]
     try:
@@ -143,10 +140,19 @@ def _from_metrics(url: str, for_s: int, every_s: int, tool: str | None, version:
     return window, baseline
 
 
-def _required(*options: tuple[str, str | None]) -> list[str]:
+def _no_files(source: str, what: str, a_file: str | None) -> None:
+    """``cli.option_conflict`` when a window file is given beside ``source``."""
+    if a_file is not None:
+        raise ToolkeeperError(f"{source} reads the windows from {what}: drop --samples and "
+                              "--baseline (use --baseline-version)", code="cli.option_conflict",
+                              data={"option": source})
+
+
+def _required(source: str, *options: tuple[str, str | None]) -> list[str]:
+    """The values of ``options``, each given (``cli.option_missing`` naming the first not)."""
     for option, value in options:
         if value is None:
-            raise ToolkeeperError(f"this source needs {option}", code="cli.option_missing",
+            raise ToolkeeperError(f"{source} needs {option}", code="cli.option_missing",
                                   data={"option": option})
     return [value for _, value in options if value is not None]
 
@@ -154,29 +160,22 @@ def _required(*options: tuple[str, str | None]) -> list[str]:
 def _from_calls(tool: str | None, version: str | None, baseline_version: str | None,
                 since: str | None, until: str | None, registry_url: str | None,
                 a_file: str | None) -> tuple[Window, Window | None]:
-    if a_file is not None:
-        raise ToolkeeperError("--calls reads the windows from the call log: drop --samples and "
-                              "--baseline (use --baseline-version)", code="cli.option_conflict",
-                              data={"option": "--calls"})
-    for option, value in (("--tool", tool), ("--version", version), ("--since", since)):
-        if value is None:
-            raise ToolkeeperError(f"--calls needs {option}", code="cli.option_missing",
-                                  data={"option": option})
-    assert tool is not None and version is not None and since is not None
+    _no_files("--calls", "the call log", a_file)
+    tool, version, since = _required("--calls", ("--tool", tool), ("--version", version),
+                                     ("--since", since))
     now_ns = time.time_ns()
     start, end = since_bound(since, now_ns), (
         now_ns // 1000 if until is None else since_bound(until, now_ns))
     if end < start:
         raise ToolkeeperError("--until is before --since", code="cli.option_conflict",
                               data={"option": "--until"})
+    versions = [version] if baseline_version is None else [version, baseline_version]
     rows = open_call_rows(registry_url, read_only=True)
     try:
-        window = window_from_calls(rows, tool, version, start, end)
-        baseline = (window_from_calls(rows, tool, baseline_version, start, end)
-                    if baseline_version is not None else None)
+        windows = windows_from_calls(rows, tool, versions, start, end)
     finally:
         rows.close()
-    return window, baseline
+    return windows[version], (None if baseline_version is None else windows[baseline_version])
 
 
 def _shown(value: float | None) -> str:

@@ -105,19 +105,21 @@ def observe(url: str, duration_s: float, every_s: float, *,
     at the end: the first and last scrapes, the window's start and end (``clock`` seconds) and
     the highest resource readings of all of them. ``on_start`` runs after the first scrape."""
     stop = stop if stop is not None else threading.Event()
-    first, start = scrape(url), clock()
-    peaks = dict(first.resources)
+    peaks: dict[str, float] = {}
+
+    def take() -> Scrape:
+        taken = scrape(url)
+        for key, value in taken.resources.items():
+            peaks[key] = max(peaks.get(key, value), value)
+        return taken
+
+    first, start = take(), clock()
     if on_start is not None:
         on_start()
     deadline = time.monotonic() + duration_s
-    last = first
     while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
         if stop.wait(min(every_s, left)):
             break
-        last = scrape(url)
-        for key, value in last.resources.items():
-            peaks[key] = max(peaks.get(key, value), value)
-    last, end = scrape(url), clock()
-    for key, value in last.resources.items():
-        peaks[key] = max(peaks.get(key, value), value)
+        take()
+    last, end = take(), clock()
     return first, last, start, end, peaks

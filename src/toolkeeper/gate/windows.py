@@ -150,7 +150,7 @@ class Window:
 
     def latency(self, p: float) -> tuple[float | None, bool]:
         """The ``p``-th percentile latency and False (it is exact); None when empty."""
-        return percentile([s.latency_ms for s in self.samples], p), False
+        return percentile(self.latencies(), p), False
 
     def latencies(self) -> list[float]:
         return [s.latency_ms for s in self.samples]
