@@ -79,15 +79,24 @@ _BUMP_RULES: Mapping[Bump, Callable[[Version, Version], str | None]] = MappingPr
     Bump.PATCH: _bump_patch,
 })
 
+# The refusal rule ids each bump rule can return: what an accepted publish was checked by.
+_BUMP_RULE_IDS: Mapping[Bump, tuple[str, ...]] = MappingProxyType({
+    Bump.MAJOR: ("publish.bump_required",),
+    Bump.MINOR: ("publish.bump_required", "publish.bump_unjustified"),
+    Bump.PATCH: (),
+})
+
 
 @dataclass(frozen=True, slots=True)
 class GuardDecision:
     """An accepted publish: ``existing`` is set for an identical re-publish (a no-op);
-    ``reference`` and ``verdict`` say what the candidate was classified against."""
+    ``reference`` and ``verdict`` say what the candidate was classified against; ``checks``
+    are the rule ids of :data:`RULES` it was judged by and passed, sorted."""
 
     existing: ToolSpec | None
     reference: ToolSpec | None
     verdict: Verdict | None
+    checks: tuple[str, ...] = ()
 
 
 class _Context:
@@ -197,9 +206,12 @@ def check_publish(history: Sequence[ToolSpec], spec: ToolSpec,
                 return GuardDecision(stored, None, None)
             raise _refusal(ctx, "publish.immutable", stored)
     if ctx.previous is None:
-        return GuardDecision(None, None, None)
+        return GuardDecision(None, None, None, ("publish.immutable",))
     rule = ctx.first_failure(spec.version)
     if rule is not None:
         raise _refusal(ctx, rule)
     ref = ctx.reference(spec.version)
-    return GuardDecision(None, ref, ctx.verdict(ref) if ref else None)
+    verdict = ctx.verdict(ref) if ref else None
+    checks = {"publish.immutable", "publish.not_monotonic",
+              *(_BUMP_RULE_IDS[verdict.bump] if verdict else ())}
+    return GuardDecision(None, ref, verdict, tuple(sorted(checks)))

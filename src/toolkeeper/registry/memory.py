@@ -15,6 +15,7 @@ from dataclasses import replace
 from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import StoreError
+from toolkeeper.registry.admission import AdmissionRecord
 from toolkeeper.registry.apikeys import ApiKeyRecord
 from toolkeeper.registry.store import AuditEntry, AuditRecord, Snapshot
 from toolkeeper.registry.upstream_backends import MemoryUpstreams
@@ -25,11 +26,14 @@ __all__ = ["MemoryStore"]
 class _MemoryTransaction:
     """Staged writes to one name; applied to the store only on commit."""
 
-    def __init__(self, name: str, current: dict[Version, ToolSpec]) -> None:
+    def __init__(self, name: str, current: dict[Version, ToolSpec],
+                 admitted: dict[tuple[str, Version], AdmissionRecord]) -> None:
         self._name = name
         self._current = current
+        self._admitted = admitted
         self.staged: dict[Version, ToolSpec] = {}
         self.audit: list[AuditRecord] = []
+        self.admissions: dict[Version, AdmissionRecord] = {}
 
     def versions(self) -> list[ToolSpec]:
         merged = {**self._current, **self.staged}
@@ -55,6 +59,16 @@ class _MemoryTransaction:
     def append_audit(self, record: AuditRecord) -> None:
         self.audit.append(record)
 
+    def record_admission(self, record: AdmissionRecord) -> None:
+        version = Version.parse(record.version)
+        if record.tool != self._name:
+            raise StoreError(f"transaction on {self._name!r} cannot write {record.tool!r}",
+                             code="registry.wrong_name")
+        if version in self.admissions or (self._name, version) in self._admitted:
+            raise StoreError(f"{record.tool} {record.version} has an admission record already",
+                             code="registry.conflict")
+        self.admissions[version] = record
+
 
 def _check_name(name: str, spec: ToolSpec) -> None:
     if spec.name != name:
@@ -69,6 +83,7 @@ class MemoryStore(MemoryUpstreams):
         self._lock = threading.Lock()
         self._records: dict[str, dict[Version, ToolSpec]] = {}
         self._audit: list[AuditEntry] = []
+        self._admissions: dict[tuple[str, Version], AdmissionRecord] = {}
         self._watchers: list[Callable[[], None]] = []
         self._keys: dict[str, ApiKeyRecord] = {}
         self._spent: dict[str, float] = {}
@@ -79,10 +94,9 @@ class MemoryStore(MemoryUpstreams):
     def change(self, name: str) -> Iterator[_MemoryTransaction]:
         with self._lock:
             self._check_open()
-            tx = _MemoryTransaction(name, self._records.get(name, {}))
+            tx = _MemoryTransaction(name, self._records.get(name, {}), self._admissions)
             yield tx  # an exception here leaves the store untouched: nothing was applied yet
-            if tx.staged:
-                self._records.setdefault(name, {}).update(tx.staged)
+            self._apply(name, tx)
             for record in tx.audit:
                 self._audit.append(AuditEntry.from_record(len(self._audit) + 1, record))
             watchers = list(self._watchers) if tx.audit else []
@@ -93,19 +107,29 @@ class MemoryStore(MemoryUpstreams):
     def change_many(self, names: Sequence[str]) -> Iterator[dict[str, _MemoryTransaction]]:
         with self._lock:
             self._check_open()
-            txs = {name: _MemoryTransaction(name, self._records.get(name, {}))
-                   for name in names}
+            txs = {name: _MemoryTransaction(name, self._records.get(name, {}),
+                                            self._admissions) for name in names}
             yield txs  # an exception here leaves the store untouched: nothing was applied yet
             audited = False
             for name, tx in txs.items():
-                if tx.staged:
-                    self._records.setdefault(name, {}).update(tx.staged)
+                self._apply(name, tx)
                 for record in tx.audit:
                     self._audit.append(AuditEntry.from_record(len(self._audit) + 1, record))
                     audited = True
             watchers = list(self._watchers) if audited else []
         for callback in watchers:
             callback()
+
+    def _apply(self, name: str, tx: _MemoryTransaction) -> None:
+        """(Under the lock.) A committing transaction's records and admission records."""
+        if tx.staged:
+            self._records.setdefault(name, {}).update(tx.staged)
+        self._admissions.update({(name, v): r for v, r in tx.admissions.items()})
+
+    def admission(self, name: str, version: Version) -> AdmissionRecord | None:
+        with self._lock:
+            self._check_open()
+            return self._admissions.get((name, version))
 
     def snapshot(self) -> Snapshot:
         with self._lock:

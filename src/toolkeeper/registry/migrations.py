@@ -138,6 +138,19 @@ _UPSTREAM_HEALTH: tuple[str, ...] = (
 """Migration 7's table, the same on both backends: each serving gateway's last view of each
 upstream's health (:mod:`toolkeeper.registry.upstream_records`)."""
 
+_ADMISSIONS: tuple[str, ...] = (
+    """CREATE TABLE admissions (
+        name TEXT NOT NULL,
+        version_key TEXT NOT NULL,
+        version TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        record TEXT NOT NULL,
+        PRIMARY KEY (name, version_key))""",
+)
+"""Migration 8's table, the same on both backends (their append-only triggers differ): the
+publish guard's admission record of each version published since
+(:mod:`toolkeeper.registry.admission`)."""
+
 SQLITE_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "contracts, append-only audit trail", (
         """CREATE TABLE contracts (
@@ -201,6 +214,13 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
     )),
     Migration(6, "upstream servers, their tools and drifts", _UPSTREAMS),
     Migration(7, "upstream health as each serving gateway saw it", _UPSTREAM_HEALTH),
+    Migration(8, "admission records of publishes", (
+        *_ADMISSIONS,
+        """CREATE TRIGGER admissions_no_update BEFORE UPDATE ON admissions
+            BEGIN SELECT RAISE(ABORT, 'admission records are append-only'); END""",
+        """CREATE TRIGGER admissions_no_delete BEFORE DELETE ON admissions
+            BEGIN SELECT RAISE(ABORT, 'admission records are append-only'); END""",
+    )),
 )
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
@@ -268,6 +288,11 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     )),
     Migration(6, "upstream servers, their tools and drifts", _UPSTREAMS),
     Migration(7, "upstream health as each serving gateway saw it", _UPSTREAM_HEALTH),
+    Migration(8, "admission records of publishes", (
+        *_ADMISSIONS,
+        """CREATE TRIGGER admissions_append_only BEFORE UPDATE OR DELETE ON admissions
+            FOR EACH ROW EXECUTE FUNCTION toolkeeper_refuse('admission records are append-only')""",
+    )),
 )
 
 

@@ -24,8 +24,10 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 
+from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import StoreError
+from toolkeeper.registry.admission import AdmissionRecord, admission_from_row, admission_params
 from toolkeeper.registry.apikeys import KEY_COLUMNS, ApiKeyRecord, key_from_row, key_params
 from toolkeeper.registry.listener import PgListener
 from toolkeeper.registry.masking import masked
@@ -43,6 +45,7 @@ from toolkeeper.registry.rows import (
     changed_keys,
     contract_params,
     spec_from_document,
+    version_key,
 )
 from toolkeeper.registry.store import AuditEntry, AuditRecord, Snapshot
 from toolkeeper.registry.upstream_backends import PostgresUpstreams
@@ -132,6 +135,15 @@ class _PgTransaction:
             "INSERT INTO audit (at, actor, action, name, version, rule, verdict) VALUES"
             " (%(at)s, %(actor)s, %(action)s, %(name)s, %(version)s, %(rule)s, %(verdict)s)",
             audit_params(record))
+
+    def record_admission(self, record: AdmissionRecord) -> None:
+        if record.tool != self._name:
+            raise StoreError(f"transaction on {self._name!r} cannot write {record.tool!r}",
+                             code="registry.wrong_name")
+        self._conn.execute(
+            "INSERT INTO admissions (name, version_key, version, digest, record) VALUES"
+            " (%(name)s, %(version_key)s, %(version)s, %(digest)s, %(record)s)",
+            admission_params(record, version_key(Version.parse(record.version))))
 
     def _check(self, spec: ToolSpec) -> None:
         if spec.name != self._name:
@@ -297,6 +309,12 @@ class PostgresStore(PostgresUpstreams):
             rows = conn.execute("SELECT seq, at, actor, action, name, version, rule, verdict"
                                 " FROM audit ORDER BY seq").fetchall()
         return tuple(audit_from_row(r) for r in rows)
+
+    def admission(self, name: str, version: Version) -> AdmissionRecord | None:
+        with self._transaction(read_only=True) as conn:
+            row = conn.execute("SELECT record, digest FROM admissions WHERE name = %s"
+                               " AND version_key = %s", (name, version_key(version))).fetchone()
+        return admission_from_row(row[0], row[1]) if row else None
 
     # --- API keys (registry.apikeys.KeyStore) ----------------------------------------------
 

@@ -20,6 +20,7 @@ from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import Status, ToolSpec, spec_from_mapping, spec_to_mapping
 from toolkeeper.errors import PublishRefusedError, StoreError
 from toolkeeper.registry import lifecycle
+from toolkeeper.registry.admission import AdmissionRecord, admission_of
 from toolkeeper.registry.discovery import ViewCache, ViewKey, build_view
 from toolkeeper.registry.guard import Classifier, check_publish
 from toolkeeper.registry.index import Index
@@ -126,6 +127,7 @@ class Registry:
                 verdict = decision.verdict.to_dict() if decision.verdict else None
                 tx.append_audit(AuditRecord(now, actor, "publish", spec.name,
                                             str(spec.version), None, verdict))
+                tx.record_admission(admission_of(stored, decision))
         if refusal is not None:
             raise refusal
         self._after_commit()
@@ -167,6 +169,7 @@ class Registry:
                     verdict = decision.verdict.to_dict() if decision.verdict else None
                     txs[spec.name].append_audit(AuditRecord(
                         now, actor, "publish", spec.name, str(spec.version), None, verdict))
+                    txs[spec.name].record_admission(admission_of(stored, decision))
                     outcomes.append(PublishOutcome(stored, created=True))
         except BatchRefused:
             assert refused is not None
@@ -257,6 +260,11 @@ class Registry:
     def audit(self) -> tuple[AuditEntry, ...]:
         """The append-only audit trail, oldest first (refused publishes included)."""
         return self._store.audit()
+
+    def admission(self, name: str, version: Version | str) -> AdmissionRecord | None:
+        """The publish guard's admission record of that version (read from the store), or
+        None: not published, or published before the store kept admission records."""
+        return self._store.admission(name, as_version(version))
 
     @property
     def classifier(self) -> Classifier:

@@ -26,8 +26,10 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from urllib.parse import quote
 
+from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import StoreError
+from toolkeeper.registry.admission import AdmissionRecord, admission_from_row, admission_params
 from toolkeeper.registry.apikeys import KEY_COLUMNS, ApiKeyRecord, key_from_row, key_params
 from toolkeeper.registry.migrations import (
     SCHEMA_TABLE,
@@ -42,6 +44,7 @@ from toolkeeper.registry.rows import (
     changed_keys,
     contract_params,
     spec_from_document,
+    version_key,
 )
 from toolkeeper.registry.store import AuditEntry, AuditRecord, Snapshot
 from toolkeeper.registry.upstream_backends import SQLiteUpstreams
@@ -124,6 +127,15 @@ class _SQLiteTransaction:
             "INSERT INTO audit (at, actor, action, name, version, rule, verdict)"
             " VALUES (:at, :actor, :action, :name, :version, :rule, :verdict)",
             audit_params(record))
+
+    def record_admission(self, record: AdmissionRecord) -> None:
+        if record.tool != self._name:
+            raise StoreError(f"transaction on {self._name!r} cannot write {record.tool!r}",
+                             code="registry.wrong_name")
+        self._conn.execute(
+            "INSERT INTO admissions (name, version_key, version, digest, record) VALUES"
+            " (:name, :version_key, :version, :digest, :record)",
+            admission_params(record, version_key(Version.parse(record.version))))
 
     def _check(self, spec: ToolSpec) -> None:
         if spec.name != self._name:
@@ -279,6 +291,12 @@ class SQLiteStore(SQLiteUpstreams):
         with self._read() as conn:
             rows = conn.execute(f"SELECT {_AUDIT_COLUMNS} FROM audit ORDER BY seq").fetchall()
         return tuple(audit_from_row(r) for r in rows)
+
+    def admission(self, name: str, version: Version) -> AdmissionRecord | None:
+        with self._read() as conn:
+            row = conn.execute("SELECT record, digest FROM admissions WHERE name = ?"
+                               " AND version_key = ?", (name, version_key(version))).fetchone()
+        return admission_from_row(*row) if row else None
 
     # --- API keys (registry.apikeys.KeyStore) ----------------------------------------------
 

@@ -26,7 +26,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import ToolSpec
+from toolkeeper.registry.admission import AdmissionRecord
 
 __all__ = [
     "AuditEntry",
@@ -127,6 +129,11 @@ class StoreTransaction(Protocol):
         """Append to the audit trail, committed with the rest of the transaction."""
         ...
 
+    def record_admission(self, record: AdmissionRecord) -> None:
+        """Keep the admission record of a version this transaction inserts (append-only: a
+        second one for the same version raises StoreError ``registry.conflict``)."""
+        ...
+
 
 class RegistryStore(Protocol):
     """A registry backend. Implementations: MemoryStore, SQLiteStore, PostgresStore."""
@@ -151,6 +158,11 @@ class RegistryStore(Protocol):
 
     def audit(self) -> tuple[AuditEntry, ...]:
         """The whole audit trail, oldest first."""
+        ...
+
+    def admission(self, name: str, version: Version) -> AdmissionRecord | None:
+        """The admission record of that version (by precedence: build metadata aside), or
+        None: not published, or published before the store kept admission records."""
         ...
 
     def watch(self, callback: Callable[[], None]) -> None:
