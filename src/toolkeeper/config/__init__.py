@@ -11,6 +11,7 @@ from toolkeeper.config.model import (
     AuthSettings,
     CallLogSettings,
     EstateSettings,
+    GateSettings,
     GatewayConfig,
     JwtIssuerSettings,
     LegacySettings,
@@ -23,13 +24,13 @@ from toolkeeper.config.model import (
     StdioPrincipalSettings,
     TenantLimits,
     ToolLimits,
+    TrustedKeySettings,
 )
 
 __all__ = [
     "SECTIONS", "SETTINGS", "AuthSettings", "CallLogSettings", "EstateSettings",
-    "GatewayConfig", "JwtIssuerSettings", "LegacySettings", "LimitsSettings", "LoggingSettings",
-    "MetricsSettings", "RegistrySettings", "SealingSettings", "Section", "ServerSettings",
-    "Setting",
-    "StdioPrincipalSettings", "TenantLimits", "ToolLimits", "check_tree", "load_config",
-    "parse_config",
+    "GateSettings", "GatewayConfig", "JwtIssuerSettings", "LegacySettings", "LimitsSettings",
+    "LoggingSettings", "MetricsSettings", "RegistrySettings", "SealingSettings", "Section",
+    "ServerSettings", "Setting", "StdioPrincipalSettings", "TenantLimits", "ToolLimits",
+    "TrustedKeySettings", "check_tree", "load_config", "parse_config",
 ]

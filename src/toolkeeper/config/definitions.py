@@ -92,6 +92,16 @@ SECTIONS: Final[tuple[Section, ...]] = (
             "An ask a handler did not catch (`AskError`: the client refused, or did not "
             "answer) is one WARNING line with its code, the traceback at `debug` only. "
             "Access lines are logged at `info`; `access` chooses which."),
+    Section("gate", "The release gate's keys (docs/gate.md): the key `toolkeeper gate "
+                    "rollback-evidence` signs with, and the keys whose signatures it trusts. "
+                    "Unset here, the environment names them: `TOOLKEEPER_GATE_KEY_ID` and "
+                    "`TOOLKEEPER_GATE_KEY_FILE` the signing key, `TOOLKEEPER_GATE_TRUSTED_KEYS` "
+                    "more trusted keys (`ID=FILE`, separated by commas or spaces). A key file "
+                    "holds an Ed25519 key (PEM: private to sign, public to trust) or an "
+                    "HMAC-SHA-256 secret in hex digits (at least 32 bytes); its content is "
+                    "never printed."),
+    Section("gate.trusted_keys[]", "One trusted key (`[[gate.trusted_keys]]`, repeat for "
+                                   "several); the signing key is trusted as well."),
     Section("upstreams[]", "An upstream MCP server put under contract (`[[upstreams]]`, "
                            "repeat for several; docs/upstreams.md): reconciled into the "
                            "registry at start, its tools imported as contracts."),
@@ -335,6 +345,18 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "Secrets are always redacted.", choices=PERSONAL_MODES),
     Setting("logging.personal_keys", STRINGS, list(PERSONAL_KEYS), "Keys holding personal "
             "data (compared case-folded, without `-`, `_`, `.` and spaces)."),
+    # gate
+    Setting("gate.signing_key_id", STRING, "", "The signing key's id (the evidence's "
+            "`attestation.signer`); needed with `signing_key_file`."),
+    Setting("gate.signing_key_file", STRING, "", "The signing key's file: an Ed25519 private "
+            "key (PEM, unencrypted) or an HMAC secret (hex). Empty: `TOOLKEEPER_GATE_KEY_FILE`.",
+            check="readable_file"),
+    Setting("gate.trusted_keys[].id", STRING, None, "The key id a signature names.",
+            required=True, check="nonempty"),
+    Setting("gate.trusted_keys[].file", STRING, None, "The key's file: an Ed25519 public key "
+            "(PEM) or an HMAC secret (hex).", required=True, check="readable_file"),
+    Setting("gate.trusted_keys[].algorithm", STRING, "", "The key's algorithm; empty: told by "
+            "the file (PEM: `ed25519`, else `hmac-sha256`).", choices=("hmac-sha256", "ed25519")),
     # upstreams
     Setting("upstreams[].name", STRING, None, "The upstream's name (1-64 letters, digits, "
             "`_`, `.` or `-`), unique.", required=True),

@@ -168,6 +168,20 @@ def _check_upstreams(tree: _Tree) -> None:
         seen.add(upstream["name"])
 
 
+def _check_gate(tree: _Tree) -> None:
+    gate = tree["gate"]
+    if bool(gate["signing_key_id"]) != bool(gate["signing_key_file"]):
+        missing = "signing_key_file" if gate["signing_key_id"] else "signing_key_id"
+        raise config_error(f"gate.{missing}", "gate.signing_key_id and gate.signing_key_file "
+                           "go together", "config.missing_key")
+    seen: set[str] = set()
+    for index, key in enumerate(gate["trusted_keys"]):
+        if key["id"] in seen:
+            raise config_error(f"gate.trusted_keys[{index}].id", f"a second trusted key "
+                               f"named {key['id']!r}", "config.bad_value")
+        seen.add(key["id"])
+
+
 def check_tree(data: Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,
                base: Path | None = None) -> GatewayConfig:
     """The configuration of the parsed TOML ``data`` with ``overrides`` over it."""
@@ -176,6 +190,7 @@ def check_tree(data: Mapping[str, Any], overrides: Mapping[str, Any] | None = No
         _override(tree, key, value)
     _check_auth(tree)
     _check_upstreams(tree)
+    _check_gate(tree)
     return build_config(tree)
 
 

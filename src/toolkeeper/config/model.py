@@ -21,10 +21,10 @@ from toolkeeper.server.limits import LimitsSettings, TenantLimits, ToolLimits
 from toolkeeper.server.sealing import SealingSettings
 
 __all__ = [
-    "AuthSettings", "CallLogSettings", "EstateSettings", "GatewayConfig", "JwtIssuerSettings",
+    "AuthSettings", "CallLogSettings", "EstateSettings", "GateSettings", "GatewayConfig", "JwtIssuerSettings",
     "LegacySettings", "LimitsSettings", "LoggingSettings", "MetricsSettings", "RegistrySettings",
     "SealingSettings", "ServerSettings", "StdioPrincipalSettings", "TenantLimits", "ToolLimits",
-    "build_config",
+    "TrustedKeySettings", "build_config",
 ]
 
 
@@ -132,6 +132,22 @@ class LoggingSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class TrustedKeySettings:
+    id: str
+    file: str
+    algorithm: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GateSettings:
+    """``[gate]``: satisfies :class:`toolkeeper.gate.keys.GateSettingsLike`."""
+
+    signing_key_id: str = ""
+    signing_key_file: str = ""
+    trusted_keys: tuple[TrustedKeySettings, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class GatewayConfig:
     """Everything ``toolkeeper serve`` is configured with (file, then flags over it)."""
 
@@ -145,6 +161,7 @@ class GatewayConfig:
     calllog: CallLogSettings = field(default_factory=CallLogSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
+    gate: GateSettings = field(default_factory=GateSettings)
     upstreams: tuple[Mapping[str, Any], ...] = ()
     """Each ``[[upstreams]]`` table in the stored form of
     :meth:`toolkeeper.upstreams.UpstreamDefinition.from_mapping` (unset keys left out)."""
@@ -186,6 +203,8 @@ def build_config(tree: Mapping[str, Any]) -> GatewayConfig:
         calllog=_leaves(CallLogSettings, tree["calllog"]),
         metrics=_leaves(MetricsSettings, tree["metrics"]),
         logging=_leaves(LoggingSettings, tree["logging"]),
+        gate=_leaves(GateSettings, tree["gate"], trusted_keys=tuple(
+            _leaves(TrustedKeySettings, key) for key in tree["gate"]["trusted_keys"])),
         upstreams=tuple(_upstream(values) for values in tree["upstreams"]),
     )
 
