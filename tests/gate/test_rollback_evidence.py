@@ -66,7 +66,7 @@ def test_an_untrusted_signer_and_a_bad_hmac_are_refused() -> None:
     other = sign_hmac(PAYLOAD, "someone-else", KEY)
     assert _codes(other) == [("rollback.untrusted_signer", "$.attestation.signer")]
     forged = sign_hmac(PAYLOAD, "release-controller", b"a guessed key")
-    assert _codes(forged) == [("rollback.bad_signature", "$.attestation.signature")]
+    assert _codes(forged) == [("rollback.bad_signature", "$.attestation.proofValue")]
     unsigned = dict(PAYLOAD)
     assert _codes(unsigned) == [("rollback.field_invalid", "$.attestation")]
     assert _codes(["not", "an", "object"]) == [("rollback.field_invalid", "$")]
@@ -84,7 +84,7 @@ def test_a_payload_changed_after_signing_is_refused(field: str, data: st.DataObj
             lambda c: c != value[index]))
         changed = value[:index] + replacement + value[index + 1:]
     evidence[field] = changed
-    assert ("rollback.bad_signature", "$.attestation.signature") in _codes(evidence)
+    assert ("rollback.bad_signature", "$.attestation.proofValue") in _codes(evidence)
 
 
 def test_ed25519_evidence_verifies_with_the_public_key_alone() -> None:
@@ -97,10 +97,10 @@ def test_ed25519_evidence_verifies_with_the_public_key_alone() -> None:
     assert verify(evidence, {"controller-ed": private.public_key()}) == []
     stranger = Ed25519PrivateKey.generate().public_key()
     assert _codes_with(evidence, {"controller-ed": stranger}) == [
-        ("rollback.bad_signature", "$.attestation.signature")]
+        ("rollback.bad_signature", "$.attestation.proofValue")]
     evidence["version"] = "4.0.1"  # changed after signing
     assert _codes_with(evidence, {"controller-ed": private.public_key()}) == [
-        ("rollback.bad_signature", "$.attestation.signature")]
+        ("rollback.bad_signature", "$.attestation.proofValue")]
 
 
 def test_a_key_verifies_only_its_own_algorithm() -> None:
@@ -110,10 +110,10 @@ def test_a_key_verifies_only_its_own_algorithm() -> None:
 
     private = Ed25519PrivateKey.generate()
     ed_signed = sign_ed25519(PAYLOAD, "release-controller", private)
-    assert _codes(ed_signed) == [("rollback.bad_signature", "$.attestation.signature")]
+    assert _codes(ed_signed) == [("rollback.bad_signature", "$.attestation.proofValue")]
     hmac_signed = _signed()
     assert _codes_with(hmac_signed, {"release-controller": private.public_key()}) == [
-        ("rollback.bad_signature", "$.attestation.signature")]
+        ("rollback.bad_signature", "$.attestation.proofValue")]
     other = {**hmac_signed, "attestation": {**hmac_signed["attestation"], "algorithm": "none"}}
     assert _codes(other) == [("rollback.field_invalid", "$.attestation.algorithm")]
 

@@ -30,6 +30,6 @@ def windows_from_calls(rows: CallRows, tool: str, versions: Sequence[str], start
     for row in sorted(found, key=lambda r: (r.at_us, r.seq)):
         kept = samples.get(row.version)
         if kept is not None and row.at_us <= end_us:
-            kept.append(Sample(row.outcome, row.latency_ms))
+            kept.append(Sample(row.outcome, row.latency_ms, row.at_us / 1e6))
     return {version: Window(start_us / 1e6, end_us / 1e6, tuple(kept))
             for version, kept in samples.items()}

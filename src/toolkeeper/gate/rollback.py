@@ -4,8 +4,10 @@ verification.
 The evidence names the exact version to return to and what proves it: the digest of its
 admission record, the SHA-256 of its artifact and of its descriptor, its registry status, its
 health (``healthy``, a boolean) and the route-restore procedure. It is signed: ``attestation``
-holds the signer's key id, the algorithm and the signature over the canonical JSON of every
-other field (:func:`payload_bytes`), so no byte of it can change unseen.
+holds the signer's key id, the algorithm and the signature (``proofValue``, hex) over the
+canonical JSON of every other field (:func:`payload_bytes`), so no byte of it can change unseen.
+The signature is not named ``signature`` because redaction masks a key of that name wherever it
+stands, and the evidence bundle keeps its sections redacted.
 
 :func:`verify` refuses, each with its own code, and all the refusals it finds, sorted: a field
 missing, of the wrong type or unknown (``rollback.field_invalid``: ``healthy: "yes"`` is not a
@@ -33,7 +35,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from toolkeeper.contracts.canonical import canonical_json
 
 __all__ = ["DIGEST_FIELDS", "ED25519", "FIELDS", "HMAC_SHA256", "TrustedKey", "payload_bytes",
-           "sign_ed25519", "sign_hmac", "verify"]
+           "sign_ed25519", "sign_hmac", "signature_holds", "verify"]
 
 HMAC_SHA256: Final = "hmac-sha256"
 ED25519: Final = "ed25519"
@@ -57,17 +59,18 @@ def sign_hmac(payload: Mapping[str, Any], key_id: str, key: bytes) -> dict[str, 
     """``payload`` with its HMAC-SHA-256 ``attestation`` by ``key_id``."""
     signature = hmac.new(key, payload_bytes(payload), hashlib.sha256).hexdigest()
     return {**payload, "attestation": {"signer": key_id, "algorithm": HMAC_SHA256,
-                                       "signature": signature}}
+                                       "proofValue": signature}}
 
 
 def sign_ed25519(payload: Mapping[str, Any], key_id: str, key: Ed25519PrivateKey
                  ) -> dict[str, Any]:
     """``payload`` with its Ed25519 ``attestation`` by ``key_id`` (the signature in hex)."""
     return {**payload, "attestation": {"signer": key_id, "algorithm": ED25519,
-                                       "signature": key.sign(payload_bytes(payload)).hex()}}
+                                       "proofValue": key.sign(payload_bytes(payload)).hex()}}
 
 
-def _signature_holds(key: TrustedKey, algorithm: str, payload: bytes, signature: str) -> bool:
+def signature_holds(key: TrustedKey, algorithm: str, payload: bytes, signature: str) -> bool:
+    """Whether ``signature`` (hex) of ``payload`` holds under ``key`` for ``algorithm``."""
     if algorithm == HMAC_SHA256 and isinstance(key, bytes):
         expected = hmac.new(key, payload, hashlib.sha256).hexdigest()
         return hmac.compare_digest(expected, signature)
@@ -103,7 +106,7 @@ def _attestation(evidence: Mapping[str, Any], trusted: Mapping[str, TrustedKey]
                  ) -> list[tuple[str, str]]:
     attestation = evidence.get("attestation")
     if not isinstance(attestation, dict) or set(attestation) != {"signer", "algorithm",
-                                                                  "signature"} or not all(
+                                                                  "proofValue"} or not all(
             type(attestation[k]) is str for k in attestation):
         return [("rollback.field_invalid", "$.attestation")]
     if attestation["algorithm"] not in (HMAC_SHA256, ED25519):
@@ -111,9 +114,9 @@ def _attestation(evidence: Mapping[str, Any], trusted: Mapping[str, TrustedKey]
     key = trusted.get(attestation["signer"])
     if key is None:
         return [("rollback.untrusted_signer", "$.attestation.signer")]
-    if not _signature_holds(key, attestation["algorithm"], payload_bytes(evidence),
-                            attestation["signature"]):
-        return [("rollback.bad_signature", "$.attestation.signature")]
+    if not signature_holds(key, attestation["algorithm"], payload_bytes(evidence),
+                            attestation["proofValue"]):
+        return [("rollback.bad_signature", "$.attestation.proofValue")]
     return []
 
 

@@ -31,6 +31,12 @@ POLICY_SCHEMA: Final[dict[str, Any]] = {
             "type": "object", "additionalProperties": False,
             "properties": {"maxRssBytes": _COUNT, "maxOpenStreams": _COUNT,
                            "maxOpenFds": _COUNT}},
+        "streams": {
+            "type": "object", "additionalProperties": False,
+            "properties": {"percentile": {"type": "number", "exclusiveMinimum": 0,
+                                          "maximum": 100},
+                           "maxDurationMs": _NON_NEGATIVE, "maxFirstEventMs": _NON_NEGATIVE,
+                           "minEvents": _COUNT}},
         "baseline": {
             "type": "object", "additionalProperties": False,
             "properties": {"maxErrorRateDelta": _RATE,
@@ -60,12 +66,18 @@ SAMPLES_SCHEMA: Final[dict[str, Any]] = {
             "type": "object", "required": ["outcome", "latencyMs"],
             "additionalProperties": False,
             "properties": {"outcome": {"type": "string", "minLength": 1},
-                           "latencyMs": _NON_NEGATIVE}}},
+                           "latencyMs": _NON_NEGATIVE, "atS": {"type": "number"}}}},
+        "streams": {"type": "array", "items": {
+            "type": "object", "required": ["durationMs", "firstEventMs", "events"],
+            "additionalProperties": False,
+            "properties": {"durationMs": _NON_NEGATIVE, "firstEventMs": _NON_NEGATIVE,
+                           "events": _COUNT}}},
         "resources": {
             "type": "object", "additionalProperties": False,
             "properties": {"rssBytes": _COUNT, "openStreams": _COUNT, "openFds": _COUNT}},
     },
 }
 """A window's samples: when it was observed (seconds, any epoch), one object per call
-(its outcome as the call log records it and its latency), and the highest resource readings
-seen over it."""
+(its outcome as the call log records it, its latency and, optionally, when it ended: ``atS``,
+on the same clock), the highest resource readings seen over it and, optionally, one object per
+stream served (its duration, the latency of its first event and its event count)."""

@@ -5,8 +5,9 @@ A :class:`Window` is what was observed of one tool version over a span of time: 
 :class:`Sample` per call (its outcome, as the call log records it, and its latency) and the
 highest resource readings seen. A :class:`WindowPolicy` names the rules: the minimum samples
 and observation time, the maximum error rate, the maximum latency at a percentile, resource
-limits, and, given a baseline window of the version in force over the same time, the largest
-error-rate delta and latency ratio allowed against it.
+limits, the streams' duration, first-event latency and event count (:mod:`.streams`), and,
+given a baseline window of the version in force over the same time, the largest error-rate
+delta and latency ratio allowed against it.
 
 :func:`evaluate` gives one :class:`Verdict` per rule (its measured value, its threshold and
 ``passed``, ``failed`` or ``inconclusive``), sorted by rule id, and the window's status:
@@ -32,6 +33,7 @@ from typing import Any, Final
 from toolkeeper.contracts.validate import validate
 from toolkeeper.errors import ToolkeeperError
 from toolkeeper.gate.shift import require_scipy, shifted_above
+from toolkeeper.gate.streams import Stream, stream_verdicts
 from toolkeeper.gate.window_schemas import POLICY_SCHEMA, SAMPLES_SCHEMA
 
 __all__ = ["FAILED", "HEALTHY", "IGNORED", "INCONCLUSIVE", "HistogramWindow", "Observed", "Sample",
@@ -72,6 +74,7 @@ class WindowPolicy:
     max_latency_ratio: float | None = None
     shift_alpha: float | None = None
     shift_min_samples: int = 20
+    streams: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, value: Any) -> WindowPolicy:
@@ -96,7 +99,8 @@ class WindowPolicy:
                    max_error_rate_delta=baseline.get("maxErrorRateDelta"),
                    max_latency_ratio=baseline.get("maxLatencyRatio"),
                    shift_alpha=None if shift is None else shift["alpha"],
-                   shift_min_samples=20 if shift is None else shift.get("minSamples", 20))
+                   shift_min_samples=20 if shift is None else shift.get("minSamples", 20),
+                   streams=dict(value.get("streams", {})))
 
     @property
     def compares(self) -> bool:
@@ -112,6 +116,7 @@ class WindowPolicy:
 class Sample:
     outcome: str
     latency_ms: float
+    at_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +127,7 @@ class Window:
     end_s: float
     samples: tuple[Sample, ...]
     resources: Mapping[str, int] = field(default_factory=dict)
+    streams: tuple[Stream, ...] = ()
 
     @classmethod
     def from_json(cls, value: Any) -> Window:
@@ -135,8 +141,11 @@ class Window:
                                   data={"errors": [{"path": "$.endS", "keyword": "minimum",
                                                     "message": "ends before it starts"}]})
         return cls(float(value["startS"]), float(value["endS"]),
-                   tuple(Sample(s["outcome"], float(s["latencyMs"])) for s in value["samples"]),
-                   dict(value.get("resources", {})))
+                   tuple(Sample(s["outcome"], float(s["latencyMs"]),
+                                None if "atS" not in s else float(s["atS"]))
+                         for s in value["samples"]),
+                   dict(value.get("resources", {})),
+                   tuple(Stream.from_json(s) for s in value.get("streams", ())))
 
     @property
     def observed_s(self) -> float:
@@ -167,6 +176,8 @@ class HistogramWindow:
     outcomes: Mapping[str, int]
     buckets: tuple[tuple[float, int], ...]
     resources: Mapping[str, int] = field(default_factory=dict)
+    streams: tuple[Stream, ...] = ()
+    """Always empty: a histogram does not know its streams."""
 
     @property
     def observed_s(self) -> float:
@@ -296,6 +307,8 @@ def evaluate(policy: WindowPolicy, window: Observed, baseline: Observed | None =
         limit = policy.resources.get(key)
         if limit is not None:
             verdicts.append(_judge(rule, window.resources.get(reading), limit, enough))
+    if policy.streams:
+        verdicts += stream_verdicts(policy.streams, window.streams, enough, percentile, Verdict)
     if policy.compares:
         verdicts += _compared(policy, window, baseline, enough, rate, latency)
     verdicts.sort(key=lambda v: v.rule)
