@@ -36,6 +36,7 @@ __all__ = [
     "cell_row",
     "code_hidden",
     "expected_era",
+    "hand_written",
     "judge",
     "judge_run",
     "locked",
@@ -340,10 +341,24 @@ def _upstream_section(rows: Mapping[tuple[str, ...], list[str]]) -> list[str]:
     ]
 
 
+HAND_WRITTEN = "## The release gate's matrix"
+"""The heading of the page's hand-written part (docs on ``toolkeeper gate matrix``): from it to
+the end, the page is kept as it stands by every writer of the generated tables."""
+
+
+def hand_written(doc: str) -> str:
+    """The hand-written tail of ``doc`` (from the blank line before :data:`HAND_WRITTEN`), or
+    empty."""
+    at = doc.find("\n\n" + HAND_WRITTEN + "\n")
+    return "" if at < 0 else doc[at + 1:]
+
+
 def render_doc(clients: list[str], rows: Mapping[tuple[str, str, str], list[str]],
-               upstream_rows: Mapping[tuple[str, ...], list[str]] | None = None) -> str:
-    """The whole document: the intro (clients, how to reproduce), the sorted table, and the
-    upstream servers' table (when it has rows)."""
+               upstream_rows: Mapping[tuple[str, ...], list[str]] | None = None,
+               tail: str = "") -> str:
+    """The whole document: the intro (clients, how to reproduce), the sorted table, the
+    upstream servers' table (when it has rows) and the hand-written ``tail``
+    (:func:`hand_written`)."""
     lines = [
         "# Client compatibility",
         "",
@@ -376,4 +391,4 @@ def render_doc(clients: list[str], rows: Mapping[tuple[str, str, str], list[str]
     lines += ["| " + " | ".join(rows[key]) + " |" for key in sorted(rows)]
     if upstream_rows:
         lines += _upstream_section(upstream_rows)
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + tail

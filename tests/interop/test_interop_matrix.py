@@ -17,6 +17,7 @@ from interop_kit import (
     ClientSpec,
     cache_root,
     cell_row,
+    hand_written,
     judge_run,
     locked,
     parse_rows,
@@ -58,8 +59,9 @@ def _write_doc(update: Callable[[dict[tuple[str, str, str], list[str]]], None]) 
         rows = _documented_rows()
         update(rows)
         DOC.parent.mkdir(parents=True, exist_ok=True)
-        upstreams = parse_upstream_rows(DOC.read_text()) if DOC.exists() else {}
-        DOC.write_text(render_doc([spec.name for spec in CLIENTS], rows, upstreams))
+        doc = DOC.read_text() if DOC.exists() else ""
+        DOC.write_text(render_doc([spec.name for spec in CLIENTS], rows,
+                                  parse_upstream_rows(doc), hand_written(doc)))
 
 
 @pytest.mark.parametrize(("spec", "mode", "transport"),
@@ -97,5 +99,6 @@ def test_compatibility_doc_has_a_row_for_exactly_the_matrix_cells() -> None:
     rows = parse_rows(doc)
     assert sorted(set(rows) ^ cells) == [], "rows missing from or extra in docs/compatibility.md"
     # the upstream servers' section is tests/upstreams' to keep: kept here as it stands
-    assert doc == render_doc([spec.name for spec in CLIENTS], rows, parse_upstream_rows(doc)), \
+    assert doc == render_doc([spec.name for spec in CLIENTS], rows, parse_upstream_rows(doc),
+                             hand_written(doc)), \
         "docs/compatibility.md was edited by hand or its intro is stale (TOOLKEEPER_WRITE_COMPAT=1)"

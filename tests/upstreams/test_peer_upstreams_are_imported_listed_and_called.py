@@ -23,6 +23,7 @@ import pytest
 from interop_kit import (
     UPSTREAM_HEAD,
     cache_root,
+    hand_written,
     locked,
     parse_rows,
     parse_upstream_rows,
@@ -146,7 +147,7 @@ def _write(update: dict[tuple[str, ...], list[str]] | None, keep: set[tuple[str,
         if keep is not None:
             rows = {key: row for key, row in rows.items() if key in keep}
         clients = [spec.name for spec in PYTHON_CLIENTS + NODE_CLIENTS]
-        DOC.write_text(render_doc(clients, parse_rows(doc), rows))
+        DOC.write_text(render_doc(clients, parse_rows(doc), rows, hand_written(doc)))
 
 
 @pytest.mark.parametrize("caller", CALLERS, ids=lambda c: f"{c[0]}-{c[1]}".replace(" ", "_"))
