@@ -15,13 +15,16 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from pathlib import Path
+from typing import Any
 
 import click
 
 from toolkeeper.cli.calls_cmd import duration_s, since_bound
 from toolkeeper.cli.documents import read_document
-from toolkeeper.cli.output import EXIT_OK, EXIT_REFUSED, echo_json, fail
+from toolkeeper.cli.output import EXIT_HOLD, EXIT_OK, EXIT_REFUSED, echo_json, fail
 from toolkeeper.cli.usage import ToolkeeperGroup
+from toolkeeper.contracts.canonical import canonical_json
 from toolkeeper.errors import ToolkeeperError
 from toolkeeper.gate import (
     FAILED,
@@ -34,13 +37,13 @@ from toolkeeper.gate import (
 )
 from toolkeeper.gate.call_windows import windows_from_calls
 from toolkeeper.gate.metric_windows import histogram_window, observe
+from toolkeeper.gate.observed import observed_to_json
+from toolkeeper.registry import Registry
 from toolkeeper.registry.call_rows import open_call_rows
 from toolkeeper.registry.location import ENV_VAR
+from toolkeeper.registry.records import as_version, not_found
 
-__all__ = ["EXIT_HOLD", "register"]
-
-EXIT_HOLD = 4
-"""The gate holds: the evidence is not enough yet (an inconclusive window)."""
+__all__ = ["register"]
 
 _EXIT = {FAILED: EXIT_REFUSED, INCONCLUSIVE: EXIT_HOLD}
 _ENDS = (signal.SIGINT, signal.SIGTERM)
@@ -78,12 +81,15 @@ def gate_group() -> None:
               help="With --metrics: how long to observe (Ctrl-C ends the window sooner).")
 @click.option("--every", default="5s", show_default=True, metavar="DURATION",
               help="With --metrics: how often to scrape for the resources' highest readings.")
+@click.option("--save", "save_path", default=None, metavar="FILE",
+              help="Write the windows as a bundle's healthWindows section (with --tool, "
+                   "--version and, for a baseline, --baseline-version).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def window_cmd(policy_path: str, samples_path: str | None, baseline_path: str | None,
                from_calls: bool, tool: str | None, version: str | None,
                baseline_version: str | None, since: str | None, until: str | None,
                registry_url: str | None, metrics_url: str | None, for_: str, every: str,
-               as_json: bool) -> None:
+               save_path: str | None, as_json: bool) -> None:
     """Judge a health window under a policy: 0 healthy, 1 failed, 4 inconclusive."""
     try:
         policy = WindowPolicy.from_json(read_document(policy_path))
@@ -109,6 +115,14 @@ def window_cmd(policy_path: str, samples_path: str | None, baseline_path: str | 
     except ToolkeeperError as exc:
         fail(exc, as_json=as_json)
     result = evaluate(policy, window, baseline)
+    if save_path is not None:
+        source = "metrics" if metrics_url is not None else "calls" if from_calls else "samples"
+        try:
+            _save(save_path, source, policy, (tool, version, window),
+                  None if baseline is None else (tool, baseline_version, baseline),
+                  registry_url)
+        except ToolkeeperError as exc:
+            fail(exc, as_json=as_json)
     if as_json:
         echo_json(result.to_dict())
     else:
@@ -178,9 +192,45 @@ def _from_calls(tool: str | None, version: str | None, baseline_version: str | N
     return windows[version], (None if baseline_version is None else windows[baseline_version])
 
 
+def _save(path: str, source: str, policy: WindowPolicy,
+          candidate: tuple[str | None, str | None, Observed],
+          baseline: tuple[str | None, str | None, Observed] | None,
+          registry_url: str | None) -> None:
+    """Write the healthWindows section: each window's observation and its result under
+    ``policy`` (the candidate against the baseline, the baseline alone), with the version's
+    descriptor SHA-256 where a registry is named."""
+    against = None if baseline is None else baseline[2]
+    entries: list[dict[str, Any]] = []
+    for (tool, version, observed), base, option in (
+            (candidate, against, "--version"),
+            *(() if baseline is None else ((baseline, None, "--baseline-version"),))):
+        tool, version = _required("--save", ("--tool", tool), (option, version))
+        entries.append({"tool": tool, "version": version, "source": source,
+                        "observed": observed_to_json(observed),
+                        "result": evaluate(policy, observed, base).to_dict()})
+    if registry_url is not None:
+        with Registry.open(registry_url, create=False, read_only=True) as registry:
+            for entry in entries:
+                name, wanted = str(entry["tool"]), as_version(str(entry["version"]))
+                spec = registry.get(name, wanted)
+                if spec is None:
+                    raise not_found(name, wanted)
+                entry["descriptorSha256"] = spec.content_digest
+    section = {"candidate": entries[0], "baseline": entries[1] if baseline else None}
+    try:
+        Path(path).write_bytes(canonical_json(section) + b"\n")
+    except OSError as exc:
+        raise ToolkeeperError(f"{path}: {exc.strerror}", code="cli.unwritable",
+                              data={"path": path}) from None
+
+
 def _shown(value: float | None) -> str:
     return "none" if value is None else f"{value:g}"
 
 
 def register(group: click.Group) -> None:
+    from toolkeeper.cli import gate_decide_cmd, gate_matrix_cmd, gate_report_cmd, gate_rollback_cmd
+
+    for module in (gate_decide_cmd, gate_matrix_cmd, gate_report_cmd, gate_rollback_cmd):
+        module.register(gate_group)
     group.add_command(gate_group)

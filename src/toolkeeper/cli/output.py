@@ -11,12 +11,16 @@ from toolkeeper.contracts.canonical import canonical_json
 from toolkeeper.contracts.redaction import redact_text
 from toolkeeper.errors import PublishRefusedError, ToolkeeperError
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_REFUSED", "change_lines", "echo_json",
-           "error_object", "fail", "fail_refused", "refusal_json"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_HALT", "EXIT_HOLD", "EXIT_OK", "EXIT_REFUSED", "change_lines",
+           "echo_json", "error_object", "fail", "fail_refused", "refusal_json"]
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
 EXIT_BAD_INPUT = 2
+EXIT_HALT = 3
+"""The release gate halts: the candidate failed and its rollback target is not proven."""
+EXIT_HOLD = 4
+"""The release gate holds: the evidence is not enough yet (an inconclusive window)."""
 
 
 def echo_json(value: Any) -> None:

@@ -43,7 +43,8 @@ from toolkeeper.errors import ToolkeeperError
 from toolkeeper.gate.evidence import SECTIONS, verify_bundle
 from toolkeeper.gate.observed import observed_from_json
 from toolkeeper.gate.rollback import TrustedKey, verify
-from toolkeeper.gate.windows import FAILED, IGNORED, INCONCLUSIVE, WindowPolicy, evaluate
+from toolkeeper.gate.statuses import FAILED, IGNORED, INCONCLUSIVE, PASSED
+from toolkeeper.gate.windows import WindowPolicy, evaluate
 
 __all__ = ["HALT", "HOLD", "OUTCOMES", "PASSED", "PROMOTE", "ROLLBACK", "Decision", "Reason",
            "bundle_schema", "decide", "gate_identity"]
@@ -53,7 +54,6 @@ HOLD: Final = "hold"
 ROLLBACK: Final = "rollback"
 HALT: Final = "halt"
 OUTCOMES: Final = (PROMOTE, HOLD, ROLLBACK, HALT)
-PASSED: Final = "passed"
 STATUSES: Final = (PASSED, FAILED, INCONCLUSIVE, IGNORED)
 
 

@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from toolkeeper.gate.statuses import FAILED, INCONCLUSIVE, PASSED
+
 __all__ = ["DEFAULT_PERCENTILE", "Stream", "stream_verdicts"]
 
 DEFAULT_PERCENTILE: Final = 99
@@ -41,8 +43,6 @@ def stream_verdicts(policy: Mapping[str, Any], streams: Sequence[Stream], enough
     """The verdicts of ``policy`` (the policy's ``streams`` object) on ``streams``;
     ``percentile`` and ``verdict`` are the window module's (nearest rank; a Verdict from rule,
     status, measured and threshold), so the rules read as every other window rule does."""
-    from toolkeeper.gate.windows import _PASSED, FAILED, INCONCLUSIVE
-
     p = policy.get("percentile", DEFAULT_PERCENTILE)
     judged = enough and bool(streams)
     out = []
@@ -52,11 +52,11 @@ def stream_verdicts(policy: Mapping[str, Any], streams: Sequence[Stream], enough
         if key in policy:
             measured = percentile(values, p)
             status = (INCONCLUSIVE if not judged or measured is None
-                      else _PASSED if measured <= policy[key] else FAILED)
+                      else PASSED if measured <= policy[key] else FAILED)
             out.append(verdict(rule, status, measured, policy[key]))
     if "minEvents" in policy:
         fewest = min((s.events for s in streams), default=None)
         status = (INCONCLUSIVE if not judged or fewest is None
-                  else _PASSED if fewest >= policy["minEvents"] else FAILED)
+                  else PASSED if fewest >= policy["minEvents"] else FAILED)
         out.append(verdict("window.streams.events", status, fewest, policy["minEvents"]))
     return out

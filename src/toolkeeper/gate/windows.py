@@ -33,18 +33,14 @@ from typing import Any, Final
 from toolkeeper.contracts.validate import validate
 from toolkeeper.errors import ToolkeeperError
 from toolkeeper.gate.shift import require_scipy, shifted_above
+from toolkeeper.gate.statuses import FAILED, HEALTHY, IGNORED, INCONCLUSIVE, PASSED
 from toolkeeper.gate.streams import Stream, stream_verdicts
 from toolkeeper.gate.window_schemas import POLICY_SCHEMA, SAMPLES_SCHEMA
 
 __all__ = ["FAILED", "HEALTHY", "IGNORED", "INCONCLUSIVE", "HistogramWindow", "Observed", "Sample",
            "Verdict", "Window", "WindowPolicy", "WindowResult", "evaluate", "percentile"]
 
-HEALTHY: Final = "healthy"
-FAILED: Final = "failed"
-INCONCLUSIVE: Final = "inconclusive"
-IGNORED: Final = "ignored"
-"""A rule that does not apply to this window (a statistical test on too few samples)."""
-_PASSED: Final = "passed"
+_PASSED: Final = PASSED
 
 _RESOURCES: Final = (("maxRssBytes", "rssBytes", "window.resources.rss"),
                      ("maxOpenStreams", "openStreams", "window.resources.open_streams"),

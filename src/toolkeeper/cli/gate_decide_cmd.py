@@ -1,0 +1,222 @@
+"""The gate's decision commands (docs/gate.md): ``gate bundle``, ``gate evaluate``, ``gate sign``
+and ``gate verify``.
+
+``gate bundle --policy F --windows F --transcripts F... --sdk-diff F... --proxy F...
+--rollback-evidence F [--boundary NAME...] --out FILE`` puts the evidence into one bundle (each
+section redacted and digested) and prints its digest. ``gate evaluate BUNDLE [--json]``
+decides: exit 0 promote, 1 rollback, 3 halt, 4 hold, 2 refused input (an empty transcript set,
+SDK diff or proxy evidence; a digest that does not hold). ``gate sign BUNDLE --out FILE``
+decides and writes the decision as a signed in-toto Statement in a DSSE envelope (the
+configured signing key); ``gate verify ENVELOPE [--bundle BUNDLE]`` checks one offline: exit 0
+when it verifies (and, with ``--bundle``, names exactly that bundle's evidence), 1 when it does
+not, 2 when it is not an envelope. Keys come from ``--config``'s ``[gate]`` section or the
+environment (:mod:`toolkeeper.gate.keys`), and ``--trust ID=FILE`` adds one.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Final
+
+import click
+
+from toolkeeper.cli.documents import read_document
+from toolkeeper.cli.output import EXIT_HALT, EXIT_HOLD, EXIT_OK, EXIT_REFUSED, echo_json, fail
+from toolkeeper.contracts.canonical import canonical_json
+from toolkeeper.errors import ToolkeeperError
+from toolkeeper.gate.attestation import sign_decision, verify_envelope
+from toolkeeper.gate.decision import HALT, HOLD, PROMOTE, ROLLBACK, Decision, decide
+from toolkeeper.gate.evidence import bundle
+from toolkeeper.gate.keys import SigningKey, load_trusted_key, signing_key_from, trusted_keys_from
+from toolkeeper.gate.rollback import TrustedKey
+
+__all__ = ["OUTCOME_EXIT", "keys", "register"]
+
+OUTCOME_EXIT: Final = {PROMOTE: EXIT_OK, ROLLBACK: EXIT_REFUSED, HALT: EXIT_HALT,
+                       HOLD: EXIT_HOLD}
+"""Each outcome's exit code; 2 is refused input."""
+
+
+def _gate_settings(config_path: str | None) -> Any:
+    if config_path is None:
+        return None
+    from toolkeeper.cli.sources import read_source
+    from toolkeeper.config import load_config
+
+    return load_config(config_path, read=read_source).gate
+
+
+def keys(config_path: str | None, trust: tuple[str, ...]
+         ) -> tuple[SigningKey | None, dict[str, TrustedKey]]:
+    """The signing key and the trusted keys (``--config``'s ``[gate]``, the environment, and
+    each ``--trust ID=FILE``); the signing key trusts itself."""
+    settings = _gate_settings(config_path)
+    signer = signing_key_from(settings, os.environ)
+    trusted = trusted_keys_from(settings, os.environ)
+    for entry in trust:
+        key_id, sep, path = entry.partition("=")
+        if not sep or not key_id or not path:
+            raise ToolkeeperError(f"--trust {entry!r} is not ID=FILE", code="cli.option_invalid",
+                                  data={"option": "--trust"})
+        trusted[key_id] = load_trusted_key(None, Path(path))
+    if signer is not None:
+        trusted.setdefault(signer.key_id, signer.trusted())
+    return signer, trusted
+
+
+_CONFIG = click.option("--config", "config_path", default=None, metavar="FILE",
+                       help="A configuration file whose [gate] section names the keys.")
+_TRUST = click.option("--trust", multiple=True, metavar="ID=FILE",
+                      help="Trust one more key: an Ed25519 public key (PEM) or an HMAC secret.")
+
+
+def _reports(paths: tuple[str, ...]) -> list[Any]:
+    return [read_document(path) for path in paths]
+
+
+@click.command("bundle")
+@click.option("--policy", "policy_path", required=True, metavar="FILE",
+              help="The health-window policy the windows were judged under.")
+@click.option("--windows", "windows_path", required=True, metavar="FILE",
+              help="The health windows (`gate window ... --save FILE`).")
+@click.option("--transcripts", multiple=True, metavar="FILE",
+              help="A `conformance run --json` report (repeat for each run).")
+@click.option("--sdk-diff", "sdk_diffs", multiple=True, metavar="FILE",
+              help="A `conformance sdk-diff --json` report (repeat).")
+@click.option("--proxy", "proxies", multiple=True, metavar="FILE",
+              help="A `conformance proxy --json` report (repeat).")
+@click.option("--rollback-evidence", "rollback_path", required=True, metavar="FILE",
+              help="The signed rollback evidence (`gate rollback-evidence --json`).")
+@click.option("--boundary", "boundaries", multiple=True, metavar="NAME",
+              help="A boundary the transcripts must have observed (repeat).")
+@click.option("--out", "out_path", required=True, metavar="FILE", help="Where to write it.")
+def bundle_cmd(policy_path: str, windows_path: str, transcripts: tuple[str, ...],
+               sdk_diffs: tuple[str, ...], proxies: tuple[str, ...], rollback_path: str,
+               boundaries: tuple[str, ...], out_path: str) -> None:
+    """Put the evidence into one bundle, each section redacted and digested."""
+    try:
+        policy: dict[str, Any] = {"window": read_document(policy_path)}
+        if boundaries:
+            policy["boundaries"] = sorted(set(boundaries))
+        made = bundle({"policy": policy, "healthWindows": read_document(windows_path),
+                       "transcripts": {"runs": _reports(transcripts)},
+                       "sdkDiffs": {"reports": _reports(sdk_diffs)},
+                       "proxyEvidence": {"reports": _reports(proxies)},
+                       "rollbackEvidence": read_document(rollback_path)})
+        Path(out_path).write_bytes(canonical_json(made) + b"\n")
+    except (ToolkeeperError, OSError) as exc:
+        fail(exc if isinstance(exc, ToolkeeperError) else f"{out_path}: {exc.strerror}")
+    click.echo(f"bundle {made['digest']} written to {out_path}")
+
+
+def _decision(bundle_path: str, config_path: str | None, trust: tuple[str, ...],
+              as_json: bool = False) -> tuple[Decision, Any, SigningKey | None]:
+    try:
+        made = read_document(bundle_path)
+        signer, trusted = keys(config_path, trust)
+        return decide(made, trusted), made, signer
+    except ToolkeeperError as exc:
+        fail(exc, as_json=as_json)
+
+
+def _echo_decision(decision: Decision) -> None:
+    counts = decision.counts()
+    click.echo(f"decision: {decision.outcome} ({', '.join(f'{n} {k}' for k, n in counts.items())})")
+    for reason in decision.reasons:
+        detail = f" ({reason.detail})" if reason.detail else ""
+        click.echo(f"  {reason.rule} {reason.status}: measured {reason.measured}, threshold "
+                   f"{reason.threshold}{detail}")
+    click.echo(f"evidence {decision.evidence_digest}")
+
+
+@click.command("evaluate")
+@click.argument("bundle_path", metavar="BUNDLE")
+@_CONFIG
+@_TRUST
+@click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
+def evaluate_cmd(bundle_path: str, config_path: str | None, trust: tuple[str, ...],
+                 as_json: bool) -> None:
+    """Decide on a bundle: 0 promote, 1 rollback, 3 halt, 4 hold, 2 refused."""
+    decision, _, _ = _decision(bundle_path, config_path, trust, as_json)
+    if as_json:
+        echo_json(decision.to_dict())
+    else:
+        _echo_decision(decision)
+    raise SystemExit(OUTCOME_EXIT[decision.outcome])
+
+
+@click.command("sign")
+@click.argument("bundle_path", metavar="BUNDLE")
+@click.option("--out", "out_path", required=True, metavar="FILE",
+              help="Where to write the DSSE envelope.")
+@_CONFIG
+@_TRUST
+def sign_cmd(bundle_path: str, out_path: str, config_path: str | None,
+             trust: tuple[str, ...]) -> None:
+    """Decide on a bundle and write the decision, signed, as a DSSE envelope."""
+    decision, made, signer = _decision(bundle_path, config_path, trust)
+    try:
+        if signer is None:
+            raise ToolkeeperError("no signing key: set gate.signing_key_id and "
+                                  "gate.signing_key_file (--config), or TOOLKEEPER_GATE_KEY_ID "
+                                  "and TOOLKEEPER_GATE_KEY_FILE", code="gate.no_signing_key")
+        envelope = sign_decision(decision, made["sections"]["policy"]["content"], signer)
+        Path(out_path).write_bytes(canonical_json(envelope) + b"\n")
+    except (ToolkeeperError, OSError) as exc:
+        fail(exc if isinstance(exc, ToolkeeperError) else f"{out_path}: {exc.strerror}")
+    label = " (HMAC-SHA-256: internal, verifiable with the shared key only)" \
+        if signer.algorithm == "hmac-sha256" else ""
+    click.echo(f"decision {decision.outcome} signed by {signer.key_id}{label}, written to "
+               f"{out_path}")
+
+
+def _bundle_refusals(statement: dict[str, Any], bundle_path: str) -> list[dict[str, str]]:
+    made = read_document(bundle_path)
+    predicate = statement["predicate"]
+    sections = made.get("sections") if isinstance(made, dict) else None
+    named = {name: kept.get("digest") for name, kept in sections.items()
+             if isinstance(kept, dict)} if isinstance(sections, dict) else {}
+    if predicate.get("evidenceDigest") != made.get("digest") or predicate.get("inputs") != named:
+        return [{"code": "attestation.evidence_mismatch", "path": "$.payload.predicate.inputs"}]
+    return []
+
+
+@click.command("verify")
+@click.argument("envelope_path", metavar="ENVELOPE")
+@click.option("--bundle", "bundle_path", default=None, metavar="BUNDLE",
+              help="Also check the decision names exactly this bundle's evidence.")
+@_CONFIG
+@_TRUST
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def verify_cmd(envelope_path: str, bundle_path: str | None, config_path: str | None,
+               trust: tuple[str, ...], as_json: bool) -> None:
+    """Verify an attested decision offline: 0 verified, 1 refused, 2 not an envelope."""
+    try:
+        _, trusted = keys(config_path, trust)
+        statement, refusals = verify_envelope(read_document(envelope_path), trusted)
+        if bundle_path is not None:
+            refusals = sorted(refusals + _bundle_refusals(statement, bundle_path),
+                              key=lambda r: (r["path"], r["code"]))
+    except ToolkeeperError as exc:
+        fail(exc, as_json=as_json)
+    predicate = statement["predicate"]
+    if as_json:
+        echo_json({"verified": not refusals, "refusals": refusals,
+                   "outcome": predicate.get("outcome"), "signer": predicate.get("signer"),
+                   "subject": statement.get("subject"),
+                   "evidenceDigest": predicate.get("evidenceDigest")})
+    elif refusals:
+        for refusal in refusals:
+            click.echo(f"refused: {refusal['code']} at {refusal['path']}")
+    else:
+        signer = predicate.get("signer", {})
+        click.echo(f"verified: decision {predicate.get('outcome')} signed by "
+                   f"{signer.get('keyid')} ({signer.get('algorithm')}), evidence "
+                   f"{predicate.get('evidenceDigest')}")
+    raise SystemExit(EXIT_REFUSED if refusals else EXIT_OK)
+
+
+def register(group: click.Group) -> None:
+    for command in (bundle_cmd, evaluate_cmd, sign_cmd, verify_cmd):
+        group.add_command(command)
