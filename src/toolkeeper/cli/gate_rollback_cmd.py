@@ -12,7 +12,8 @@ the key ``[gate]`` of ``--config`` names, else ``TOOLKEEPER_GATE_KEY_ID`` and
 
 Exit 0: the evidence verifies as a rollback target under the trusted keys (``[gate]``'s,
 ``TOOLKEEPER_GATE_TRUSTED_KEYS``'s, and the signer's own); 1: built, but refused as a target
-(each refusal printed on standard error: ``rollback.not_active``, ``rollback.unhealthy``, ...);
+(each refusal printed after it, on standard error with ``--json``: ``rollback.not_active``,
+``rollback.unhealthy``, ...);
 2: bad input (``registry.not_found``, ``gate.no_admission_record``, ``gate.no_artifact``,
 ``gate.key_invalid``, ``gate.window_invalid``, a file that cannot be read).
 """
@@ -102,8 +103,8 @@ def rollback_evidence_cmd(tool: str, version: str, registry_url: str | None,
         fail(exc, as_json=as_json)
     refusals = verify(evidence, trusted)
     _show(evidence, as_json, key.label)
-    for refusal in refusals:
-        click.echo(f"refused: {refusal['code']} at {refusal['path']}", err=True)
+    for refusal in refusals:  # with --json, standard output holds the evidence alone
+        click.echo(f"refused: {refusal['code']} at {refusal['path']}", err=as_json)
     raise SystemExit(EXIT_REFUSED if refusals else EXIT_OK)
 
 
