@@ -1,0 +1,113 @@
+"""``toolkeeper gate report BUNDLE --html FILE [--decision FILE] [--matrix FILE] [--json]``
+(docs/gate.md): one self-contained HTML page of the gate's decision on an evidence bundle, its
+reasons, each section's evidence, the health windows drawn and the compatibility matrix.
+
+The bundle is verified first: a refused bundle (a digest that does not hold, a malformed,
+unknown, missing or unredacted section) exits 2 with every refusal's code and path. The decision
+is read from ``--decision FILE`` (it must be the decision on this bundle: ``gate.decision_mismatch``
+when its ``evidenceDigest`` is another's), else made by the gate. Exit codes: 0 written, 2 bad
+input (also ``gate.needs_matplotlib`` without matplotlib, ``cli.bad_output`` when FILE cannot be
+written).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+import click
+
+from toolkeeper.cli.documents import read_document
+from toolkeeper.cli.output import echo_json, fail
+from toolkeeper.errors import ToolkeeperError
+from toolkeeper.gate.evidence import verify_bundle
+from toolkeeper.gate.report import render
+from toolkeeper.gate.report_charts import require_matplotlib
+
+__all__ = ["register", "report_cmd"]
+
+_OUTCOMES: Final = ("promote", "hold", "rollback", "halt")
+
+
+@click.command("report")
+@click.argument("bundle_path", metavar="BUNDLE")
+@click.option("--html", "html_path", required=True, type=click.Path(dir_okay=False,
+              path_type=Path), metavar="FILE", help="Write the HTML report here.")
+@click.option("--decision", "decision_path", default=None, metavar="FILE",
+              help="The decision on BUNDLE (`gate evaluate --json`); default: decide now.")
+@click.option("--matrix", "matrix_path", default=None, metavar="FILE",
+              help="The compatibility matrix to show (JSON).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result (or error) as JSON.")
+def report_cmd(bundle_path: str, html_path: Path, decision_path: str | None,
+               matrix_path: str | None, as_json: bool) -> None:
+    """Write the HTML report of an evidence bundle and its decision: 0 written, 2 bad input."""
+    try:
+        require_matplotlib()
+        bundle = _bundle(bundle_path)
+        decision = (_decided(bundle) if decision_path is None
+                    else _decision(read_document(decision_path), bundle))
+        matrix = None if matrix_path is None else _matrix(read_document(matrix_path))
+        page = render(bundle, decision, matrix)
+    except ToolkeeperError as exc:
+        fail(exc, as_json=as_json)
+    try:
+        html_path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        fail(ToolkeeperError(f"--html: cannot write the file ({type(exc).__name__})",
+                             code="cli.bad_output", data={"option": "--html"}), as_json=as_json)
+    if as_json:
+        echo_json({"html": str(html_path), "outcome": decision.get("outcome"),
+                   "evidenceDigest": bundle.get("digest")})
+    else:
+        click.echo(f"wrote {html_path}: decision {decision.get('outcome')}")
+
+
+def _bundle(path: str) -> dict[str, Any]:
+    """The bundle in ``path``, every digest verified (the first refusal raised, all in data)."""
+    value = read_document(path)
+    refusals = verify_bundle(value)
+    if refusals:
+        first = refusals[0]
+        listed = "; ".join(f"{r['path']}: {r['code']}" for r in refusals)
+        raise ToolkeeperError(f"{path}: the evidence bundle is refused: {listed}",
+                              code=first["code"], path=first["path"],
+                              data={"refusals": refusals})
+    assert isinstance(value, dict)  # verify_bundle refuses anything else
+    return value
+
+
+def _decision(value: Any, bundle: dict[str, Any]) -> dict[str, Any]:
+    """A decision file's JSON: an object with a known outcome, made on ``bundle``."""
+    if not isinstance(value, dict) or value.get("outcome") not in _OUTCOMES:
+        raise ToolkeeperError(f"--decision: not a gate decision (outcome one of "
+                              f"{', '.join(_OUTCOMES)})", code="gate.decision_invalid",
+                              path="$.outcome")
+    if value.get("evidenceDigest") != bundle["digest"]:
+        raise ToolkeeperError("--decision: the decision was made on another bundle (its "
+                              "evidenceDigest is not the bundle's digest)",
+                              code="gate.decision_mismatch", path="$.evidenceDigest",
+                              data={"bundle": bundle["digest"],
+                                    "decision": value.get("evidenceDigest")})
+    return value
+
+
+def _matrix(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ToolkeeperError("--matrix: not a compatibility matrix (a JSON object)",
+                              code="gate.matrix_invalid", path="$")
+    return value
+
+
+def _decided(bundle: dict[str, Any]) -> dict[str, Any]:
+    """The gate's decision on ``bundle``: the one place this command decides."""
+    from toolkeeper.gate.decision import decide
+
+    # The signers trusted for the rollback evidence's attestation: to be read from the
+    # command's options (the keys `gate evaluate` trusts); none are trusted until then.
+    trusted: dict[str, Any] = {}
+    return dict(decide(bundle, trusted).to_dict())
+
+
+def register(group: click.Group) -> None:
+    """Add ``report`` to the ``gate`` group."""
+    group.add_command(report_cmd)
