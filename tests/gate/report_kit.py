@@ -16,7 +16,7 @@ from toolkeeper.gate.matrix import Defaults, Party, build_matrix
 from toolkeeper.gate.observed import observed_from_json
 from toolkeeper.gate.rollback import sign_hmac
 
-__all__ = ["DECISION", "HOSTILE", "evidence", "make_bundle", "matrix"]
+__all__ = ["DECISION", "HOSTILE", "KEY", "SIGNER", "decision_for", "evidence", "make_bundle", "matrix"]
 
 SIGNER, KEY = "release-controller", b"k" * 32
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'

@@ -1,7 +1,8 @@
 """``gate report BUNDLE --html FILE``: writes the page and exits 0; a bundle that is not one, or
 whose digests do not hold, exits 2 with every refusal's code and path, as do a decision made on
 another bundle, a decision or matrix that is not one, an unwritable FILE and a missing
-matplotlib. Without ``--decision`` the page shows the gate's own decision."""
+matplotlib. Without ``--decision`` the page shows the gate's own decision, under the keys it is told to
+trust."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from report_kit import DECISION, make_bundle, matrix
+from report_kit import DECISION, KEY, SIGNER, make_bundle, matrix
 
 from toolkeeper.cli.gate_report_cmd import report_cmd
 from toolkeeper.gate.decision import decide
@@ -45,13 +46,19 @@ def test_the_report_is_written_and_the_command_exits_0(tmp_path: Path) -> None:
     assert "Decision: rollback" in page and 'id="matrix"' in page
 
 
-def test_without_a_decision_file_the_page_shows_the_gates_decision(tmp_path: Path) -> None:
+def test_without_a_decision_file_the_gate_decides_under_the_trusted_keys(
+        tmp_path: Path) -> None:
     made = make_bundle()
-    result = _run(tmp_path, made, decision=None)
+    (tmp_path / "signer.key").write_text(KEY.hex())
+    result = _run(tmp_path, made, "--trust", f"{SIGNER}={tmp_path / 'signer.key'}",
+                  decision=None)
     assert result.exit_code == 0, result.output
-    outcome = decide(made, {}).to_dict()["outcome"]  # no signer is trusted yet
-    assert json.loads(result.stdout)["outcome"] == outcome
-    assert f"Decision: {outcome}" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert json.loads(result.stdout)["outcome"] == "rollback"  # its rollback target proven
+    untrusted = _run(tmp_path, made, decision=None)
+    assert json.loads(untrusted.stdout)["outcome"] == decide(made, {}).to_dict()["outcome"]
+    assert json.loads(untrusted.stdout)["outcome"] == "halt"
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "Decision: halt" in page
 
 
 @pytest.mark.parametrize(("value", "code", "path"), [

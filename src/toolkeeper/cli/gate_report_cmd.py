@@ -1,33 +1,33 @@
-"""``toolkeeper gate report BUNDLE --html FILE [--decision FILE] [--matrix FILE] [--json]``
-(docs/gate.md): one self-contained HTML page of the gate's decision on an evidence bundle, its
-reasons, each section's evidence, the health windows drawn and the compatibility matrix.
+"""``toolkeeper gate report BUNDLE --html FILE [--decision FILE] [--matrix FILE]`` (docs/gate.md):
+one self-contained HTML page of the gate's decision on an evidence bundle, its reasons, each
+section's evidence, the health windows drawn and the compatibility matrix.
 
 The bundle is verified first: a refused bundle (a digest that does not hold, a malformed,
 unknown, missing or unredacted section) exits 2 with every refusal's code and path. The decision
-is read from ``--decision FILE`` (it must be the decision on this bundle: ``gate.decision_mismatch``
-when its ``evidenceDigest`` is another's), else made by the gate. Exit codes: 0 written, 2 bad
-input (also ``gate.needs_matplotlib`` without matplotlib, ``cli.bad_output`` when FILE cannot be
-written).
+is read from ``--decision FILE`` (it must be the decision on this bundle:
+``gate.decision_mismatch`` when its ``evidenceDigest`` is another's), else made by the gate
+under the keys ``gate evaluate`` trusts (``--config``'s ``[gate]``, the environment, ``--trust
+ID=FILE``). Exit codes: 0 written, 2 bad input (also ``gate.needs_matplotlib`` without
+matplotlib, ``cli.bad_output`` when FILE cannot be written).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import click
 
 from toolkeeper.cli.documents import read_document
+from toolkeeper.cli.gate_decide_cmd import keys
 from toolkeeper.cli.output import echo_json, fail
 from toolkeeper.errors import ToolkeeperError
+from toolkeeper.gate.decision import OUTCOMES, decide
 from toolkeeper.gate.evidence import verify_bundle
 from toolkeeper.gate.report import render
 from toolkeeper.gate.report_charts import require_matplotlib
 
 __all__ = ["register", "report_cmd"]
-
-_OUTCOMES: Final = ("promote", "hold", "rollback", "halt")
-
 
 @click.command("report")
 @click.argument("bundle_path", metavar="BUNDLE")
@@ -37,14 +37,21 @@ _OUTCOMES: Final = ("promote", "hold", "rollback", "halt")
               help="The decision on BUNDLE (`gate evaluate --json`); default: decide now.")
 @click.option("--matrix", "matrix_path", default=None, metavar="FILE",
               help="The compatibility matrix to show (JSON).")
+@click.option("--config", "config_path", default=None, metavar="FILE",
+              help="Without --decision: a configuration file whose [gate] section names the "
+                   "trusted keys.")
+@click.option("--trust", multiple=True, metavar="ID=FILE",
+              help="Without --decision: trust one more key (an Ed25519 public key or an HMAC "
+                   "secret).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result (or error) as JSON.")
 def report_cmd(bundle_path: str, html_path: Path, decision_path: str | None,
-               matrix_path: str | None, as_json: bool) -> None:
+               matrix_path: str | None, config_path: str | None, trust: tuple[str, ...],
+               as_json: bool) -> None:
     """Write the HTML report of an evidence bundle and its decision: 0 written, 2 bad input."""
     try:
         require_matplotlib()
         bundle = _bundle(bundle_path)
-        decision = (_decided(bundle) if decision_path is None
+        decision = (_decided(bundle, config_path, trust) if decision_path is None
                     else _decision(read_document(decision_path), bundle))
         matrix = None if matrix_path is None else _matrix(read_document(matrix_path))
         page = render(bundle, decision, matrix)
@@ -78,9 +85,9 @@ def _bundle(path: str) -> dict[str, Any]:
 
 def _decision(value: Any, bundle: dict[str, Any]) -> dict[str, Any]:
     """A decision file's JSON: an object with a known outcome, made on ``bundle``."""
-    if not isinstance(value, dict) or value.get("outcome") not in _OUTCOMES:
+    if not isinstance(value, dict) or value.get("outcome") not in OUTCOMES:
         raise ToolkeeperError(f"--decision: not a gate decision (outcome one of "
-                              f"{', '.join(_OUTCOMES)})", code="gate.decision_invalid",
+                              f"{', '.join(OUTCOMES)})", code="gate.decision_invalid",
                               path="$.outcome")
     if value.get("evidenceDigest") != bundle["digest"]:
         raise ToolkeeperError("--decision: the decision was made on another bundle (its "
@@ -98,14 +105,12 @@ def _matrix(value: Any) -> dict[str, Any]:
     return value
 
 
-def _decided(bundle: dict[str, Any]) -> dict[str, Any]:
-    """The gate's decision on ``bundle``: the one place this command decides."""
-    from toolkeeper.gate.decision import decide
-
-    # The signers trusted for the rollback evidence's attestation: to be read from the
-    # command's options (the keys `gate evaluate` trusts); none are trusted until then.
-    trusted: dict[str, Any] = {}
-    return dict(decide(bundle, trusted).to_dict())
+def _decided(bundle: dict[str, Any], config_path: str | None, trust: tuple[str, ...]
+             ) -> dict[str, Any]:
+    """The gate's decision on ``bundle``, under the keys ``gate evaluate`` trusts with the
+    same ``--config`` and ``--trust``: the one place this command decides."""
+    _, trusted = keys(config_path, trust)
+    return decide(bundle, trusted).to_dict()
 
 
 def register(group: click.Group) -> None:
