@@ -27,12 +27,14 @@ def window(version: str, calls: int, errors: int = 0, *, ms: float = 20.0,
            baseline: dict[str, Any] | None = None,
            policy: dict[str, Any] | None = None) -> dict[str, Any]:
     """A healthWindows entry of ``calls`` calls (the first ``errors`` of them failing), its
-    result judged under ``policy`` against ``baseline`` (an entry) as the gate judges it."""
+    result judged under ``policy`` against ``baseline`` (an entry) as the gate judges it (with
+    no baseline: as a baseline, under the policy's absolute rules)."""
     samples = tuple(Sample("exception" if i < errors else "ok", ms + i % 7, 100.0 + i)
                     for i in range(calls))
     observed = Window(100.0, 400.0, samples)
     base = None if baseline is None else Window.from_json(baseline["observed"])
-    result = evaluate(WindowPolicy.from_json(policy or POLICY), observed, base)
+    judged = WindowPolicy.from_json(policy or POLICY)
+    result = evaluate(judged if base is not None else judged.absolute(), observed, base)
     return {"tool": TOOL, "version": version, "descriptorSha256": (version[0] * 64)[:64]
             if version[0] in "0123456789abcdef" else "e" * 64,
             "source": "samples", "observed": observed_to_json(observed),

@@ -16,7 +16,6 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -37,11 +36,10 @@ from toolkeeper.gate import (
 )
 from toolkeeper.gate.call_windows import windows_from_calls
 from toolkeeper.gate.metric_windows import histogram_window, observe
-from toolkeeper.gate.observed import observed_to_json
+from toolkeeper.gate.observed import health_section
 from toolkeeper.registry import Registry
 from toolkeeper.registry.call_rows import open_call_rows
 from toolkeeper.registry.location import ENV_VAR
-from toolkeeper.registry.records import as_version, not_found
 
 __all__ = ["register"]
 
@@ -196,27 +194,19 @@ def _save(path: str, source: str, policy: WindowPolicy,
           candidate: tuple[str | None, str | None, Observed],
           baseline: tuple[str | None, str | None, Observed] | None,
           registry_url: str | None) -> None:
-    """Write the healthWindows section: each window's observation and its result under
-    ``policy`` (the candidate against the baseline, the baseline alone), with the version's
-    descriptor SHA-256 where a registry is named."""
-    against = None if baseline is None else baseline[2]
-    entries: list[dict[str, Any]] = []
-    for (tool, version, observed), base, option in (
-            (candidate, against, "--version"),
-            *(() if baseline is None else ((baseline, None, "--baseline-version"),))):
-        tool, version = _required("--save", ("--tool", tool), (option, version))
-        entries.append({"tool": tool, "version": version, "source": source,
-                        "observed": observed_to_json(observed),
-                        "result": evaluate(policy, observed, base).to_dict()})
-    if registry_url is not None:
+    """Write the healthWindows section (:func:`~toolkeeper.gate.observed.health_section`),
+    with each version's descriptor SHA-256 where a registry is named."""
+    tool, version = _required("--save", ("--tool", candidate[0]), ("--version", candidate[1]))
+    base = None
+    if baseline is not None:
+        (base_version,) = _required("--save", ("--baseline-version", baseline[1]))
+        base = (tool, base_version, baseline[2])
+    if registry_url is None:
+        section = health_section(policy, source, (tool, version, candidate[2]), base)
+    else:
         with Registry.open(registry_url, create=False, read_only=True) as registry:
-            for entry in entries:
-                name, wanted = str(entry["tool"]), as_version(str(entry["version"]))
-                spec = registry.get(name, wanted)
-                if spec is None:
-                    raise not_found(name, wanted)
-                entry["descriptorSha256"] = spec.content_digest
-    section = {"candidate": entries[0], "baseline": entries[1] if baseline else None}
+            section = health_section(policy, source, (tool, version, candidate[2]), base,
+                                     registry)
     try:
         Path(path).write_bytes(canonical_json(section) + b"\n")
     except OSError as exc:
@@ -229,8 +219,15 @@ def _shown(value: float | None) -> str:
 
 
 def register(group: click.Group) -> None:
-    from toolkeeper.cli import gate_decide_cmd, gate_matrix_cmd, gate_report_cmd, gate_rollback_cmd
+    from toolkeeper.cli import (
+        gate_decide_cmd,
+        gate_demo_cmd,
+        gate_matrix_cmd,
+        gate_report_cmd,
+        gate_rollback_cmd,
+    )
 
-    for module in (gate_decide_cmd, gate_matrix_cmd, gate_report_cmd, gate_rollback_cmd):
+    for module in (gate_decide_cmd, gate_demo_cmd, gate_matrix_cmd, gate_report_cmd,
+                   gate_rollback_cmd):
         module.register(gate_group)
     group.add_command(gate_group)

@@ -28,10 +28,16 @@ from toolkeeper.errors import ToolkeeperError
 from toolkeeper.gate.attestation import sign_decision, verify_envelope
 from toolkeeper.gate.decision import HALT, HOLD, PROMOTE, ROLLBACK, Decision, decide
 from toolkeeper.gate.evidence import bundle
-from toolkeeper.gate.keys import SigningKey, load_trusted_key, signing_key_from, trusted_keys_from
+from toolkeeper.gate.keys import (
+    DEMO_KEY,
+    SigningKey,
+    load_trusted_key,
+    signing_key_from,
+    trusted_keys_from,
+)
 from toolkeeper.gate.rollback import TrustedKey
 
-__all__ = ["OUTCOME_EXIT", "keys", "register"]
+__all__ = ["CONFIG_OPTION", "DEMO_KEY_OPTION", "OUTCOME_EXIT", "TRUST_OPTION", "keys", "register"]
 
 OUTCOME_EXIT: Final = {PROMOTE: EXIT_OK, ROLLBACK: EXIT_REFUSED, HALT: EXIT_HALT,
                        HOLD: EXIT_HOLD}
@@ -47,10 +53,11 @@ def _gate_settings(config_path: str | None) -> Any:
     return load_config(config_path, read=read_source).gate
 
 
-def keys(config_path: str | None, trust: tuple[str, ...]
+def keys(config_path: str | None, trust: tuple[str, ...], demo_key: bool = False
          ) -> tuple[SigningKey | None, dict[str, TrustedKey]]:
-    """The signing key and the trusted keys (``--config``'s ``[gate]``, the environment, and
-    each ``--trust ID=FILE``); the signing key trusts itself."""
+    """The signing key and the trusted keys (``--config``'s ``[gate]``, the environment, each
+    ``--trust ID=FILE`` and, with ``demo_key``, the labelled demo fixture key, which also
+    signs when no other key is configured); the signing key trusts itself."""
     settings = _gate_settings(config_path)
     signer = signing_key_from(settings, os.environ)
     trusted = trusted_keys_from(settings, os.environ)
@@ -60,15 +67,21 @@ def keys(config_path: str | None, trust: tuple[str, ...]
             raise ToolkeeperError(f"--trust {entry!r} is not ID=FILE", code="cli.option_invalid",
                                   data={"option": "--trust"})
         trusted[key_id] = load_trusted_key(None, Path(path))
+    if demo_key:
+        trusted[DEMO_KEY.key_id] = DEMO_KEY.trusted()
+        signer = signer or DEMO_KEY
     if signer is not None:
         trusted.setdefault(signer.key_id, signer.trusted())
     return signer, trusted
 
 
-_CONFIG = click.option("--config", "config_path", default=None, metavar="FILE",
+CONFIG_OPTION = click.option("--config", "config_path", default=None, metavar="FILE",
                        help="A configuration file whose [gate] section names the keys.")
-_TRUST = click.option("--trust", multiple=True, metavar="ID=FILE",
+TRUST_OPTION = click.option("--trust", multiple=True, metavar="ID=FILE",
                       help="Trust one more key: an Ed25519 public key (PEM) or an HMAC secret.")
+DEMO_KEY_OPTION = click.option("--demo-key", is_flag=True,
+                         help="Trust (and, with no other key, sign with) the demo's fixed key: "
+                              "a labelled non-secret fixture, for `gate demo`'s artefacts.")
 
 
 def _reports(paths: tuple[str, ...]) -> list[Any]:
@@ -111,10 +124,11 @@ def bundle_cmd(policy_path: str, windows_path: str, transcripts: tuple[str, ...]
 
 
 def _decision(bundle_path: str, config_path: str | None, trust: tuple[str, ...],
-              as_json: bool = False) -> tuple[Decision, Any, SigningKey | None]:
+              demo_key: bool, as_json: bool = False
+              ) -> tuple[Decision, Any, SigningKey | None]:
     try:
         made = read_document(bundle_path)
-        signer, trusted = keys(config_path, trust)
+        signer, trusted = keys(config_path, trust, demo_key)
         return decide(made, trusted), made, signer
     except ToolkeeperError as exc:
         fail(exc, as_json=as_json)
@@ -132,13 +146,14 @@ def _echo_decision(decision: Decision) -> None:
 
 @click.command("evaluate")
 @click.argument("bundle_path", metavar="BUNDLE")
-@_CONFIG
-@_TRUST
+@CONFIG_OPTION
+@TRUST_OPTION
+@DEMO_KEY_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
 def evaluate_cmd(bundle_path: str, config_path: str | None, trust: tuple[str, ...],
-                 as_json: bool) -> None:
+                 demo_key: bool, as_json: bool) -> None:
     """Decide on a bundle: 0 promote, 1 rollback, 3 halt, 4 hold, 2 refused."""
-    decision, _, _ = _decision(bundle_path, config_path, trust, as_json)
+    decision, _, _ = _decision(bundle_path, config_path, trust, demo_key, as_json)
     if as_json:
         echo_json(decision.to_dict())
     else:
@@ -150,12 +165,13 @@ def evaluate_cmd(bundle_path: str, config_path: str | None, trust: tuple[str, ..
 @click.argument("bundle_path", metavar="BUNDLE")
 @click.option("--out", "out_path", required=True, metavar="FILE",
               help="Where to write the DSSE envelope.")
-@_CONFIG
-@_TRUST
+@CONFIG_OPTION
+@TRUST_OPTION
+@DEMO_KEY_OPTION
 def sign_cmd(bundle_path: str, out_path: str, config_path: str | None,
-             trust: tuple[str, ...]) -> None:
+             trust: tuple[str, ...], demo_key: bool) -> None:
     """Decide on a bundle and write the decision, signed, as a DSSE envelope."""
-    decision, made, signer = _decision(bundle_path, config_path, trust)
+    decision, made, signer = _decision(bundle_path, config_path, trust, demo_key)
     try:
         if signer is None:
             raise ToolkeeperError("no signing key: set gate.signing_key_id and "
@@ -167,6 +183,8 @@ def sign_cmd(bundle_path: str, out_path: str, config_path: str | None,
         fail(exc if isinstance(exc, ToolkeeperError) else f"{out_path}: {exc.strerror}")
     label = " (HMAC-SHA-256: internal, verifiable with the shared key only)" \
         if signer.algorithm == "hmac-sha256" else ""
+    if signer.label:
+        label += f" [{signer.label}]"
     click.echo(f"decision {decision.outcome} signed by {signer.key_id}{label}, written to "
                f"{out_path}")
 
@@ -186,14 +204,15 @@ def _bundle_refusals(statement: dict[str, Any], bundle_path: str) -> list[dict[s
 @click.argument("envelope_path", metavar="ENVELOPE")
 @click.option("--bundle", "bundle_path", default=None, metavar="BUNDLE",
               help="Also check the decision names exactly this bundle's evidence.")
-@_CONFIG
-@_TRUST
+@CONFIG_OPTION
+@TRUST_OPTION
+@DEMO_KEY_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def verify_cmd(envelope_path: str, bundle_path: str | None, config_path: str | None,
-               trust: tuple[str, ...], as_json: bool) -> None:
+               trust: tuple[str, ...], demo_key: bool, as_json: bool) -> None:
     """Verify an attested decision offline: 0 verified, 1 refused, 2 not an envelope."""
     try:
-        _, trusted = keys(config_path, trust)
+        _, trusted = keys(config_path, trust, demo_key)
         statement, refusals = verify_envelope(read_document(envelope_path), trusted)
         if bundle_path is not None:
             refusals = sorted(refusals + _bundle_refusals(statement, bundle_path),

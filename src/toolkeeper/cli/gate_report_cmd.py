@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from toolkeeper.cli.documents import read_document
-from toolkeeper.cli.gate_decide_cmd import keys
+from toolkeeper.cli.gate_decide_cmd import CONFIG_OPTION, DEMO_KEY_OPTION, TRUST_OPTION, keys
 from toolkeeper.cli.output import echo_json, fail
 from toolkeeper.errors import ToolkeeperError
 from toolkeeper.gate.decision import OUTCOMES, decide
@@ -37,21 +37,18 @@ __all__ = ["register", "report_cmd"]
               help="The decision on BUNDLE (`gate evaluate --json`); default: decide now.")
 @click.option("--matrix", "matrix_path", default=None, metavar="FILE",
               help="The compatibility matrix to show (JSON).")
-@click.option("--config", "config_path", default=None, metavar="FILE",
-              help="Without --decision: a configuration file whose [gate] section names the "
-                   "trusted keys.")
-@click.option("--trust", multiple=True, metavar="ID=FILE",
-              help="Without --decision: trust one more key (an Ed25519 public key or an HMAC "
-                   "secret).")
+@CONFIG_OPTION
+@TRUST_OPTION
+@DEMO_KEY_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the result (or error) as JSON.")
 def report_cmd(bundle_path: str, html_path: Path, decision_path: str | None,
                matrix_path: str | None, config_path: str | None, trust: tuple[str, ...],
-               as_json: bool) -> None:
+               demo_key: bool, as_json: bool) -> None:
     """Write the HTML report of an evidence bundle and its decision: 0 written, 2 bad input."""
     try:
         require_matplotlib()
         bundle = _bundle(bundle_path)
-        decision = (_decided(bundle, config_path, trust) if decision_path is None
+        decision = (_decided(bundle, config_path, trust, demo_key) if decision_path is None
                     else _decision(read_document(decision_path), bundle))
         matrix = None if matrix_path is None else _matrix(read_document(matrix_path))
         page = render(bundle, decision, matrix)
@@ -105,11 +102,11 @@ def _matrix(value: Any) -> dict[str, Any]:
     return value
 
 
-def _decided(bundle: dict[str, Any], config_path: str | None, trust: tuple[str, ...]
-             ) -> dict[str, Any]:
+def _decided(bundle: dict[str, Any], config_path: str | None, trust: tuple[str, ...],
+             demo_key: bool) -> dict[str, Any]:
     """The gate's decision on ``bundle``, under the keys ``gate evaluate`` trusts with the
-    same ``--config`` and ``--trust``: the one place this command decides."""
-    _, trusted = keys(config_path, trust)
+    same ``--config``, ``--trust`` and ``--demo-key``: the one place this command decides."""
+    _, trusted = keys(config_path, trust, demo_key)
     return decide(bundle, trusted).to_dict()
 
 

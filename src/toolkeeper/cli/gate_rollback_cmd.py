@@ -50,7 +50,7 @@ from toolkeeper.registry import Registry
 from toolkeeper.registry.call_rows import open_call_rows
 from toolkeeper.server import ToolHandlers
 
-__all__ = ["register", "rollback_evidence_cmd"]
+__all__ = ["artifact_resolver", "register", "rollback_evidence_cmd"]
 
 _DEMO_REFERENCE = "toolkeeper.demo.handlers:demo_handlers"
 _STATUSES = (HEALTHY, FAILED, INCONCLUSIVE)
@@ -95,7 +95,7 @@ def rollback_evidence_cmd(tool: str, version: str, registry_url: str | None,
         trusted = {key.key_id: key.trusted(), **trusted_keys_from(config.gate, os.environ)}
         url = registry_url or config.registry.url or None
         healthy = _healthy(policy_path, since, until, window_path, url, tool, version)
-        artifact = _artifact(handler_refs or config.estate.handlers, demo or config.estate.demo)
+        artifact = artifact_resolver(handler_refs or config.estate.handlers, demo or config.estate.demo)
         with Registry.open(url, create=False, read_only=True) as registry:
             evidence = build_evidence(registry, tool, version, key, healthy=healthy,
                                       artifact=artifact)
@@ -167,7 +167,7 @@ def _window_status(data: Any, path: str) -> str:
     return str(status)
 
 
-def _artifact(references: Sequence[str], demo: bool) -> ArtifactResolver | None:
+def artifact_resolver(references: Sequence[str], demo: bool) -> ArtifactResolver | None:
     """The SHA-256 of the module file of each native tool version's handler."""
     loaded: list[tuple[str, ToolHandlers]] = [(ref, load_handlers(ref)) for ref in references]
     if demo:

@@ -23,7 +23,7 @@ from typing import Final
 from toolkeeper.contracts.redaction import redact_text
 from toolkeeper.errors import ConformanceError
 
-__all__ = ["CONFIGS", "NginxProxy", "find_nginx", "load_template"]
+__all__ = ["CONFIGS", "NGINX_ENV", "NginxProxy", "find_nginx", "load_template"]
 
 CONFIGS: Final = {"correct": "correct.conf", "faulty": "faulty.conf"}
 """The shipped templates (package data under ``conformance/nginx/``)."""
@@ -38,8 +38,16 @@ _DAEMON: Final = re.compile(r"^[ \t]*daemon[ \t]+\w+[ \t]*;[ \t]*(?:#.*)?\n?", r
 """A template's own ``daemon`` directive (a line of its own): the command line sets it."""
 
 
+NGINX_ENV: Final = "TOOLKEEPER_NGINX"
+"""Names the nginx binary to run; when set, no other place is searched."""
+
+
 def find_nginx() -> str | None:
-    """The nginx binary: on PATH, else in the usual system places; None when absent."""
+    """The nginx binary: the one ``TOOLKEEPER_NGINX`` names, else on PATH, else in the usual
+    system places; None when absent (or when ``TOOLKEEPER_NGINX`` names no executable)."""
+    named = os.environ.get(NGINX_ENV)
+    if named:
+        return named if os.path.isfile(named) and os.access(named, os.X_OK) else None
     found = shutil.which("nginx")
     return found or next((p for p in _SEARCH if os.access(p, os.X_OK)), None)
 

@@ -198,7 +198,7 @@ def _windows(content: Mapping[str, Any], policy: WindowPolicy,
     result = evaluate(policy, observed, base).to_dict()
     for name, window, want in (("candidate", candidate, result),
                                ("baseline", baseline, None if base is None else
-                                evaluate(policy, base).to_dict())):
+                                evaluate(policy.absolute(), base).to_dict())):
         if window is not None and window["result"] != want:
             raise _refuse(f"the {name} window's recorded result is not what its observation "
                           "gives under the policy", "gate.window_mismatch",

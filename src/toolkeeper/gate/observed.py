@@ -12,9 +12,19 @@ from __future__ import annotations
 from typing import Any, Final
 
 from toolkeeper.contracts.validate import validate
-from toolkeeper.gate.windows import HistogramWindow, Observed, Window, _invalid
+from toolkeeper.gate.windows import (
+    HistogramWindow,
+    Observed,
+    Window,
+    WindowPolicy,
+    _invalid,
+    evaluate,
+)
+from toolkeeper.registry import Registry
+from toolkeeper.registry.records import as_version, not_found
 
-__all__ = ["HISTOGRAM_SCHEMA", "SOURCES", "observed_from_json", "observed_to_json"]
+__all__ = ["HISTOGRAM_SCHEMA", "SOURCES", "health_section", "observed_from_json",
+           "observed_to_json"]
 
 SOURCES: Final = ("calls", "metrics", "samples")
 """Where a window came from: the durable call log, the Prometheus endpoint, a samples file."""
@@ -66,3 +76,31 @@ def observed_from_json(source: str, value: Any) -> Observed:
     return HistogramWindow(float(value["startS"]), float(value["endS"]), dict(value["outcomes"]),
                            tuple((float(b["le"]), int(b["count"])) for b in value["buckets"]),
                            dict(value.get("resources", {})))
+
+
+def health_section(policy: WindowPolicy, source: str,
+                   candidate: tuple[str, str, Observed],
+                   baseline: tuple[str, str, Observed] | None,
+                   registry: Registry | None = None) -> dict[str, Any]:
+    """A bundle's ``healthWindows`` section: each window (tool, version, what was observed) and
+    its result under ``policy``, the candidate's against the baseline, the baseline's on its
+    own under the policy's absolute rules (as the gate rejudges them); with ``registry``, each
+    version's descriptor SHA-256 (the contract's digest; an unknown version is the registry's
+    NotFoundError)."""
+
+    def entry(party: tuple[str, str, Observed], judged: WindowPolicy,
+              base: Observed | None) -> dict[str, Any]:
+        tool, version, observed = party
+        out = {"tool": tool, "version": version, "source": source,
+               "observed": observed_to_json(observed),
+               "result": evaluate(judged, observed, base).to_dict()}
+        if registry is not None:
+            wanted = as_version(version)
+            spec = registry.get(tool, wanted)
+            if spec is None:
+                raise not_found(tool, wanted)
+            out["descriptorSha256"] = spec.content_digest
+        return out
+
+    return {"candidate": entry(candidate, policy, None if baseline is None else baseline[2]),
+            "baseline": None if baseline is None else entry(baseline, policy.absolute(), None)}

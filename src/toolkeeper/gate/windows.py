@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from toolkeeper.contracts.validate import validate
@@ -97,6 +97,12 @@ class WindowPolicy:
                    shift_alpha=None if shift is None else shift["alpha"],
                    shift_min_samples=20 if shift is None else shift.get("minSamples", 20),
                    streams=dict(value.get("streams", {})))
+
+    def absolute(self) -> WindowPolicy:
+        """This policy without the rules that compare with a baseline: how a baseline window
+        (the version in force) is judged on its own."""
+        return replace(self, max_error_rate_delta=None, max_latency_ratio=None,
+                       shift_alpha=None)
 
     @property
     def compares(self) -> bool:
