@@ -68,6 +68,18 @@ def since_bound(text: str, now_ns: int) -> int:
     return (moment - _EPOCH) // _MICROSECOND
 
 
+def window_bounds(since: str, until: str | None) -> tuple[int, int]:
+    """``--since`` and ``--until`` (default: now) as microseconds since the epoch
+    (ToolkeeperError ``cli.option_conflict`` when ``--until`` is before ``--since``)."""
+    now_ns = time.time_ns()
+    start = since_bound(since, now_ns)
+    end = now_ns // 1000 if until is None else since_bound(until, now_ns)
+    if end < start:
+        raise ToolkeeperError("--until is before --since", code="cli.option_conflict",
+                              data={"option": "--until"})
+    return start, end
+
+
 @click.command("calls")
 @click.option("--tool", default=None, help="Only calls of this tool.")
 @click.option("--tenant", default=None, help="Only calls by this tenant.")

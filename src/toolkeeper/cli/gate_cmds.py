@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import signal
 import threading
-import time
 from pathlib import Path
 
 import click
 
-from toolkeeper.cli.calls_cmd import duration_s, since_bound
+from toolkeeper.cli.calls_cmd import duration_s, window_bounds
 from toolkeeper.cli.documents import read_document
 from toolkeeper.cli.output import EXIT_HOLD, EXIT_OK, EXIT_REFUSED, echo_json, fail
 from toolkeeper.cli.usage import ToolkeeperGroup
@@ -34,11 +33,10 @@ from toolkeeper.gate import (
     WindowPolicy,
     evaluate,
 )
-from toolkeeper.gate.call_windows import windows_from_calls
+from toolkeeper.gate.call_windows import windows_from_log
 from toolkeeper.gate.metric_windows import histogram_window, observe
 from toolkeeper.gate.observed import health_section
 from toolkeeper.registry import Registry
-from toolkeeper.registry.call_rows import open_call_rows
 from toolkeeper.registry.location import ENV_VAR
 
 __all__ = ["register"]
@@ -175,18 +173,9 @@ def _from_calls(tool: str | None, version: str | None, baseline_version: str | N
     _no_files("--calls", "the call log", a_file)
     tool, version, since = _required("--calls", ("--tool", tool), ("--version", version),
                                      ("--since", since))
-    now_ns = time.time_ns()
-    start, end = since_bound(since, now_ns), (
-        now_ns // 1000 if until is None else since_bound(until, now_ns))
-    if end < start:
-        raise ToolkeeperError("--until is before --since", code="cli.option_conflict",
-                              data={"option": "--until"})
+    start, end = window_bounds(since, until)
     versions = [version] if baseline_version is None else [version, baseline_version]
-    rows = open_call_rows(registry_url, read_only=True)
-    try:
-        windows = windows_from_calls(rows, tool, versions, start, end)
-    finally:
-        rows.close()
+    windows = windows_from_log(registry_url, tool, versions, start, end)
     return windows[version], (None if baseline_version is None else windows[baseline_version])
 
 

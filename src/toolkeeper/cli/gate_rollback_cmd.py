@@ -24,14 +24,13 @@ import hashlib
 import importlib
 import inspect
 import os
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from toolkeeper.cli.calls_cmd import since_bound
+from toolkeeper.cli.calls_cmd import window_bounds
 from toolkeeper.cli.documents import read_document
 from toolkeeper.cli.handler_refs import load_handlers
 from toolkeeper.cli.output import EXIT_OK, EXIT_REFUSED, echo_json, fail
@@ -42,12 +41,11 @@ from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import ToolkeeperError
 from toolkeeper.gate import FAILED, HEALTHY, INCONCLUSIVE, WindowPolicy, evaluate
-from toolkeeper.gate.call_windows import windows_from_calls
+from toolkeeper.gate.call_windows import windows_from_log
 from toolkeeper.gate.keys import ENV_KEY_FILE, ENV_KEY_ID, signing_key_from, trusted_keys_from
 from toolkeeper.gate.rollback import verify
 from toolkeeper.gate.rollback_evidence import ArtifactResolver, build_evidence
 from toolkeeper.registry import Registry
-from toolkeeper.registry.call_rows import open_call_rows
 from toolkeeper.server import ToolHandlers
 
 __all__ = ["artifact_resolver", "register", "rollback_evidence_cmd"]
@@ -143,19 +141,11 @@ def _healthy(policy_path: str | None, since: str | None, until: str | None,
                               f"FILE ({missing} is missing)", code="cli.option_missing",
                               data={"option": missing})
     policy = WindowPolicy.from_json(read_document(policy_path))
-    now_ns = time.time_ns()
-    start = since_bound(since, now_ns)
-    end = now_ns // 1000 if until is None else since_bound(until, now_ns)
-    if end < start:
-        raise ToolkeeperError("--until is before --since", code="cli.option_conflict",
-                              data={"option": "--until"})
+    start, end = window_bounds(since, until)
     logged = str(Version.parse(version))
-    rows = open_call_rows(url, read_only=True)
-    try:
-        window = windows_from_calls(rows, tool, [logged], start, end)[logged]
-    finally:
-        rows.close()
-    return evaluate(policy, window, None).status == HEALTHY
+    window = windows_from_log(url, tool, [logged], start, end)[logged]
+    # the version in force on its own: the rules that compare with a baseline do not apply
+    return evaluate(policy.absolute(), window).status == HEALTHY
 
 
 def _window_status(data: Any, path: str) -> str:

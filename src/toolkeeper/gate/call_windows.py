@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 from toolkeeper.errors import ToolkeeperError
 from toolkeeper.gate.windows import Sample, Window
-from toolkeeper.registry.call_rows import CallQuery, CallRows
+from toolkeeper.registry.call_rows import CallQuery, CallRows, open_call_rows
 
-__all__ = ["MAX_CALLS", "windows_from_calls"]
+__all__ = ["MAX_CALLS", "windows_from_calls", "windows_from_log"]
 
 MAX_CALLS = 1_000_000
 """The most calls one window reads (ToolkeeperError ``gate.window_too_large`` past it)."""
@@ -33,3 +33,14 @@ def windows_from_calls(rows: CallRows, tool: str, versions: Sequence[str], start
             kept.append(Sample(row.outcome, row.latency_ms, row.at_us / 1e6))
     return {version: Window(start_us / 1e6, end_us / 1e6, tuple(kept))
             for version, kept in samples.items()}
+
+
+def windows_from_log(registry_url: str | None, tool: str, versions: Sequence[str],
+                     start_us: int, end_us: int) -> dict[str, Window]:
+    """:func:`windows_from_calls` over the call log of the registry at ``registry_url``
+    (None: the default location), opened read-only for the one read."""
+    rows = open_call_rows(registry_url, read_only=True)
+    try:
+        return windows_from_calls(rows, tool, versions, start_us, end_us)
+    finally:
+        rows.close()
