@@ -34,10 +34,12 @@ def _samples(count: int, slow_every: int, error_every: int, base_ms: float
 
 
 def _window(version: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
-    """A sample window and its result under :data:`POLICY`, as `gate window --json` gives it."""
+    """A sample window and its result under :data:`POLICY`'s absolute rules, as the gate judges
+    a baseline on its own (a candidate's is rejudged against the baseline: :func:`_judged`)."""
     observed = {"startS": 1_700_000_000, "endS": 1_700_000_300, "samples": samples,
                 "resources": {"rssBytes": 81_000_000, "openStreams": 2, "openFds": 31}}
-    result = evaluate(WindowPolicy.from_json(POLICY), observed_from_json("samples", observed))
+    result = evaluate(WindowPolicy.from_json(POLICY).absolute(),
+                      observed_from_json("samples", observed))
     return {"tool": TOOL, "version": version, "source": "samples", "observed": observed,
             "result": result.to_dict()}
 
