@@ -1,9 +1,9 @@
 """``toolkeeper conformance sdk-diff`` and ``toolkeeper conformance proxy``: the harness's
 evidence runs, in the style of ``conformance run`` (they join its click group).
 
-``sdk-diff [--sdk python|python1|typescript ...] [--role application|intermediary]
+``sdk-diff [--sdk python|python1|typescript|toolkeeper ...] [--role application|intermediary]
 [--fixture NAME ...] [--policy FILE] [--json] [--markdown FILE]``: the high-risk fixtures'
-answers served to the real SDK clients from a replay origin (toolkeeper's demo gateway
+answers served to the real SDK clients (and toolkeeper's own) from a replay origin (toolkeeper's demo gateway
 answering the handshakes) on 127.0.0.1, judged by the policy for the role. An SDK that is not
 installed is skipped with the reason, except under ``CI=true``, where that is a setup failure.
 Exit 0 when the policy accepts every run, 1 when it refuses one, 2 on a setup failure (an SDK

@@ -6,8 +6,10 @@ JSON line back.
 toolkeeper; ``python1`` the newest 1.x in the interop cache's virtualenvs; ``typescript`` the
 TypeScript SDK's client (``@modelcontextprotocol/client``) with the Node 22 the interop cache
 installed beside it (``tests/interop/node_clients.py`` installs both; the cache is
-``$TOOLKEEPER_INTEROP_CACHE`` or ``~/.cache/toolkeeper-interop``). Nothing is installed here:
-an SDK that is absent is reported with the reason by :func:`locate`.
+``$TOOLKEEPER_INTEROP_CACHE`` or ``~/.cache/toolkeeper-interop``); ``toolkeeper`` this
+package's own client (:mod:`toolkeeper.client`) in the interpreter running toolkeeper, always
+there. Nothing is installed here: an SDK that is absent is reported with the reason by
+:func:`locate`.
 """
 
 from __future__ import annotations
@@ -58,6 +60,10 @@ def _python() -> Located:
     return Located("python", (sys.executable, "-I", _driver("sdk_driver.py")))
 
 
+def _toolkeeper() -> Located:
+    return Located("toolkeeper", (sys.executable, "-I", _driver("toolkeeper_driver.py")))
+
+
 def _version_key(path: Path) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", path.name.split("-mcp-", 1)[-1]))
 
@@ -93,6 +99,7 @@ SDKS: Final[dict[str, Callable[[], Located]]] = {
     "python": _python,
     "python1": _python1,
     "typescript": _typescript,
+    "toolkeeper": _toolkeeper,
 }
 """SDK name (the CLI's ``--sdk``) -> how to find it."""
 
