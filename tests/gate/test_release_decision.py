@@ -189,3 +189,12 @@ def test_the_windows_are_judged_under_the_bundles_policy() -> None:
     assert _decide(held).outcome == "hold"
     # the same windows under a policy changed after they were judged
     assert _refused(bundle({**evidence(), "healthWindows": windows})) == "gate.window_mismatch"
+
+
+def test_the_bundle_schema_is_a_valid_2020_12_schema_that_a_made_bundle_meets() -> None:
+    from jsonschema import Draft202012Validator
+
+    from toolkeeper.gate.decision import bundle_schema
+
+    Draft202012Validator.check_schema(bundle_schema())
+    assert list(Draft202012Validator(bundle_schema()).iter_errors(make())) == []
