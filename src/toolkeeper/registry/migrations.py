@@ -151,6 +151,49 @@ _ADMISSIONS: tuple[str, ...] = (
 publish guard's admission record of each version published since
 (:mod:`toolkeeper.registry.admission`)."""
 
+
+def _rollouts(bigint: str, serial: str) -> tuple[str, ...]:
+    """Migration 9's tables (:mod:`toolkeeper.registry.rollout_rows`): one row per rollout,
+    keyed by tool and start time, at most one of a tool not over (the partial unique index),
+    and its decisions, append-only (each backend adds its triggers)."""
+    return (
+        f"""CREATE TABLE rollouts (
+            tool TEXT NOT NULL,
+            started_us {bigint} NOT NULL,
+            candidate TEXT NOT NULL,
+            target TEXT NOT NULL,
+            steps TEXT NOT NULL,
+            step INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            salt TEXT NOT NULL,
+            policy TEXT NOT NULL,
+            interval_s INTEGER NOT NULL,
+            max_holds INTEGER NOT NULL,
+            holds INTEGER NOT NULL,
+            rollback_evidence TEXT NOT NULL,
+            step_started_us {bigint} NOT NULL,
+            updated_us {bigint} NOT NULL,
+            seq INTEGER NOT NULL,
+            actor TEXT NOT NULL,
+            extra TEXT NOT NULL,
+            PRIMARY KEY (tool, started_us))""",
+        "CREATE UNIQUE INDEX rollouts_open ON rollouts (tool)"
+        " WHERE state IN ('running', 'paused', 'halted')",
+        f"""CREATE TABLE rollout_decisions (
+            id {serial} PRIMARY KEY,
+            tool TEXT NOT NULL,
+            started_us {bigint} NOT NULL,
+            seq INTEGER NOT NULL,
+            at_us {bigint} NOT NULL,
+            step INTEGER NOT NULL,
+            share INTEGER NOT NULL,
+            outcome TEXT NOT NULL,
+            state_after TEXT NOT NULL,
+            envelope TEXT NOT NULL,
+            reasons TEXT NOT NULL)""",
+        "CREATE INDEX rollout_decisions_rollout ON rollout_decisions (tool, started_us, id)",
+    )
+
 SQLITE_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "contracts, append-only audit trail", (
         """CREATE TABLE contracts (
@@ -220,6 +263,15 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             BEGIN SELECT RAISE(ABORT, 'admission records are append-only'); END""",
         """CREATE TRIGGER admissions_no_delete BEFORE DELETE ON admissions
             BEGIN SELECT RAISE(ABORT, 'admission records are append-only'); END""",
+    )),
+    Migration(9, "progressive rollouts and their decisions", (
+        *_rollouts("INTEGER", "INTEGER"),
+        """CREATE TRIGGER rollouts_kept BEFORE DELETE ON rollouts
+            BEGIN SELECT RAISE(ABORT, 'rollouts are kept forever'); END""",
+        """CREATE TRIGGER rollout_decisions_no_update BEFORE UPDATE ON rollout_decisions
+            BEGIN SELECT RAISE(ABORT, 'rollout decisions are append-only'); END""",
+        """CREATE TRIGGER rollout_decisions_no_delete BEFORE DELETE ON rollout_decisions
+            BEGIN SELECT RAISE(ABORT, 'rollout decisions are append-only'); END""",
     )),
 )
 
@@ -292,6 +344,14 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
         *_ADMISSIONS,
         """CREATE TRIGGER admissions_append_only BEFORE UPDATE OR DELETE ON admissions
             FOR EACH ROW EXECUTE FUNCTION toolkeeper_refuse('admission records are append-only')""",
+    )),
+    Migration(9, "progressive rollouts and their decisions", (
+        *_rollouts("BIGINT", "BIGSERIAL"),
+        """CREATE TRIGGER rollouts_kept BEFORE DELETE ON rollouts FOR EACH ROW
+            EXECUTE FUNCTION toolkeeper_refuse('rollouts are kept forever')""",
+        """CREATE TRIGGER rollout_decisions_append_only BEFORE UPDATE OR DELETE
+            ON rollout_decisions FOR EACH ROW
+            EXECUTE FUNCTION toolkeeper_refuse('rollout decisions are append-only')""",
     )),
 )
 
