@@ -56,7 +56,7 @@ def test_a_call_is_written_only_by_the_flusher_with_every_field() -> None:
     assert row.to_dict() == {
         "seq": 1, "at": "2026-01-01T00:00:00.000000Z", "tenant": "acme", "credential": "key_1",
         "tool": "calc", "version": "1.2.0", "era": "modern", "arguments_digest": "sha256:00",
-        "outcome": "ok", "latency_ms": 12.5, "request_id": "r-7"}
+        "outcome": "ok", "latency_ms": 12.5, "request_id": "r-7", "rollout_step": None}
 
 
 def test_a_running_call_waits_for_its_completion() -> None:

@@ -14,7 +14,7 @@ JAN_1 = 1_767_225_600 * 10**6  # 2026-01-01T00:00:00Z
 
 def row(n: int, tool: str = "calc", tenant: str = "acme", outcome: str = "ok") -> CallValues:
     return (JAN_1 + (n - 1) * DAY_US, tenant, "", tool, "1.0.0", "legacy", "sha256:00", outcome,
-            float(n), f'"r{n}"')
+            float(n), f'"r{n}"', None)
 
 
 def test_rows_are_stored_filtered_and_pruned(sql_backend: Backend) -> None:
@@ -48,7 +48,8 @@ def test_a_batch_of_any_size_is_stored_whole_in_order_with_nulls(sql_backend: Ba
     sql_backend.open()
     rows = open_call_rows(sql_backend.url)
     batch = [(JAN_1 + n, "acme", "" if n % 2 else f"key_{n}", "calc", "1.0.0", "modern",
-              "sha256:00", "ok", float(n), "" if n % 3 else str(n)) for n in range(87)]
+              "sha256:00", "ok", float(n), "" if n % 3 else str(n), None if n % 5 else 25)
+             for n in range(87)]
     rows.append(batch)  # 64 + 16 + 4 rows by chunk, then 3 one by one
     stored = rows.query(CallQuery(limit=1000))
     assert [r.values() for r in reversed(stored)] == batch

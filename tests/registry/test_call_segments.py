@@ -11,7 +11,7 @@ JAN_1 = 1_767_225_600 * 10**6  # 2026-01-01T00:00:00Z
 
 
 def row(at: int, n: int, tool: str = "calc") -> CallValues:
-    return (JAN_1 + at, "acme", "", tool, "1.0.0", "modern", "sha256:00", "ok", float(n), "")
+    return (JAN_1 + at, "acme", "", tool, "1.0.0", "modern", "sha256:00", "ok", float(n), "", None)
 
 
 def stored_segments(backend: Backend) -> list[tuple[int, int]]:

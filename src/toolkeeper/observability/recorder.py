@@ -188,7 +188,7 @@ class CallRecorder:
                     add((at_ns // 1000, record.principal, record.credential or "", record.tool,
                          record.version, record.era, record.arguments_digest, outcome,
                          latency_ms, "" if rid is None else str(rid) if type(rid) is int
-                         else _json(rid).decode()))
+                         else _json(rid).decode(), record.rollout_step))
 
     def _drain_refusals(self) -> None:
         """The queued refusals as rows (under the drain lock)."""
@@ -201,7 +201,7 @@ class CallRecorder:
             add((at_ns // 1000, record.tenant, record.credential, record.tool, record.version,
                  record.reason, record.era,
                  None if rid is None else str(rid) if type(rid) is int else _json(rid).decode(),
-                 record.arguments_digest))
+                 record.arguments_digest, record.rollout_step))
         excess = len(self._ready_refusals) - self._refusal_cap
         if excess > 0:  # held across failing writes: the newest are kept
             self.refusals_dropped += excess

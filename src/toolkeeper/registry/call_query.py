@@ -15,13 +15,14 @@ import msgspec
 __all__ = ["CallQuery", "CallRow", "CallValues", "at_text", "row_dict"]
 
 _COLUMNS = ("at", "tenant", "credential", "tool", "version", "era", "arguments_digest",
-            "outcome", "latency_ms", "request_id")
+            "outcome", "latency_ms", "request_id", "rollout_step")
 
 
-CallValues = tuple[int, str, str, str, str, str, str, str, float, str]
+CallValues = tuple[int, str, str, str, str, str, str, str, float, str, int | None]
 """One row to store, in column order: ``at`` (microseconds since the epoch, UTC), tenant,
 credential (``""``: none), tool, version, era, arguments digest, outcome, latency in
-milliseconds, request id as JSON text (``""``: none)."""
+milliseconds, request id as JSON text (``""``: none), and the rollout step that served the call
+(the step's share in percent; None: no rollout routed the tool)."""
 
 _second: tuple[int, str] = (-1, "")  # the last whole second formatted, and its text
 
@@ -63,6 +64,9 @@ class CallRow(msgspec.Struct, frozen=True, gc=False):
     outcome: str
     latency_ms: float
     request_id: str | None
+    rollout_step: int | None = None
+    """The share (percent) of the rollout step that served the call; None: no rollout routed
+    the tool (and every call logged before the call log kept it)."""
     seq: int = 0
 
     @property
@@ -75,14 +79,14 @@ class CallRow(msgspec.Struct, frozen=True, gc=False):
     def values(self) -> CallValues:
         return (self.at_us, self.tenant, self.credential or "", self.tool, self.version,
                 self.era, self.arguments_digest, self.outcome, self.latency_ms,
-                self.request_id or "")
+                self.request_id or "", self.rollout_step)
 
     @classmethod
     def of(cls, values: CallValues, seq: int = 0) -> CallRow:
-        at_us, tenant, credential, tool, version, era, digest, outcome, latency, request_id = (
-            values)
+        (at_us, tenant, credential, tool, version, era, digest, outcome, latency, request_id,
+         step) = values
         return cls(at_us, tenant, credential or None, tool, version, era, digest, outcome,
-                   latency, request_id or None, seq=seq)
+                   latency, request_id or None, step, seq=seq)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,9 @@ The recorder's flusher appends a batch of calls as ONE row, a segment: the batch
 calls are numbered ``seq - call_count + 1`` to ``seq`` in the order appended, and the next segment
 continues from the greatest ``seq`` stored (so a call's number is the one a row per call
 would have had). A batch costs one bound blob and two small index entries instead of ten
-values and an index entry per call.
+values and an index entry per call. ``layout`` (migration 10) tells the rows' form: 1, each row
+ends with the rollout step that served the call; 0, a segment written before, whose rows are
+read with that value None (a segment rewritten by retention is written in layout 1).
 
 Reading (``toolkeeper calls``) walks the segments newest first, those whose ``at_max`` is at
 or after ``--since``, decodes each and filters its calls in Python, newest first, until
@@ -50,8 +52,8 @@ __all__ = ["PostgresCallRows", "PostgresRefusalRows", "SQLiteCallRows", "SQLiteR
 _encode = msgspec.msgpack.Encoder().encode
 _at = itemgetter(0)  # a row's at: min and max compare it alone, not whole rows
 
-_APPEND = ("INSERT INTO {t} (seq, call_count, at_min, at_max, body)"
-           " VALUES (COALESCE((SELECT MAX(seq) FROM {t}), 0) + ?, ?, ?, ?, ?)")
+_APPEND = ("INSERT INTO {t} (seq, call_count, at_min, at_max, body, layout)"
+           " VALUES (COALESCE((SELECT MAX(seq) FROM {t}), 0) + ?, ?, ?, ?, ?, 1)")
 
 
 _SEGMENTS = 64  # segments read per query page
@@ -81,7 +83,15 @@ class _SegmentRows(Generic[_V, _R]):
     _table = "calls"
     _what = "call log"
     _decode: Callable[[bytes], list[_V]]
+    _decode_before: Callable[[bytes], list[tuple[Any, ...]]]
+    """Layout 0's rows: one value fewer (no rollout step)."""
     _of: Callable[[_V, int], _R]
+
+    def _values(self, layout: int, body: bytes) -> list[_V]:
+        """A segment's rows, each with its rollout step (None in layout 0)."""
+        if layout:
+            return self._decode(body)
+        return [(*row, None) for row in self._decode_before(body)]  # type: ignore[misc]
 
     @property
     def _lock_sql(self) -> str | None:
@@ -135,10 +145,10 @@ class _SegmentRows(Generic[_V, _R]):
                                    (before, newest)).fetchone()[0])
         conn.execute(f"DELETE {old}", (before, newest))
         straddling = conn.execute(self._sql(
-            "SELECT seq, call_count, body FROM {t} WHERE at_min < ? AND call_count > 0"),
+            "SELECT seq, call_count, body, layout FROM {t} WHERE at_min < ? AND call_count > 0"),
             (before,)).fetchall()
-        for seq, count, body in straddling:
-            values = self._decode(body)
+        for seq, count, body, layout in straddling:
+            values = self._values(layout, body)
             cut = 0
             while cut < count and values[cut][0] < before:
                 cut += 1
@@ -165,10 +175,10 @@ class _SegmentRows(Generic[_V, _R]):
         if whole is not None:
             conn.execute(self._sql("DELETE FROM {t} WHERE seq <= ?"), (whole,))
         if left:
-            seq, body = conn.execute(self._sql(
-                "SELECT seq, body FROM {t} WHERE seq > ? ORDER BY seq LIMIT 1"),
+            seq, body, layout = conn.execute(self._sql(
+                "SELECT seq, body, layout FROM {t} WHERE seq > ? ORDER BY seq LIMIT 1"),
                 (-1 if whole is None else whole,)).fetchone()
-            self._rewrite(conn, seq, self._decode(body)[left:])
+            self._rewrite(conn, seq, self._values(layout, body)[left:])
         return excess
 
     def _rewrite(self, conn: Any, seq: int, values: list[_V]) -> None:
@@ -178,26 +188,28 @@ class _SegmentRows(Generic[_V, _R]):
             ats = list(map(_at, values))
             bounds = (min(ats), max(ats))
             conn.execute(self._sql(
-                "UPDATE {t} SET call_count = ?, at_min = ?, at_max = ?, body = ? WHERE seq = ?"),
+                "UPDATE {t} SET call_count = ?, at_min = ?, at_max = ?, body = ?, layout = 1"
+                " WHERE seq = ?"),
                 (len(values), *bounds, _encode(values), seq))
         else:
-            conn.execute(self._sql("UPDATE {t} SET call_count = 0, body = ? WHERE seq = ?"),
+            conn.execute(self._sql(
+                "UPDATE {t} SET call_count = 0, body = ?, layout = 1 WHERE seq = ?"),
                          (_encode(values), seq))
 
     def query(self, query: _Query[_R]) -> list[_R]:
         since = -(2**62) if query.since is None else query.since
-        sql = self._sql("SELECT seq, call_count, body FROM {t} WHERE at_max >= ? AND seq < ?"
-                        f" ORDER BY seq DESC LIMIT {_SEGMENTS}")
-        decode, of = self._decode, self._of
+        sql = self._sql("SELECT seq, call_count, body, layout FROM {t}"
+                        f" WHERE at_max >= ? AND seq < ? ORDER BY seq DESC LIMIT {_SEGMENTS}")
+        values_of, of = self._values, self._of
 
         def work(conn: Any) -> list[_R]:
             found: list[_R] = []
             below = 2**62
             while True:
                 page = conn.execute(sql, (since, below)).fetchall()
-                for seq, count, body in page:
+                for seq, count, body, layout in page:
                     first = seq - count + 1
-                    values = decode(body)
+                    values = values_of(layout, body)
                     for index in range(count - 1, -1, -1):
                         row = of(values[index], first + index)
                         if query.matches(row):
@@ -290,12 +302,18 @@ class _PostgresSegments(_SegmentRows[_V, _R]):
 
 _decode_calls = msgspec.msgpack.Decoder(list[CallValues]).decode
 _decode_refusals = msgspec.msgpack.Decoder(list[RefusalValues]).decode
+_decode_calls_before = msgspec.msgpack.Decoder(
+    list[tuple[int, str, str, str, str, str, str, str, float, str]]).decode
+_decode_refusals_before = msgspec.msgpack.Decoder(
+    list[tuple[int, str | None, str | None, str | None, str | None, str, str | None, str | None,
+               str | None]]).decode
 
 
 class SQLiteCallRows(_SQLiteSegments[CallValues, CallRow]):
     """The call log (``calls``) on SQLite."""
 
     _decode = staticmethod(_decode_calls)
+    _decode_before = staticmethod(_decode_calls_before)
     _of = staticmethod(CallRow.of)
 
 
@@ -303,6 +321,7 @@ class PostgresCallRows(_PostgresSegments[CallValues, CallRow]):
     """The call log (``calls``) on PostgreSQL."""
 
     _decode = staticmethod(_decode_calls)
+    _decode_before = staticmethod(_decode_calls_before)
     _of = staticmethod(CallRow.of)
 
 
@@ -312,6 +331,7 @@ class SQLiteRefusalRows(_SQLiteSegments[RefusalValues, RefusalRow]):
     _table = "refusals"
     _what = "refusal log"
     _decode = staticmethod(_decode_refusals)
+    _decode_before = staticmethod(_decode_refusals_before)
     _of = staticmethod(RefusalRow.of)
 
 
@@ -321,4 +341,5 @@ class PostgresRefusalRows(_PostgresSegments[RefusalValues, RefusalRow]):
     _table = "refusals"
     _what = "refusal log"
     _decode = staticmethod(_decode_refusals)
+    _decode_before = staticmethod(_decode_refusals_before)
     _of = staticmethod(RefusalRow.of)

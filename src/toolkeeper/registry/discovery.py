@@ -5,10 +5,12 @@ not retired, not deprecated (unless asked), open to the tenant, classified at or
 clearance, and whose required scopes the principal holds. Taking the first *visible* one is a
 decision (seed 000 section 5): a principal who lacks the scope 2.0.0 needs still sees 1.0.0.
 
-Views are precomputed per (tenant, scope set, clearance, include_deprecated) and kept in a
-bounded LRU cache that the registry clears on every change. Keys are normalised first (scopes
-no contract requires and tenants no contract names are dropped), so callers who see the same
-estate share one view.
+Views are precomputed per (tenant, scope set, clearance, include_deprecated, hidden) and kept
+in a bounded LRU cache that the registry clears on every change. Keys are normalised first
+(scopes no contract requires and tenants no contract names are dropped), so callers who see the
+same estate share one view. ``hidden`` names the (tool, version) pairs the walk skips as if they
+were not there: the candidates of rollouts a principal is not routed to
+(:mod:`toolkeeper.registry.routing`); empty, it changes nothing.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import Status, ToolSpec, classification_rank
 from toolkeeper.registry.principal import Principal
 
 __all__ = ["Gate", "ViewCache", "ViewKey", "build_view", "gate_of", "is_visible"]
 
-ViewKey = tuple[str | None, frozenset[str], int, bool]
+ViewKey = tuple[str | None, frozenset[str], int, bool, frozenset[tuple[str, Version]]]
 
 
 def is_visible(spec: ToolSpec, principal: Principal, *, include_deprecated: bool = False) -> bool:
@@ -54,8 +57,12 @@ def gate_of(spec: ToolSpec) -> Gate:
 def build_view(names: Iterable[str], gates: Mapping[str, Sequence[Gate]],
                key: ViewKey) -> tuple[ToolSpec, ...]:
     """The view for a normalised key: the first visible version of each name, walking
-    ``gates[name]`` (newest first), in ``names`` order."""
-    tenant, held, clearance, include_deprecated = key
+    ``gates[name]`` (newest first), in ``names`` order, skipping the hidden versions."""
+    tenant, held, clearance, include_deprecated, hidden = key
+    if hidden:
+        gates = {**gates, **{name: [gate for gate in gates.get(name, ())
+                                    if gate[4].version != version]
+                             for name, version in hidden}}
     max_level = 1 if include_deprecated else 0
     out: list[ToolSpec] = []
     append = out.append

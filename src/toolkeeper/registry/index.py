@@ -67,9 +67,11 @@ class Index:
         i = bisect.bisect_left(keys, version)
         return self.by_name[name][i] if i < len(keys) and keys[i] == version else None
 
-    def view_key(self, principal: Principal, include_deprecated: bool) -> ViewKey:
-        """The principal reduced to what can change its view (irrelevant scopes dropped)."""
+    def view_key(self, principal: Principal, include_deprecated: bool,
+                 hidden: frozenset[tuple[str, Version]] = frozenset()) -> ViewKey:
+        """The principal reduced to what can change its view (irrelevant scopes dropped), and
+        the versions hidden from it."""
         tenant = principal.tenant if principal.tenant in self._tenants else None
         scopes = principal.scopes & self._scopes if principal.scopes else frozenset()
         return (tenant, frozenset(scopes), classification_rank(principal.clearance),
-                include_deprecated)
+                include_deprecated, hidden)

@@ -194,6 +194,15 @@ def _rollouts(bigint: str, serial: str) -> tuple[str, ...]:
         "CREATE INDEX rollout_decisions_rollout ON rollout_decisions (tool, started_us, id)",
     )
 
+_ROLLOUT_STEPS: tuple[str, ...] = (
+    "ALTER TABLE calls ADD COLUMN layout INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE refusals ADD COLUMN layout INTEGER NOT NULL DEFAULT 0",
+)
+"""Migration 10, the same on both backends: the layout of a call-log or refusal-log segment's
+rows (:mod:`toolkeeper.registry.call_segments`): 0 for those written before it, 1 for those
+that end with the rollout step that served the call. A toolkeeper from before it refuses the
+database (``registry.schema_too_new``) rather than misread the longer rows."""
+
 SQLITE_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "contracts, append-only audit trail", (
         """CREATE TABLE contracts (
@@ -273,6 +282,7 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         """CREATE TRIGGER rollout_decisions_no_delete BEFORE DELETE ON rollout_decisions
             BEGIN SELECT RAISE(ABORT, 'rollout decisions are append-only'); END""",
     )),
+    Migration(10, "the rollout step of each logged call and refusal", _ROLLOUT_STEPS),
 )
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
@@ -353,6 +363,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             ON rollout_decisions FOR EACH ROW
             EXECUTE FUNCTION toolkeeper_refuse('rollout decisions are append-only')""",
     )),
+    Migration(10, "the rollout step of each logged call and refusal", _ROLLOUT_STEPS),
 )
 
 

@@ -22,14 +22,15 @@ from toolkeeper.registry.call_query import at_text, row_dict
 __all__ = ["RefusalQuery", "RefusalRow", "RefusalValues"]
 
 _COLUMNS = ("at", "tenant", "credential", "tool", "version", "reason", "era", "request_id",
-            "arguments_digest")
+            "arguments_digest", "rollout_step")
 
 RefusalValues = tuple[int, str | None, str | None, str | None, str | None, str, str | None,
-                      str | None, str | None]
+                      str | None, str | None, int | None]
 """One refusal to store, in column order: ``at`` (microseconds since the epoch, UTC), tenant,
-credential id, tool and version as asked, reason code, era, request id as JSON text, and the
+credential id, tool and version as asked, reason code, era, request id as JSON text, the
 arguments digest (``sha256:`` of their redacted canonical JSON, when the call carried an
-arguments object). None: not known."""
+arguments object), and the step (its share in percent) of the tool's rollout when the call was
+refused under one. None: not known (or no rollout)."""
 
 
 class RefusalRow(msgspec.Struct, frozen=True, gc=False):
@@ -44,6 +45,7 @@ class RefusalRow(msgspec.Struct, frozen=True, gc=False):
     era: str | None
     request_id: str | None
     arguments_digest: str | None
+    rollout_step: int | None = None
     seq: int = 0
 
     @property
@@ -55,7 +57,7 @@ class RefusalRow(msgspec.Struct, frozen=True, gc=False):
 
     def values(self) -> RefusalValues:
         return (self.at_us, self.tenant, self.credential, self.tool, self.version, self.reason,
-                self.era, self.request_id, self.arguments_digest)
+                self.era, self.request_id, self.arguments_digest, self.rollout_step)
 
     @classmethod
     def of(cls, values: RefusalValues, seq: int = 0) -> RefusalRow:

@@ -250,11 +250,12 @@ class Registry:
             return tuple(self._index.names)
 
     def discover(self, principal: Principal, *, include_deprecated: bool = False,
-                 ) -> tuple[ToolSpec, ...]:
-        """The newest visible version of each tool, sorted by name (served from a cached view)."""
+                 hidden: frozenset[tuple[str, Version]] = frozenset()) -> tuple[ToolSpec, ...]:
+        """The newest visible version of each tool, sorted by name (served from a cached view),
+        ``hidden`` (tool, version) pairs skipped (a rollout's candidate: routing.Routing.of)."""
         self._refresh()
         with self._lock:
-            key = self._index.view_key(principal, include_deprecated)
+            key = self._index.view_key(principal, include_deprecated, hidden)
             return self._views.get(key, self._build_view)
 
     def audit(self) -> tuple[AuditEntry, ...]:

@@ -58,6 +58,9 @@ class CallRecord(msgspec.Struct, frozen=True, gc=False):
     latency_ms: float | None = None
     credential: str | None = None  # the principal's credential id (a key id, ``iss#sub``)
     request_id: str | int | None = None
+    rollout_step: int | None = None
+    """The share (percent) of the step of the tool's rollout the call was routed under; None:
+    no rollout routes the tool."""
 
 
 def asked_text(value: object) -> str | None:
@@ -76,7 +79,8 @@ class RefusalRecord(msgspec.Struct, frozen=True, gc=False):
     ``tool`` and ``version``: as asked (:func:`asked_text`); ``tenant`` and ``credential``:
     the principal's, None before one is known (a failed authentication); ``era``:
     ``modern`` or ``legacy`` when known; ``arguments_digest``: as the call log's, when the
-    call carried an arguments object."""
+    call carried an arguments object; ``rollout_step``: the step (its share in percent) of the
+    tool's rollout the gate judged the call under, None when none (or a limit refused it)."""
 
     reason: str
     tool: str | None = None
@@ -86,6 +90,7 @@ class RefusalRecord(msgspec.Struct, frozen=True, gc=False):
     era: str | None = None
     request_id: str | int | None = None
     arguments_digest: str | None = None
+    rollout_step: int | None = None
 
 
 class CallLog(Protocol):

@@ -156,17 +156,20 @@ class ToolCalls:
         try:
             name, arguments, route = self._target(call)
         except JsonRpcError as exc:
-            self._log.refused(gate_refusal(self._registry, call, exc))
+            self._log.refused(gate_refusal(self._registry, call, exc,
+                                           self._routes.step(call.params.get("name"))))
             raise
         self._last = None
         binding = route.binding
         if binding is not None and binding.requires and missing_capabilities(
                 binding.requires, call.client_capabilities):
-            self._log.refused(call_refusal(call, "capability_required"))
+            self._log.refused(call_refusal(call, "capability_required", None,
+                                           route.rollout_step))
             raise capability_error(binding.requires, call.era)
         found = route.validator.bounded_errors(arguments, self._checked_values)
         if found.issues:
-            self._log.refused(call_refusal(call, "invalid_arguments", route.version))
+            self._log.refused(call_refusal(call, "invalid_arguments", route.version,
+                                           route.rollout_step))
             return self._wire(call, route, invalid_arguments_result(
                 found.issues, self._max_errors, truncated=found.truncated))
         if binding is None:
@@ -181,7 +184,8 @@ class ToolCalls:
                     call.params, name, route.version, arguments, call.principal,
                     unsolicited=route.plan.spec.side_effect not in _SINGLE_USE)
             except JsonRpcError as exc:
-                self._log.refused(call_refusal(call, refusal_reason(exc)))
+                self._log.refused(call_refusal(call, refusal_reason(exc), None,
+                                               route.rollout_step))
                 raise
             if resumed is not None:
                 asker, state = resumed
@@ -202,12 +206,12 @@ class ToolCalls:
         try:
             await asyncio.to_thread(self._states.spend, state)
         except JsonRpcError as exc:
-            self._log.refused(call_refusal(call, refusal_reason(exc)))
+            self._log.refused(call_refusal(call, refusal_reason(exc), None, route.rollout_step))
             raise
         except StoreError as exc:
             _log.warning("tool %s %s: the request state could not be recorded as spent (%s); "
                          "the call is refused", route.plan.spec.name, route.version, exc.code)
-            self._log.refused(call_refusal(call, "state_unrecorded"))
+            self._log.refused(call_refusal(call, "state_unrecorded", None, route.rollout_step))
             raise internal_error() from None
         return await self._run(call, route, binding, arguments, asker, emit)
 
@@ -310,7 +314,8 @@ class ToolCalls:
         return self._log.dispatched(CallRecord(
             route.plan.spec.name, route.version, principal.tenant, arguments_digest(arguments),
             "modern" if call.era is Era.MODERN else call.era.value,
-            credential=getattr(principal, "credential", None), request_id=call.request_id))
+            credential=getattr(principal, "credential", None), request_id=call.request_id,
+            rollout_step=route.rollout_step))
 
     def _invoke(self, call: Call, route: Route, binding: HandlerBinding,
                 arguments: dict[str, Any], emit: Emit, asker: InputAsker | None = None) -> Any:

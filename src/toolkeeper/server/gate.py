@@ -17,6 +17,14 @@ decide which contract version the call runs under, or refuse:
   listed either);
 * anything else (never published, not semver, or not visible): -32602 ``schema_version_unknown``.
 
+While a version of the tool is rolled out (:mod:`toolkeeper.registry.routing`), a caller
+outside the candidate's share is served the version below it, and a pin to the candidate is
+``schema_version_unknown`` exactly as a pin to a version never published (no oracle); a caller
+in the share is served the candidate, and a pin to the target works as any pin does. A tool
+whose rollout is halted refuses every call of a caller who may see the tool with -32602
+``release.halted`` (``{"reason": "release.halted", "tool"}``) until an operator acts; a caller
+who may not see it still gets ``Unknown tool``.
+
 Gate rejections carry ``{"reason", "tool", "requestedVersion", "currentVersion", "action":
 "relist"}`` so a client can re-list and retry once.
 
@@ -40,13 +48,14 @@ from toolkeeper.protocol.faults import invalid_params
 from toolkeeper.registry import Principal, Registry, is_visible
 from toolkeeper.server.views import ToolViews
 
-__all__ = ["CONFLICT", "RETIRED", "UNAVAILABLE", "UNKNOWN", "Plan", "plan_call",
-           "requested_version", "unknown_tool"]
+__all__ = ["CONFLICT", "HALTED", "RETIRED", "UNAVAILABLE", "UNKNOWN", "Plan", "halted_tool",
+           "plan_call", "requested_version", "unknown_tool"]
 
 RETIRED = "schema_version_retired"
 UNAVAILABLE = "schema_version_unavailable"
 UNKNOWN = "schema_version_unknown"
 CONFLICT = "schema_version_conflict"
+HALTED = "release.halted"
 SCHEMA_VERSION_KEY = "schemaVersion"
 FASTMCP_META_KEY = "fastmcp"
 
@@ -67,6 +76,13 @@ _VERBS = {RETIRED: "is retired", UNAVAILABLE: "cannot run on this gateway"}
 def unknown_tool(name: str) -> JsonRpcError:
     """The one error for a tool that does not exist *or* that the caller may not see."""
     return invalid_params(f"Unknown tool: {name}")
+
+
+def halted_tool(name: str) -> JsonRpcError:
+    """The error for every call to a tool whose rollout is halted (the caller may see it)."""
+    return invalid_params(
+        f"tool {name!r} is halted by its rollout; calls are refused until an operator acts",
+        {"reason": HALTED, "tool": name})
 
 
 def _gate_error(reason: str, name: str, requested: str, current: ToolSpec | None
@@ -116,14 +132,20 @@ def _fastmcp_version(fastmcp: Any) -> str | None:
 def plan_call(registry: Registry, views: ToolViews, principal: Principal, name: str,
               requested: str | None) -> Plan:
     """Decide the contract for a call, or raise the gate's JsonRpcError."""
-    served = views.view(principal).by_name.get(name)
+    view = views.view(principal)
+    hidden = view.hidden
+    served = view.by_name.get(name)
     fallback: ToolSpec | None = None
     if served is None:
         fallback = views.view(principal, include_deprecated=True).by_name.get(name)
         if fallback is None and requested is not None:
-            _refuse_unrunnable(registry, views, principal, name, requested)
-        if fallback is None or requested is None:
+            _refuse_unrunnable(registry, views, principal, name, requested, hidden)
+        if fallback is None:
             raise unknown_tool(name)
+    if hidden and views.routing.halted(name) is not None:
+        raise halted_tool(name)
+    if served is None and requested is None:
+        raise unknown_tool(name)
     if requested is None:
         assert served is not None
         return Plan(served, strict=True)
@@ -135,7 +157,7 @@ def plan_call(registry: Registry, views: ToolViews, principal: Principal, name: 
     if served is not None and version == served.version:
         return Plan(served, strict=False)
     pinned = registry.get(name, version)
-    if pinned is None:
+    if pinned is None or (name, version) in hidden:
         raise _gate_error(UNKNOWN, name, requested, current)
     if pinned.status is Status.RETIRED:
         entitled = is_visible(pinned.with_lifecycle(status=Status.ACTIVE), principal)
@@ -147,7 +169,8 @@ def plan_call(registry: Registry, views: ToolViews, principal: Principal, name: 
     successor = pinned.successor
     if successor is not None:  # named only while this caller can migrate to it
         target = registry.get(name, successor)
-        if target is None or not is_visible(target, principal, include_deprecated=True):
+        if (target is None or (name, successor) in hidden
+                or not is_visible(target, principal, include_deprecated=True)):
             successor = None
     if successor is None and served is not None and served.version != pinned.version:
         successor = served.version
@@ -155,13 +178,14 @@ def plan_call(registry: Registry, views: ToolViews, principal: Principal, name: 
 
 
 def _refuse_unrunnable(registry: Registry, views: ToolViews, principal: Principal, name: str,
-                       requested: str) -> None:
+                       requested: str, hidden: frozenset[tuple[str, Version]]) -> None:
     """For a tool none of whose versions can run here: a pin to a version the caller may see
     is ``schema_version_unavailable`` (one it may not see stays ``Unknown tool``)."""
     try:
         pinned = registry.get(name, Version.parse(requested))
     except SemverError:
         return
-    if (pinned is not None and is_visible(pinned, principal, include_deprecated=True)
+    if (pinned is not None and (name, pinned.version) not in hidden
+            and is_visible(pinned, principal, include_deprecated=True)
             and not views.can_run(pinned)):
         raise _gate_error(UNAVAILABLE, name, requested, None)

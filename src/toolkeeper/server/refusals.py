@@ -20,6 +20,7 @@ Reason codes (docs/refusal-log.md):
 ``unentitled_version``     the pinned version exists, but is not the caller's
 ``capability_required``    the handler needs a client capability the client lacks
 ``invalid_request_state``  a ``requestState`` that is not valid (or spent already)
+``release.halted``         the tool's rollout is halted (calls refused until an operator acts)
 ``rate_limited``           the principal's rate limit
 ``concurrency_limited``    the principal's concurrency limit
 ``auth.<reason>``          the credential was refused (:data:`toolkeeper.auth.REASONS`)
@@ -56,10 +57,12 @@ def _asked_version(params: Any) -> str | None:
     return asked_text(value)
 
 
-def call_refusal(call: Call, reason: str, version: str | None = None) -> RefusalRecord:
+def call_refusal(call: Call, reason: str, version: str | None = None,
+                 rollout_step: int | None = None) -> RefusalRecord:
     """The record of ``call`` refused for ``reason``: the tool and version as asked (or
     ``version``, the one the gate resolved, whose schema refused the arguments), the
-    principal, the era, the request id and the digest of the arguments (when an object)."""
+    principal, the era, the request id, the digest of the arguments (when an object) and the
+    step of the tool's rollout the call was judged under."""
     params = call.params
     principal = call.principal
     arguments = params.get("arguments")
@@ -68,7 +71,7 @@ def call_refusal(call: Call, reason: str, version: str | None = None) -> Refusal
         _asked_version(params) if version is None else version,
         getattr(principal, "tenant", None), getattr(principal, "credential", None),
         "modern" if call.era is Era.MODERN else call.era.value, call.request_id,
-        arguments_digest(arguments) if isinstance(arguments, dict) else None)
+        arguments_digest(arguments) if isinstance(arguments, dict) else None, rollout_step)
 
 
 def auth_refusal(reason: str, credential: str | None, era: str | None) -> RefusalRecord:
@@ -84,13 +87,14 @@ def limit_refusal(call: Call, exc: JsonRpcError) -> RefusalRecord:
     return call_refusal(call, _LIMIT_REASONS.get(str(data.get("limit")), "rate_limited"))
 
 
-def gate_refusal(registry: Registry, call: Call, exc: JsonRpcError) -> RefusalRecord:
+def gate_refusal(registry: Registry, call: Call, exc: JsonRpcError,
+                 rollout_step: int | None = None) -> RefusalRecord:
     """The record of a call its params check or the gate refused, with
-    :func:`recorded_reason`."""
+    :func:`recorded_reason` (and the step of the rollout of the tool it named)."""
     principal = call.principal
     reason = (recorded_reason(registry, principal, exc, call.params)
               if isinstance(principal, Principal) else refusal_reason(exc))
-    return call_refusal(call, reason)
+    return call_refusal(call, reason, None, rollout_step)
 
 
 def recorded_reason(registry: Registry, principal: Principal, exc: JsonRpcError,

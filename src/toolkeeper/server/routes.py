@@ -1,7 +1,10 @@
 """Resolved ``tools/call`` routes: the contract a call runs under (the schema-version gate's
 plan), its compiled input and output validators, its handler binding and the result's
-``_meta``, resolved once per (registry generation, handler set, entitlement, tool, requested
-version) and reused until the registry or the handler set changes.
+``_meta``, resolved once per (registry generation, handler set, entitlement, rollout cohort,
+tool, requested version) and reused until the registry or the handler set changes (a rollout
+change moves the registry generation). The cohort (:mod:`toolkeeper.registry.routing`) keeps
+two principals of one entitlement routed to different versions of a tool apart; with no
+rollout in play it is empty for everyone.
 
 Only successful resolutions are kept, and only for calls that name no version or spell it
 as the contract does; a gate refusal is decided afresh on every call. The key
@@ -20,6 +23,7 @@ from toolkeeper.contracts.headers import iter_x_mcp_headers
 from toolkeeper.contracts.spec import DataClassification, ToolSpec
 from toolkeeper.contracts.validate import CompiledSchema, compile_schema
 from toolkeeper.registry import Principal, Registry
+from toolkeeper.registry.routing import Cohort
 from toolkeeper.server.closed_schemas import closed_schema
 from toolkeeper.server.gate import Plan, plan_call
 from toolkeeper.server.handlers import HandlerBinding
@@ -42,11 +46,16 @@ class Route:
     meta: MappingProxyType[str, Any]
     annotated: bool
     """The input schema has ``x-mcp-header`` arguments (checked against ``Mcp-Param-*``)."""
+    rollout_step: int | None = None
+    """The share (percent) of the step of the tool's rollout when the call was routed under
+    one (None: no rollout routes the tool): what the call log records."""
 
 
-_Key = tuple[int, int, tuple[str, frozenset[str], DataClassification], str, str | None]
-"""Keyed by entitlement, not by principal: two credentials with the same tenant, scopes and
-clearance share their routes (the credential decides session ownership, never a route)."""
+_Key = tuple[int, int, tuple[str, frozenset[str], DataClassification], Cohort, str,
+             str | None]
+"""Keyed by entitlement and rollout cohort, not by principal: two credentials with the same
+tenant, scopes and clearance, routed alike, share their routes (the credential decides session
+ownership and, while a rollout runs, the cohort, never a route by itself)."""
 _Recent = tuple[int, int, Principal, dict[tuple[str, str | None], Route]]
 
 
@@ -85,7 +94,8 @@ class Routes:
         else:
             recent = (generation, revision, principal, {})
             self._recent = recent
-        key = (generation, revision, principal.entitlement, name, requested)
+        key = (generation, revision, principal.entitlement,
+               self._views.routing.of(principal, generation)[0], name, requested)
         route = self._routes.get(key)
         if route is None:
             route = self._build(plan_call(self._registry, self._views, principal, name,
@@ -103,6 +113,11 @@ class Routes:
             recent[3][(name, requested)] = route
         return route
 
+    def step(self, name: object) -> int | None:
+        """The step (its share) of ``name``'s rollout as last read (None: no rollout, or a
+        name that is not a string)."""
+        return self._views.routing.step(name) if type(name) is str else None
+
     def _build(self, plan: Plan) -> Route:
         spec = plan.spec
         version = str(spec.version)
@@ -115,7 +130,8 @@ class Routes:
                   else self._compile(spec, spec.output_schema, "output"))
         return Route(plan, self._input_validator(spec, plan.strict), output,
                      self._handlers.lookup(spec.name, spec.version), version,
-                     MappingProxyType(meta), bool(iter_x_mcp_headers(spec.input_schema)))
+                     MappingProxyType(meta), bool(iter_x_mcp_headers(spec.input_schema)),
+                     self._views.routing.step(spec.name))
 
     def _input_validator(self, spec: ToolSpec, strict: bool) -> CompiledSchema:
         schema = closed_schema(spec.input_schema) if strict else spec.input_schema

@@ -3,8 +3,14 @@
 A view is the registry's discovery answer for one principal, plus its ``tools`` array
 serialized once (canonical JSON spliced into every response as ``msgspec.Raw``) and a name
 index. Views are keyed on (registry generation, tenant, scopes, clearance, and the revision of
-what can run here): any registry change, local or from another replica, bumps the generation
-and retires every cached view.
+what can run here, and the principal's rollout cohort): any registry change, local or from
+another replica, a rollout's included, bumps the generation and retires every cached view.
+
+While a tool version is rolled out (:mod:`toolkeeper.registry.routing`), a principal outside
+the candidate's share does not see the candidate: its view holds what is newest visible below
+it. Two principals of one entitlement share a view only when they are in the same cohort (the
+set of tools whose candidate they see); with no rollout in play every cohort is empty, and
+views are shared exactly as by entitlement alone.
 
 Given what this process can run (a :class:`~toolkeeper.server.runnable.CanRun`, the bound
 handlers in a gateway), a view holds only versions that can run here: where the newest visible
@@ -33,11 +39,12 @@ import msgspec
 from toolkeeper.contracts.canonical import canonical_json
 from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.registry import Principal, Registry, is_visible
+from toolkeeper.registry.routing import NOTHING_HIDDEN, Cohort, Hidden, Routing
 from toolkeeper.server.runnable import CanRun
 
 __all__ = ["Page", "ToolViews", "View"]
 
-_Key = tuple[int, str, frozenset[str], str, bool, int]
+_Key = tuple[int, str, frozenset[str], str, bool, int, Cohort]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +90,13 @@ class View:
     """Of the pages' modern arrays and the page size (``""`` for a one-page view): identifies
     this list wherever it is served."""
 
+    hidden: Hidden = NOTHING_HIDDEN
+    """The rollout candidates this view's principals do not see (a pin to one is refused as
+    one to a version that does not exist)."""
+
     @classmethod
-    def build(cls, specs: tuple[ToolSpec, ...], page_size: int | None = None) -> View:
+    def build(cls, specs: tuple[ToolSpec, ...], page_size: int | None = None,
+              hidden: Hidden = NOTHING_HIDDEN) -> View:
         size = max(1, len(specs)) if page_size is None else page_size
         if size < 1:
             raise ValueError("a page holds at least one tool")
@@ -93,7 +105,7 @@ class View:
         first = pages[0]
         return cls(specs, MappingProxyType({s.name: s for s in specs}), first.tools_json,
                    first.legacy_tools_json, first.unstructured_tools_json, pages,
-                   _digest(pages, size) if len(pages) > 1 else "")
+                   _digest(pages, size) if len(pages) > 1 else "", hidden)
 
 
 def _digest(pages: tuple[Page, ...], size: int) -> str:
@@ -137,6 +149,8 @@ class ToolViews:
         self._views: OrderedDict[_Key, View] = OrderedDict()
         self._generation = -1
         self.builds = 0
+        self.routing = Routing(registry)
+        """The rollouts this gateway routes by, and each principal's cohort under them."""
 
     def view(self, principal: Principal, *, include_deprecated: bool = False,
              since_ns: int = 0) -> View:
@@ -146,8 +160,9 @@ class ToolViews:
         :meth:`Registry.generation_since`)."""
         generation = self._registry.generation_since(since_ns)
         runs = self.runs
+        cohort, hidden = self.routing.of(principal, generation)
         key = (generation, principal.tenant, principal.scopes, principal.clearance.value,
-               include_deprecated, 0 if runs is None else runs.revision)
+               include_deprecated, 0 if runs is None else runs.revision, cohort)
         with self._lock:
             if generation != self._generation:
                 self._views.clear()
@@ -156,10 +171,12 @@ class ToolViews:
             if cached is not None:
                 self._views.move_to_end(key)
                 return cached
-        specs = self._registry.discover(principal, include_deprecated=include_deprecated)
+        specs = self._registry.discover(principal, include_deprecated=include_deprecated,
+                                        hidden=hidden)
         if runs is not None:
-            specs = self._runnable(specs, runs, principal, include_deprecated)
-        view = View.build(specs, None if include_deprecated else self.page_size)  # (lookup only)
+            specs = self._runnable(specs, runs, principal, include_deprecated, hidden)
+        size = None if include_deprecated else self.page_size  # (the lookup: one page)
+        view = View.build(specs, size, hidden)
         with self._lock:
             if generation == self._generation:
                 self._views[key] = view
@@ -173,9 +190,9 @@ class ToolViews:
         return self.runs is None or self.runs.can_run(spec.name, spec.version)
 
     def _runnable(self, specs: tuple[ToolSpec, ...], runs: CanRun, principal: Principal,
-                  include_deprecated: bool) -> tuple[ToolSpec, ...]:
+                  include_deprecated: bool, hidden: Hidden) -> tuple[ToolSpec, ...]:
         """``specs`` with each version that cannot run here replaced by the newest older one
-        that is visible and can, or dropped."""
+        that is visible (and not hidden) and can, or dropped."""
         out: list[ToolSpec] = []
         for spec in specs:
             if runs.can_run(spec.name, spec.version):
@@ -183,6 +200,7 @@ class ToolViews:
                 continue
             for older in reversed(self._registry.versions(spec.name)):
                 if (older.version < spec.version and runs.can_run(older.name, older.version)
+                        and (older.name, older.version) not in hidden
                         and is_visible(older, principal, include_deprecated=include_deprecated)):
                     out.append(older)
                     break
