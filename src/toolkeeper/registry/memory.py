@@ -17,7 +17,8 @@ from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import StoreError
 from toolkeeper.registry.admission import AdmissionRecord
 from toolkeeper.registry.apikeys import ApiKeyRecord
-from toolkeeper.registry.store import AuditEntry, AuditRecord, Snapshot
+from toolkeeper.registry.rollout_backends import MemoryRollouts
+from toolkeeper.registry.store import ROLLOUT_ACTION_PREFIX, AuditEntry, AuditRecord, Snapshot
 from toolkeeper.registry.upstream_backends import MemoryUpstreams
 
 __all__ = ["MemoryStore"]
@@ -76,7 +77,7 @@ def _check_name(name: str, spec: ToolSpec) -> None:
                          code="registry.wrong_name")
 
 
-class MemoryStore(MemoryUpstreams):
+class MemoryStore(MemoryUpstreams, MemoryRollouts):
     """Records and audit trail in dictionaries, guarded by one lock."""
 
     def __init__(self) -> None:
@@ -88,6 +89,7 @@ class MemoryStore(MemoryUpstreams):
         self._keys: dict[str, ApiKeyRecord] = {}
         self._spent: dict[str, float] = {}
         self._init_upstreams()
+        self._init_rollouts()
         self._closed = False
 
     @contextmanager
@@ -143,7 +145,9 @@ class MemoryStore(MemoryUpstreams):
             keys = {(e.name, e.version) for e in self._audit[cursor:] if e.applied}
             parsed = sorted((n, Version.parse(v)) for n, v in keys)
             specs = tuple(self._records[n][v] for n, v in parsed)
-            return Snapshot(len(self._audit), specs)
+            rollouts = any(e.action.startswith(ROLLOUT_ACTION_PREFIX)
+                           for e in self._audit[cursor:])
+            return Snapshot(len(self._audit), specs, rollouts)
 
     def audit(self) -> tuple[AuditEntry, ...]:
         with self._lock:

@@ -37,6 +37,7 @@ from toolkeeper.registry.migrations import (
     check_usable,
     recognise_schema,
 )
+from toolkeeper.registry.rollout_backends import PostgresRollouts
 from toolkeeper.registry.rows import (
     CHANNEL,
     NEWEST_SEQ,
@@ -44,6 +45,7 @@ from toolkeeper.registry.rows import (
     audit_params,
     changed_keys,
     contract_params,
+    moves_rollouts,
     spec_from_document,
     version_key,
 )
@@ -151,7 +153,7 @@ class _PgTransaction:
                              code="registry.wrong_name")
 
 
-class PostgresStore(PostgresUpstreams):
+class PostgresStore(PostgresUpstreams, PostgresRollouts):
     """A registry store in a PostgreSQL database, shared by any number of processes."""
 
     def __init__(self, url: str, *, connect_timeout: int = 10, lock_timeout: float = 30.0,
@@ -292,9 +294,9 @@ class PostgresStore(PostgresUpstreams):
             row = conn.execute(NEWEST_SEQ).fetchone()
             # Never a prepared (generic) plan: with an unknown cursor PostgreSQL may pick a
             # sequential scan of the whole trail; the literal cursor gets the primary key.
-            keys = changed_keys(conn.execute(
-                "SELECT name, version FROM audit WHERE seq > %s AND rule IS NULL",
-                (cursor,), prepare=False).fetchall())
+            audited = conn.execute("SELECT name, version, action FROM audit WHERE seq > %s"
+                                   " AND rule IS NULL", (cursor,), prepare=False).fetchall()
+            keys = changed_keys(audited)
             rows = conn.execute(
                 "SELECT c.document FROM contracts c"
                 " JOIN unnest(%s::text[], %s::text[]) AS k(name, version_key)"
@@ -302,7 +304,8 @@ class PostgresStore(PostgresUpstreams):
                 ([k[0] for k in keys], [k[1] for k in keys]), prepare=False,
             ).fetchall() if keys else []
         return self._read(Snapshot(int(row[0]) if row else 0,
-                                   tuple(spec_from_document(r[0]) for r in rows)))
+                                   tuple(spec_from_document(r[0]) for r in rows),
+                                   moves_rollouts(audited)))
 
     def audit(self) -> tuple[AuditEntry, ...]:
         with self._transaction(read_only=True) as conn:

@@ -420,7 +420,7 @@ class Registry:
         delta = self._store.changes_since(self._cursor)
         self._behind = False
         self._cursor = max(self._cursor, delta.cursor)
-        if not self._index.apply(delta.specs):
+        if not self._index.apply(delta.specs) and not delta.rollouts:
             return []
         self._generation += 1
         self._views.clear()

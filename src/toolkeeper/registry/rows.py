@@ -17,7 +17,7 @@ from toolkeeper.contracts.canonical import canonical_json, loads_json
 from toolkeeper.contracts.semver import Version
 from toolkeeper.contracts.spec import ToolSpec, spec_from_mapping, spec_to_mapping
 from toolkeeper.errors import ContractError, StoreError
-from toolkeeper.registry.store import AuditEntry, AuditRecord
+from toolkeeper.registry.store import ROLLOUT_ACTION_PREFIX, AuditEntry, AuditRecord
 
 __all__ = [
     "CHANNEL",
@@ -26,6 +26,7 @@ __all__ = [
     "audit_params",
     "changed_keys",
     "contract_params",
+    "moves_rollouts",
     "spec_from_document",
     "version_key",
 ]
@@ -44,8 +45,13 @@ def version_key(version: Version) -> str:
 
 
 def changed_keys(rows: list[tuple[Any, ...]]) -> list[tuple[str, str]]:
-    """Distinct (name, version_key) of audit rows ``(name, version)``, in a stable order."""
-    return sorted({(name, version_key(Version.parse(version))) for name, version in rows})
+    """Distinct (name, version_key) of audit rows ``(name, version, ...)``, in a stable order."""
+    return sorted({(row[0], version_key(Version.parse(row[1]))) for row in rows})
+
+
+def moves_rollouts(rows: list[tuple[Any, ...]]) -> bool:
+    """Whether any audit row ``(name, version, action)`` is a rollout write."""
+    return any(str(row[2]).startswith(ROLLOUT_ACTION_PREFIX) for row in rows)
 
 
 def contract_params(spec: ToolSpec) -> dict[str, Any]:

@@ -37,12 +37,14 @@ from toolkeeper.registry.migrations import (
     check_usable,
     recognise_schema,
 )
+from toolkeeper.registry.rollout_backends import SQLiteRollouts
 from toolkeeper.registry.rows import (
     NEWEST_SEQ,
     audit_from_row,
     audit_params,
     changed_keys,
     contract_params,
+    moves_rollouts,
     spec_from_document,
     version_key,
 )
@@ -147,7 +149,7 @@ _WAL_HEADER_BYTES = 48
 """The first copy of the WAL index header (``-shm``), which holds the change counter."""
 
 
-class SQLiteStore(SQLiteUpstreams):
+class SQLiteStore(SQLiteUpstreams, SQLiteRollouts):
     """A registry store in one SQLite file; safe across threads and processes."""
 
     def __init__(self, path: str | Path, *, busy_timeout: float = 30.0, create: bool = True,
@@ -279,13 +281,14 @@ class SQLiteStore(SQLiteUpstreams):
     def changes_since(self, cursor: int) -> Snapshot:
         with self._read() as conn:
             new_cursor = conn.execute(NEWEST_SEQ).fetchone()[0]
-            keys = changed_keys(conn.execute(
-                "SELECT name, version FROM audit WHERE seq > ? AND rule IS NULL",
-                (cursor,)).fetchall())
+            audited = conn.execute("SELECT name, version, action FROM audit WHERE seq > ?"
+                                   " AND rule IS NULL", (cursor,)).fetchall()
+            keys = changed_keys(audited)
             documents = [conn.execute(
                 "SELECT document FROM contracts WHERE name = ? AND version_key = ?", key
             ).fetchone()[0] for key in keys]
-        return Snapshot(int(new_cursor), tuple(spec_from_document(d) for d in documents))
+        return Snapshot(int(new_cursor), tuple(spec_from_document(d) for d in documents),
+                        moves_rollouts(audited))
 
     def audit(self) -> tuple[AuditEntry, ...]:
         with self._read() as conn:

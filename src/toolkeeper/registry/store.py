@@ -31,6 +31,7 @@ from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.registry.admission import AdmissionRecord
 
 __all__ = [
+    "ROLLOUT_ACTION_PREFIX",
     "AuditEntry",
     "AuditRecord",
     "RegistryStore",
@@ -38,6 +39,10 @@ __all__ = [
     "StoreTransaction",
     "utc_now",
 ]
+
+
+ROLLOUT_ACTION_PREFIX = "rollout."
+"""The audit action prefix of a rollout write (:mod:`toolkeeper.registry.rollout_rows`)."""
 
 
 def utc_now() -> str:
@@ -108,6 +113,9 @@ class Snapshot:
 
     cursor: int
     specs: tuple[ToolSpec, ...]
+    rollouts: bool = False
+    """Whether a rollout was written after the cursor asked about (an audit entry whose action
+    starts with :data:`ROLLOUT_ACTION_PREFIX`): it moves the registry generation."""
 
 
 class StoreTransaction(Protocol):
