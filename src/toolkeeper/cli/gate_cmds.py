@@ -199,8 +199,8 @@ def _save(path: str, source: str, policy: WindowPolicy,
     try:
         Path(path).write_bytes(canonical_json(section) + b"\n")
     except OSError as exc:
-        raise ToolkeeperError(f"{path}: {exc.strerror}", code="cli.unwritable",
-                              data={"path": path}) from None
+        raise ToolkeeperError(f"--save: cannot write {path} ({exc.strerror})",
+                              code="cli.bad_output", data={"option": "--save"}) from None
 
 
 def _shown(value: float | None) -> str:

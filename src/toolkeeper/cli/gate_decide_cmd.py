@@ -24,10 +24,11 @@ import click
 from toolkeeper.cli.documents import read_document
 from toolkeeper.cli.output import EXIT_HALT, EXIT_HOLD, EXIT_OK, EXIT_REFUSED, echo_json, fail
 from toolkeeper.contracts.canonical import canonical_json
+from toolkeeper.contracts.validate import validate
 from toolkeeper.errors import ToolkeeperError
 from toolkeeper.gate.attestation import sign_decision, verify_envelope
-from toolkeeper.gate.decision import HALT, HOLD, PROMOTE, ROLLBACK, Decision, decide
-from toolkeeper.gate.evidence import bundle
+from toolkeeper.gate.decision import HALT, HOLD, PROMOTE, ROLLBACK, Decision, bundle_schema, decide
+from toolkeeper.gate.evidence import bundle, verify_bundle
 from toolkeeper.gate.keys import (
     DEMO_KEY,
     SigningKey,
@@ -35,7 +36,8 @@ from toolkeeper.gate.keys import (
     signing_key_from,
     trusted_keys_from,
 )
-from toolkeeper.gate.rollback import TrustedKey
+from toolkeeper.gate.rollback import TrustedKey, verify
+from toolkeeper.gate.windows import WindowPolicy
 
 __all__ = ["CONFIG_OPTION", "DEMO_KEY_OPTION", "OUTCOME_EXIT", "TRUST_OPTION", "keys", "register"]
 
@@ -84,6 +86,32 @@ DEMO_KEY_OPTION = click.option("--demo-key", is_flag=True,
                               "a labelled non-secret fixture, for `gate demo`'s artefacts.")
 
 
+def _write(path: str, value: Any) -> None:
+    try:
+        Path(path).write_bytes(canonical_json(value) + b"\n")
+    except OSError as exc:
+        raise ToolkeeperError(f"--out: cannot write {path} ({exc.strerror})",
+                              code="cli.bad_output", data={"option": "--out"}) from None
+
+
+def _checked_bundle(made: dict[str, Any]) -> None:
+    """Refuse a bundle the gate could not judge, now rather than at evaluate: a section of
+    the wrong shape (``evidence.malformed``, each path), a policy the windows cannot be judged
+    under, rollback evidence missing a field or of the wrong type."""
+    issues = validate(bundle_schema(), made)
+    if issues:
+        raise ToolkeeperError(f"the evidence is malformed: {issues[0].path}: "
+                              f"{issues[0].message}", code="evidence.malformed",
+                              data={"errors": [i.to_dict() for i in issues]})
+    WindowPolicy.from_json(made["sections"]["policy"]["content"]["window"])
+    shape = [r for r in verify(made["sections"]["rollbackEvidence"]["content"], {})
+             if r["code"] in ("rollback.field_invalid", "rollback.digest_invalid")]
+    if shape:
+        raise ToolkeeperError(f"--rollback-evidence is not rollback evidence: {shape[0]['code']} "
+                              f"at {shape[0]['path']}", code=shape[0]["code"],
+                              data={"errors": shape})
+
+
 def _reports(paths: tuple[str, ...]) -> list[Any]:
     return [read_document(path) for path in paths]
 
@@ -117,9 +145,10 @@ def bundle_cmd(policy_path: str, windows_path: str, transcripts: tuple[str, ...]
                        "sdkDiffs": {"reports": _reports(sdk_diffs)},
                        "proxyEvidence": {"reports": _reports(proxies)},
                        "rollbackEvidence": read_document(rollback_path)})
-        Path(out_path).write_bytes(canonical_json(made) + b"\n")
-    except (ToolkeeperError, OSError) as exc:
-        fail(exc if isinstance(exc, ToolkeeperError) else f"{out_path}: {exc.strerror}")
+        _checked_bundle(made)
+        _write(out_path, made)
+    except ToolkeeperError as exc:
+        fail(exc)
     click.echo(f"bundle {made['digest']} written to {out_path}")
 
 
@@ -168,19 +197,26 @@ def evaluate_cmd(bundle_path: str, config_path: str | None, trust: tuple[str, ..
 @CONFIG_OPTION
 @TRUST_OPTION
 @DEMO_KEY_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def sign_cmd(bundle_path: str, out_path: str, config_path: str | None,
-             trust: tuple[str, ...], demo_key: bool) -> None:
+             trust: tuple[str, ...], demo_key: bool, as_json: bool) -> None:
     """Decide on a bundle and write the decision, signed, as a DSSE envelope."""
-    decision, made, signer = _decision(bundle_path, config_path, trust, demo_key)
+    decision, made, signer = _decision(bundle_path, config_path, trust, demo_key, as_json)
     try:
         if signer is None:
-            raise ToolkeeperError("no signing key: set gate.signing_key_id and "
-                                  "gate.signing_key_file (--config), or TOOLKEEPER_GATE_KEY_ID "
-                                  "and TOOLKEEPER_GATE_KEY_FILE", code="gate.no_signing_key")
+            raise ToolkeeperError("no signing key is configured (set gate.signing_key_id and "
+                                  "gate.signing_key_file in --config, or TOOLKEEPER_GATE_KEY_ID "
+                                  "and TOOLKEEPER_GATE_KEY_FILE)", code="gate.no_signing_key")
         envelope = sign_decision(decision, made["sections"]["policy"]["content"], signer)
-        Path(out_path).write_bytes(canonical_json(envelope) + b"\n")
-    except (ToolkeeperError, OSError) as exc:
-        fail(exc if isinstance(exc, ToolkeeperError) else f"{out_path}: {exc.strerror}")
+        _write(out_path, envelope)
+    except ToolkeeperError as exc:
+        fail(exc, as_json=as_json)
+    if as_json:
+        echo_json({"outcome": decision.outcome, "envelope": out_path,
+                   "signer": {"keyid": signer.key_id, "algorithm": signer.algorithm,
+                              "label": signer.label},
+                   "evidenceDigest": decision.evidence_digest})
+        return
     label = " (HMAC-SHA-256: internal, verifiable with the shared key only)" \
         if signer.algorithm == "hmac-sha256" else ""
     if signer.label:
@@ -190,14 +226,20 @@ def sign_cmd(bundle_path: str, out_path: str, config_path: str | None,
 
 
 def _bundle_refusals(statement: dict[str, Any], bundle_path: str) -> list[dict[str, str]]:
+    """The bundle's own refusals (its digests recomputed: a changed byte of its evidence is
+    refused even when the digests written in it are the ones the decision names), and
+    ``attestation.evidence_mismatch`` when the decision names other evidence."""
     made = read_document(bundle_path)
-    predicate = statement["predicate"]
+    found = [{"code": r["code"], "path": f"bundle:{r['path']}"} for r in verify_bundle(made)]
+    predicate = statement.get("predicate", {})
     sections = made.get("sections") if isinstance(made, dict) else None
     named = {name: kept.get("digest") for name, kept in sections.items()
              if isinstance(kept, dict)} if isinstance(sections, dict) else {}
-    if predicate.get("evidenceDigest") != made.get("digest") or predicate.get("inputs") != named:
-        return [{"code": "attestation.evidence_mismatch", "path": "$.payload.predicate.inputs"}]
-    return []
+    if found or predicate.get("evidenceDigest") != made.get("digest") \
+            or predicate.get("inputs") != named:
+        found.append({"code": "attestation.evidence_mismatch",
+                      "path": "$.payload.predicate.inputs"})
+    return found
 
 
 @click.command("verify")
@@ -219,7 +261,7 @@ def verify_cmd(envelope_path: str, bundle_path: str | None, config_path: str | N
                               key=lambda r: (r["path"], r["code"]))
     except ToolkeeperError as exc:
         fail(exc, as_json=as_json)
-    predicate = statement["predicate"]
+    predicate = statement.get("predicate", {})
     if as_json:
         echo_json({"verified": not refusals, "refusals": refusals,
                    "outcome": predicate.get("outcome"), "signer": predicate.get("signer"),

@@ -10,12 +10,12 @@ and its type, base64, and the signatures over the DSSE pre-authentication encodi
 with Ed25519 or, labelled ``internal`` in the predicate because only a holder of the shared key
 can check it, HMAC-SHA-256.
 
-:func:`verify_envelope` refuses, each with its code: an envelope that is not one, or whose
-payload is not a Statement of this predicate type (``attestation.malformed``), a signer not
-among the trusted keys (``attestation.untrusted_signer``), a signature that does not verify
-(``attestation.bad_signature``: any byte of the payload or its type changed, or another key),
-and a signer in the envelope that is not the one the predicate names
-(``attestation.signer_mismatch``).
+:func:`verify_envelope` checks the signature before it reads the payload, and refuses, each
+with its code: a signer not among the trusted keys (``attestation.untrusted_signer``), a
+signature that does not verify (``attestation.bad_signature``: any byte of the payload or its
+type changed, or another key), a signer the predicate names otherwise than the envelope and
+its key (``attestation.signer_mismatch``), and an envelope that is not one, or whose signed
+payload is not a Statement of this predicate type (``attestation.malformed``).
 """
 
 from __future__ import annotations
@@ -97,41 +97,61 @@ def _malformed(why: str) -> ToolkeeperError:
                            data={"reason": why})
 
 
-def _parse(value: Any) -> tuple[Envelope, dict[str, Any]]:
+def _envelope(value: Any) -> Envelope:
     if not isinstance(value, dict) or set(value) != {"payload", "payloadType", "signatures"} \
+            or not isinstance(value["payloadType"], str) \
             or not isinstance(value["signatures"], list) or len(value["signatures"]) != 1 \
             or not isinstance(value["signatures"][0], dict) \
-            or set(value["signatures"][0]) != {"keyid", "sig"}:
+            or set(value["signatures"][0]) != {"keyid", "sig"} \
+            or not all(isinstance(v, str) for v in value["signatures"][0].values()):
         raise _malformed("a DSSE envelope with exactly one signature (keyid, sig)")
     try:
-        envelope = Envelope.from_dict(json.loads(json.dumps(value)))  # from_dict edits its input
+        return Envelope.from_dict(json.loads(json.dumps(value)))  # from_dict edits its input
+    except (KeyError, ValueError, TypeError, binascii.Error):
+        raise _malformed("its payload or signature is not base64") from None
+
+
+def _statement(envelope: Envelope) -> dict[str, Any] | None:
+    """The payload as a Statement of this predicate, or None."""
+    try:
         body = json.loads(envelope.payload)
-    except (KeyError, ValueError, TypeError, binascii.Error) as exc:
-        raise _malformed(f"its payload or signature does not decode ({type(exc).__name__})") \
-            from None
+    except ValueError:
+        return None
     if envelope.payload_type != PAYLOAD_TYPE or not isinstance(body, dict) or body.get(
             "_type") != STATEMENT_TYPE or body.get("predicateType") != PREDICATE_TYPE \
             or not isinstance(body.get("predicate"), dict):
-        raise _malformed(f"its payload is not an in-toto Statement of {PREDICATE_TYPE}")
-    return envelope, body
+        return None
+    return body
+
+
+def _algorithm(key: TrustedKey) -> str:
+    return HMAC_SHA256 if isinstance(key, bytes) else ED25519
 
 
 def verify_envelope(value: Any, trusted: Mapping[str, TrustedKey]
                     ) -> tuple[dict[str, Any], list[dict[str, str]]]:
     """The Statement of ``value`` and every refusal of it under ``trusted``, sorted (empty:
-    it verifies); an envelope that cannot be read is ToolkeeperError
-    ``attestation.malformed``."""
-    envelope, body = _parse(value)
+    it verifies). The signature is checked first, over the envelope's pre-authentication
+    encoding of the payload as it stands, so a changed byte of the payload or of its type is
+    ``attestation.bad_signature`` whatever it did to the payload; only a payload whose
+    signature holds is read. An envelope that cannot be read, or whose signed payload is not
+    a Statement of this predicate, is ToolkeeperError ``attestation.malformed``. The
+    Statement is empty when the signature does not hold and the payload is not one."""
+    envelope = _envelope(value)
     (signature,) = envelope.signatures.values()
-    named = body["predicate"].get("signer")
-    algorithm = named.get("algorithm") if isinstance(named, dict) else None
-    found: list[tuple[str, str]] = []
-    if not isinstance(named, dict) or named.get("keyid") != signature.keyid or algorithm not in (
-            HMAC_SHA256, ED25519):
-        found.append(("$.payload.predicate.signer", "attestation.signer_mismatch"))
     key = trusted.get(signature.keyid)
     if key is None:
-        found.append(("$.signatures[0].keyid", "attestation.untrusted_signer"))
-    elif not signature_holds(key, str(algorithm), envelope.pae(), signature.signature):
-        found.append(("$.signatures[0].sig", "attestation.bad_signature"))
-    return body, [{"code": code, "path": path} for path, code in sorted(found)]
+        return _statement(envelope) or {}, [
+            {"code": "attestation.untrusted_signer", "path": "$.signatures[0].keyid"}]
+    if not signature_holds(key, _algorithm(key), envelope.pae(), signature.signature):
+        return _statement(envelope) or {}, [
+            {"code": "attestation.bad_signature", "path": "$.signatures[0].sig"}]
+    body = _statement(envelope)
+    if body is None:
+        raise _malformed(f"its signed payload is not an in-toto Statement of {PREDICATE_TYPE}")
+    named = body["predicate"].get("signer")
+    if not isinstance(named, dict) or named.get("keyid") != signature.keyid \
+            or named.get("algorithm") != _algorithm(key):
+        return body, [{"code": "attestation.signer_mismatch",
+                       "path": "$.payload.predicate.signer"}]
+    return body, []

@@ -214,23 +214,26 @@ def _rollback(evidence: Mapping[str, Any], trusted: Mapping[str, TrustedKey]) ->
 
 
 def _outcome(reasons: Iterable[Reason]) -> str:
-    candidate_failed = proven = False
-    inconclusive = False
+    candidate_failed = unproven = inconclusive = False
     for reason in reasons:
-        if reason.rule == "rollback.verified":
-            proven = reason.status == PASSED
+        if reason.section == "rollbackEvidence":
+            unproven = unproven or reason.status not in (PASSED, IGNORED)
         elif reason.status == FAILED:
             candidate_failed = True
         elif reason.status == INCONCLUSIVE:
             inconclusive = True
     if candidate_failed:
-        return ROLLBACK if proven else HALT
-    return HOLD if inconclusive or not proven else PROMOTE
+        return HALT if unproven else ROLLBACK
+    return HOLD if inconclusive or unproven else PROMOTE
 
 
-def decide(bundle: Any, trusted: Mapping[str, TrustedKey]) -> Decision:
+def decide(bundle: Any, trusted: Mapping[str, TrustedKey],
+           checks: Iterable[Reason] = ()) -> Decision:
     """The decision on ``bundle`` with the rollback evidence verified under ``trusted`` (key
-    id -> key); see the module docstring for what is refused and how it decides."""
+    id -> key); see the module docstring for what is refused and how it decides. ``checks``
+    are more reasons the caller judged (a canary's: whether the stored rollback evidence still
+    matches the store); one of section ``rollbackEvidence`` that is not passed leaves the
+    rollback target unproven."""
     content = _checked(bundle)
     policy_doc = content["policy"]
     policy = WindowPolicy.from_json(policy_doc["window"])
@@ -238,7 +241,7 @@ def decide(bundle: Any, trusted: Mapping[str, TrustedKey]) -> Decision:
     reasons = [*_transcripts(content["transcripts"], policy_doc),
                *_sdk_diffs(content["sdkDiffs"]), *_proxy(content["proxyEvidence"]),
                *_windows(content["healthWindows"], policy, rollback),
-               _rollback(rollback, trusted)]
+               _rollback(rollback, trusted), *checks]
     reasons.sort(key=lambda r: (r.section, r.rule))
     candidate = content["healthWindows"]["candidate"]
     return Decision(
