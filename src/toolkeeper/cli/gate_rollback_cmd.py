@@ -48,7 +48,7 @@ from toolkeeper.gate.rollback_evidence import ArtifactResolver, build_evidence
 from toolkeeper.registry import Registry
 from toolkeeper.server import ToolHandlers
 
-__all__ = ["artifact_resolver", "register", "rollback_evidence_cmd"]
+__all__ = ["artifact_resolver", "register", "rollback_evidence_cmd", "window_healthy"]
 
 _DEMO_REFERENCE = "toolkeeper.demo.handlers:demo_handlers"
 _STATUSES = (HEALTHY, FAILED, INCONCLUSIVE)
@@ -92,7 +92,7 @@ def rollback_evidence_cmd(tool: str, version: str, registry_url: str | None,
                       "variables": [ENV_KEY_ID, ENV_KEY_FILE]})
         trusted = {key.key_id: key.trusted(), **trusted_keys_from(config.gate, os.environ)}
         url = registry_url or config.registry.url or None
-        healthy = _healthy(policy_path, since, until, window_path, url, tool, version)
+        healthy = window_healthy(policy_path, since, until, window_path, url, tool, version)
         artifact = artifact_resolver(handler_refs or config.estate.handlers, demo or config.estate.demo)
         with Registry.open(url, create=False, read_only=True) as registry:
             evidence = build_evidence(registry, tool, version, key, healthy=healthy,
@@ -125,7 +125,7 @@ def _show(evidence: dict[str, Any], as_json: bool, label: str | None) -> None:
     click.echo(f"  evidence    sha256:{digest}")
 
 
-def _healthy(policy_path: str | None, since: str | None, until: str | None,
+def window_healthy(policy_path: str | None, since: str | None, until: str | None,
              window_path: str | None, url: str | None, tool: str, version: str) -> bool:
     """Whether the version's health window is ``healthy``: the call log's under a policy, or
     a ``gate window --json`` output."""

@@ -16,6 +16,7 @@ from toolkeeper.cli import (
     gate_cmds,
     keys_cmd,
     registry_cmds,
+    release_cmds,
     serve_cmd,
     token_cmd,
     tools_cmd,
@@ -34,7 +35,7 @@ def cli() -> None:
 
 for _module in (contracts_cmds, export_cmd, diff_cmd, registry_cmds, serve_cmd, keys_cmd,
                 calls_cmd, tools_cmd, call_cmd, conformance_cmd, conformance_evidence_cmd,
-                client_config_cmd, token_cmd, upstream_cmds, gate_cmds):
+                client_config_cmd, token_cmd, upstream_cmds, gate_cmds, release_cmds):
     _module.register(cli)
 
 
