@@ -126,7 +126,8 @@ def _show(evidence: dict[str, Any], as_json: bool, label: str | None) -> None:
 
 
 def window_healthy(policy_path: str | None, since: str | None, until: str | None,
-             window_path: str | None, url: str | None, tool: str, version: str) -> bool:
+                   window_path: str | None, url: str | None, tool: str,
+                   version: str) -> bool:
     """Whether the version's health window is ``healthy``: the call log's under a policy, or
     a ``gate window --json`` output."""
     if window_path is not None:
