@@ -19,6 +19,9 @@ cancelled out:
   plain ``def`` handler (no context, the same answer without progress or log lines), bound
   ``inline=True`` (run inside dispatch, on the event loop) and by default (run in a worker
   thread): their difference is the cost of the thread hop;
+* ``rollout``: ``dispatch`` while ``payments.lookup`` 1.1.0 (1.0.0's contract) is rolled out
+  over 1.0.0 at a 50 % step (``RolloutBook.start``; needs a source that has it): the routing's
+  cost with a rollout in play;
 * ``jwt`` and ``key``: ``dispatch`` with ``Authorization: Bearer`` on every request, through
   the resolver ``build_resolver`` makes: an RS256 JWT (PEM key) or an API key, each already
   verified and cached, for a principal with the anonymous one's entitlement (the ratio to
@@ -89,6 +92,9 @@ def _child(loop: str, calls: int) -> None:
         return
     if loop in ("sync-inline", "sync-thread"):
         handlers = _sync_handlers(inline=loop == "sync-inline")
+    if loop == "rollout":
+        _rollout(registry)
+        loop = "dispatch"
     _, gw = build_app(registry, handlers, call_log=CountingCallLog())
     first: Any = asyncio.run(gateway._dispatch_loop(gw.kernel, 1))
     if loop in ("sync-inline", "sync-thread"):
@@ -100,6 +106,24 @@ def _child(loop: str, calls: int) -> None:
     floor = Floor(registry, handlers, gw.resolve_principal(TransportFacts("http", None)),
                   CountingCallLog())
     bench_floor(floor, gateway.BODY, gateway.asgi_pairs(), first[3].body, calls)
+
+
+def _rollout(registry: Any) -> None:
+    """``payments.lookup`` 1.1.0 (1.0.0's contract) rolled out over 1.0.0 at a 50 % step."""
+    import time
+
+    from toolkeeper.contracts.semver import Version
+    from toolkeeper.contracts.spec import spec_from_mapping, spec_to_mapping
+    from toolkeeper.registry.rollout_book import rollout_book
+    from toolkeeper.registry.rollouts import Rollout
+
+    spec = registry.get("payments.lookup", "1.0.0")
+    registry.publish(spec_from_mapping({**spec_to_mapping(spec, lifecycle=False),
+                                        "version": "1.1.0"}))
+    now = time.time_ns() // 1000
+    rollout_book(registry).start(Rollout(
+        "payments.lookup", Version.parse("1.1.0"), Version.parse("1.0.0"), (50, 100), 0,
+        "running", "00" * 16, {}, 300, 3, {}, now, now, now))
 
 
 def _sync_handlers(*, inline: bool) -> Any:
@@ -329,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", nargs=2, metavar=("LOOP", "CALLS"), help=argparse.SUPPRESS)
     parser.add_argument("--small", type=int, default=1000)
     parser.add_argument("--large", type=int, default=3000)
-    parser.add_argument("--loop", choices=(*LOOPS, *ASGI_LOOPS, *PAGE_LOOPS), action="append")
+    parser.add_argument("--loop", choices=(*LOOPS, *ASGI_LOOPS, *PAGE_LOOPS, "rollout"),
+                        action="append")
     parser.add_argument("--asgi", action="store_true",
                         help="the deployment loops through the ASGI app (bench/deployment.py)")
     parser.add_argument("--pages", action="store_true", help="the paged tools/list loops")
