@@ -28,7 +28,7 @@ COVERED = {
     "gateway.toml", "typed_tools.py", "payments.lookup.json", "db.query-3.0.0.json",
     "db.query-4.0.0.json", "payments.lookup.bad-args.json", "payments.lookup-1.1.0.json",
     "keys/idp-jwks.json", "keys/idp-dev-private-key.pem", "conformance/README.md",
-    "conformance/handlers.py",
+    "conformance/handlers.py", "keys/gate-dev-hmac.key", "keys/gate-dev-ed25519.pub.pem",
 }
 """The files each test below runs, besides the contracts under conformance/contracts/."""
 
@@ -144,6 +144,20 @@ def test_gateway_toml_sets_every_key_of_the_reference_but_the_other_issuer_key_s
     assert sorted(keys - {row.key for row in SETTINGS}) == []
     for key in ISSUER_KEY_SOURCES:
         assert f"# {key.rsplit('.', 1)[1]} = " in text
+
+
+def test_gateway_toml_names_the_gate_keys_a_decision_is_signed_and_checked_with(
+        home: Path) -> None:
+    from toolkeeper.cli.sources import read_source
+    from toolkeeper.config import load_config
+    from toolkeeper.gate.keys import signing_key_from, trusted_keys_from
+
+    config = load_config(str(home / "examples" / "gateway.toml"), read=read_source)
+    signer = signing_key_from(config.gate, {})
+    trusted = trusted_keys_from(config.gate, {})
+    assert signer is not None and (signer.key_id, signer.algorithm) == (
+        "release-controller", "hmac-sha256")
+    assert sorted(trusted) == ["release-controller-ed25519"]
 
 
 def test_typed_tools_exports_its_contracts_and_serves_both_tools(home: Path) -> None:

@@ -121,7 +121,8 @@ def test_one_replica_syncs_and_the_other_serves_the_approval_within_a_second(
         syncer = 1 - follower
         assert upstream.control("release")["waiting"] <= 1
         logs[syncer].wait(QUARANTINED, marks[syncer])
-        assert not any(QUARANTINED in line for line in logs[follower].lines[marks[follower]:])
+        # (a later sync of the follower's, once the lock is free, finds the drift pending and
+        # says so too: that it was recorded once is the one pending drift below)
         for url in urls:  # the approved description keeps being served on both
             assert _served(url) == ("Search the files by text.", "1.0.0", True)
 
