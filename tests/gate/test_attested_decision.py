@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from decision_kit import TRUSTED, evidence, make
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from decision_kit import TRUSTED, evidence, make
 from toolkeeper.errors import ToolkeeperError
 from toolkeeper.gate.attestation import (
     PAYLOAD_TYPE,

@@ -128,14 +128,13 @@ def test_the_operations_move_the_state_and_store_the_actor(registry: Registry) -
     assert book.halt(NAME, actor="gate").state == HALTED
     assert book.routing()[NAME].state == HALTED
     assert book.promote_step(NAME).share == 50
-    assert book.promote_step(NAME).share == 100
-    done = book.promote_step(NAME, actor="dave")
-    assert (done.state, done.actor) == (PROMOTED, "dave")
+    done = book.promote_step(NAME, actor="dave")  # reaching 100 percent: the version in force
+    assert (done.state, done.share, done.actor) == (PROMOTED, 100, "dave")
     assert book.routing() == {}
     assert registry.latest(NAME) is not None and registry.latest(NAME).version == v("2.0.0")
     actions = [e.action for e in registry.audit() if e.action.startswith("rollout.")]
     assert actions == ["rollout.start", "rollout.pause", "rollout.resume", "rollout.promote",
-                       "rollout.halt", "rollout.promote", "rollout.promote", "rollout.promote"]
+                       "rollout.halt", "rollout.promote", "rollout.promote"]
     assert _code(lambda: book.abort(NAME)) == "release.state_invalid"
 
 

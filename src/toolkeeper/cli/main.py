@@ -17,6 +17,7 @@ from toolkeeper.cli import (
     keys_cmd,
     registry_cmds,
     release_cmds,
+    release_watch_cmd,
     serve_cmd,
     token_cmd,
     tools_cmd,
@@ -35,7 +36,8 @@ def cli() -> None:
 
 for _module in (contracts_cmds, export_cmd, diff_cmd, registry_cmds, serve_cmd, keys_cmd,
                 calls_cmd, tools_cmd, call_cmd, conformance_cmd, conformance_evidence_cmd,
-                client_config_cmd, token_cmd, upstream_cmds, gate_cmds, release_cmds):
+                client_config_cmd, token_cmd, upstream_cmds, gate_cmds, release_cmds,
+                release_watch_cmd):
     _module.register(cli)
 
 

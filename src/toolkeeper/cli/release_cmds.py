@@ -50,7 +50,19 @@ from toolkeeper.registry.rollout_book import RolloutBook, check_steps, rollout_b
 from toolkeeper.registry.rollout_rows import thawed
 from toolkeeper.registry.rollouts import RUNNING, Rollout, RolloutDecision
 
-__all__ = ["register", "release_group"]
+__all__ = [
+    "actor_of",
+    "actor_option",
+    "decision_json",
+    "open_book",
+    "reason_text",
+    "register",
+    "registry_options",
+    "registry_url_of",
+    "release_group",
+    "rollout_json",
+    "rollout_line",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _REFUSED = frozenset({"release.target_unproven", "release.in_progress", "release.state_invalid",
@@ -60,7 +72,7 @@ _DURATION = re.compile(r"(\d+)(s|m|h|d)?")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
 
 
-def _common(func: F) -> F:
+def registry_options(func: F) -> F:
     func = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")(func)
     func = click.option("--config", "config_path", default=None, metavar="FILE",
                         help="The configuration: registry.url, [gate] keys, [estate].")(func)
@@ -70,7 +82,7 @@ def _common(func: F) -> F:
                         "SQLite file in the user data dir).")(func)
 
 
-def _actor_option(func: F) -> F:
+def actor_option(func: F) -> F:
     return click.option("--actor", default=None, metavar="WHO",
                         help="Who is recorded (default os:<your user name>).")(func)
 
@@ -79,7 +91,7 @@ def _fail(error: ToolkeeperError, as_json: bool) -> NoReturn:
     fail(error, as_json=as_json, code=EXIT_REFUSED if error.code in _REFUSED else EXIT_BAD_INPUT)
 
 
-def _actor(given: str | None) -> str:
+def actor_of(given: str | None) -> str:
     if given:
         return given
     try:
@@ -88,7 +100,7 @@ def _actor(given: str | None) -> str:
         return "os:unknown"
 
 
-def _url(registry_url: str | None, config_path: str | None) -> str | None:
+def registry_url_of(registry_url: str | None, config_path: str | None) -> str | None:
     url = registry_url or load_config(config_path, read=read_source).registry.url or None
     scheme, sep, _ = (url if url is not None else default_url()).strip().partition(":")
     if sep and scheme.lower() == "memory":
@@ -99,11 +111,11 @@ def _url(registry_url: str | None, config_path: str | None) -> str | None:
 
 
 @contextmanager
-def _book(registry_url: str | None, config_path: str | None, as_json: bool
+def open_book(registry_url: str | None, config_path: str | None, as_json: bool
           ) -> Iterator[tuple[Registry, RolloutBook]]:
     """The registry and its rollouts; every ToolkeeperError inside is reported."""
     try:
-        with Registry.open(_url(registry_url, config_path), create=False) as registry:
+        with Registry.open(registry_url_of(registry_url, config_path), create=False) as registry:
             yield registry, rollout_book(registry)
     except ToolkeeperError as exc:
         _fail(exc, as_json)
@@ -214,13 +226,13 @@ def decision_json(decision: RolloutDecision) -> dict[str, Any]:
             "envelope": thawed(decision.envelope)}
 
 
-def _line(rollout: Rollout) -> str:
+def rollout_line(rollout: Rollout) -> str:
     return (f"{rollout.tool}: {rollout.candidate} against {rollout.target}, {rollout.state} at "
             f"step {rollout.step + 1}/{len(rollout.steps)} ({rollout.share}%), revision "
             f"{rollout.seq} by {rollout.actor} [{rollout_id(rollout)}]")
 
 
-def _reason_text(reason: Any) -> str:
+def reason_text(reason: Any) -> str:
     fields = thawed(reason) if not isinstance(reason, str) else {"rule": reason}
     code = fields.get("rule") or fields.get("code") or "?"
     rest = ", ".join(f"{k} {v}" for k, v in sorted(fields.items()) if k not in ("rule", "code"))
@@ -252,8 +264,8 @@ def release_group() -> None:
 @click.option("--handlers", "handler_refs", multiple=True, metavar="MODULE:ATTR",
               help="Handler modules for a native tool's artifact, as `serve --handlers`.")
 @click.option("--demo", is_flag=True, help="The demo estate's handlers too.")
-@_actor_option
-@_common
+@actor_option
+@registry_options
 def start_cmd(tool: str, version: str, policy_path: str, evidence_path: str, steps_text: str,
               interval_text: str, max_holds: int, target_text: str | None, health_since: str,
               handler_refs: tuple[str, ...], demo: bool, actor: str | None,
@@ -265,10 +277,10 @@ def start_cmd(tool: str, version: str, policy_path: str, evidence_path: str, ste
         WindowPolicy.from_json(policy)  # refused here, not at the first interval
         kept = _kept_evidence(evidence_path)
         candidate = Version.parse(version)
-        url = _url(registry_url, config_path)
+        url = registry_url_of(registry_url, config_path)
     except ToolkeeperError as exc:
         _fail(exc, as_json)
-    with _book(url, config_path, as_json) as (registry, book):
+    with open_book(url, config_path, as_json) as (registry, book):
         target = _target(registry, tool, candidate, target_text)
         current = book.get(tool)
         if current is not None and current.state in (RUNNING, "paused", "halted"):
@@ -282,21 +294,21 @@ def start_cmd(tool: str, version: str, policy_path: str, evidence_path: str, ste
             tool=tool, candidate=candidate, target=target, steps=steps, step=0, state=RUNNING,
             salt=secrets.token_hex(16), policy=policy, interval_s=interval_s,
             max_holds=max_holds, rollback_evidence=evidence, started_us=now,
-            step_started_us=now, updated_us=now, actor=_actor(actor),
+            step_started_us=now, updated_us=now, actor=actor_of(actor),
             extra={"evidence": kept, "healthSince": health_since}))
     if as_json:
         echo_json(rollout_json(stored))
     else:
-        click.echo(f"started {_line(stored)}")
+        click.echo(f"started {rollout_line(stored)}")
 
 
 @release_group.command("status")
 @click.argument("tool")
-@_common
+@registry_options
 def status_cmd(tool: str, registry_url: str | None, config_path: str | None,
                as_json: bool) -> None:
     """TOOL's rollout: its record, share, state, and the last decision with its reasons."""
-    with _book(registry_url, config_path, as_json) as (_, book):
+    with open_book(registry_url, config_path, as_json) as (_, book):
         rollout = book.get(tool)
         if rollout is None:
             raise ToolkeeperError(f"{tool} has no rollout", code="release.not_found",
@@ -307,7 +319,7 @@ def status_cmd(tool: str, registry_url: str | None, config_path: str | None,
         echo_json({"rollout": rollout_json(rollout), "decisions": len(decisions),
                    "lastDecision": decision_json(last) if last else None})
         return
-    click.echo(_line(rollout))
+    click.echo(rollout_line(rollout))
     click.echo(f"  holds {rollout.holds}/{rollout.max_holds}, interval {rollout.interval_s}s, "
                f"steps {','.join(map(str, rollout.steps))}")
     if last is None:
@@ -316,22 +328,22 @@ def status_cmd(tool: str, registry_url: str | None, config_path: str | None,
     click.echo(f"  last decision: {last.outcome} at step {last.step + 1} ({last.share}%) -> "
                f"{last.state_after}")
     for reason in last.reasons:
-        click.echo(f"    {_reason_text(reason)}")
+        click.echo(f"    {reason_text(reason)}")
 
 
 def _operation(name: str, method: str, summary: str) -> None:
     @release_group.command(name, help=summary)
     @click.argument("tool")
-    @_actor_option
-    @_common
+    @actor_option
+    @registry_options
     def command(tool: str, actor: str | None, registry_url: str | None,
                 config_path: str | None, as_json: bool) -> None:
-        with _book(registry_url, config_path, as_json) as (_, book):
-            moved: Rollout = getattr(book, method)(tool, actor=_actor(actor))
+        with open_book(registry_url, config_path, as_json) as (_, book):
+            moved: Rollout = getattr(book, method)(tool, actor=actor_of(actor))
         if as_json:
             echo_json(rollout_json(moved))
         else:
-            click.echo(_line(moved))
+            click.echo(rollout_line(moved))
 
 
 _operation("pause", "pause", "Keep TOOL's routing as at its step; no evaluation.")
@@ -344,11 +356,11 @@ _operation("abort", "abort", "End TOOL's rollout: every principal back on the ta
 
 @release_group.command("history")
 @click.argument("tool")
-@_common
+@registry_options
 def history_cmd(tool: str, registry_url: str | None, config_path: str | None,
                 as_json: bool) -> None:
     """Every rollout of TOOL, oldest first, with its decisions."""
-    with _book(registry_url, config_path, as_json) as (_, book):
+    with open_book(registry_url, config_path, as_json) as (_, book):
         history = book.history(tool)
     if as_json:
         echo_json({"tool": tool, "rollouts": [
@@ -358,7 +370,7 @@ def history_cmd(tool: str, registry_url: str | None, config_path: str | None,
     if not history:
         click.echo(f"{tool}: no rollout")
     for rollout, decisions in history:
-        click.echo(_line(rollout))
+        click.echo(rollout_line(rollout))
         for d in decisions:
             click.echo(f"  {d.at_us} step {d.step + 1} ({d.share}%): {d.outcome} -> "
                        f"{d.state_after}")

@@ -213,7 +213,7 @@ def _rollback(evidence: Mapping[str, Any], trusted: Mapping[str, TrustedKey]) ->
                   len(refusals), 0, "; ".join(f"{r['code']} at {r['path']}" for r in refusals))
 
 
-def _outcome(reasons: Iterable[Reason]) -> str:
+def _outcome(reasons: Iterable[Reason], on_unproven: str) -> str:
     candidate_failed = unproven = inconclusive = False
     for reason in reasons:
         if reason.section == "rollbackEvidence":
@@ -224,16 +224,21 @@ def _outcome(reasons: Iterable[Reason]) -> str:
             inconclusive = True
     if candidate_failed:
         return HALT if unproven else ROLLBACK
-    return HOLD if inconclusive or unproven else PROMOTE
+    if unproven:
+        return on_unproven
+    return HOLD if inconclusive else PROMOTE
 
 
 def decide(bundle: Any, trusted: Mapping[str, TrustedKey],
-           checks: Iterable[Reason] = ()) -> Decision:
+           checks: Iterable[Reason] = (), *, unproven: str = HOLD) -> Decision:
     """The decision on ``bundle`` with the rollback evidence verified under ``trusted`` (key
     id -> key); see the module docstring for what is refused and how it decides. ``checks``
     are more reasons the caller judged (a canary's: whether the stored rollback evidence still
     matches the store); one of section ``rollbackEvidence`` that is not passed leaves the
-    rollback target unproven."""
+    rollback target unproven. ``unproven`` is the outcome for a candidate with nothing against
+    it and an unproven target: ``hold`` before a rollout (prove the target first), ``halt``
+    during one (callers already reach the candidate, and there is no proven place to return
+    them to)."""
     content = _checked(bundle)
     policy_doc = content["policy"]
     policy = WindowPolicy.from_json(policy_doc["window"])
@@ -245,7 +250,7 @@ def decide(bundle: Any, trusted: Mapping[str, TrustedKey],
     reasons.sort(key=lambda r: (r.section, r.rule))
     candidate = content["healthWindows"]["candidate"]
     return Decision(
-        outcome=_outcome(reasons), reasons=tuple(reasons), evidence_digest=bundle["digest"],
+        outcome=_outcome(reasons, unproven), reasons=tuple(reasons), evidence_digest=bundle["digest"],
         sections={name: bundle["sections"][name]["digest"] for name in SECTIONS},
         candidate={"tool": candidate["tool"], "version": candidate["version"],
                    "descriptorSha256": candidate.get("descriptorSha256")},

@@ -37,7 +37,6 @@ from toolkeeper.registry.rollouts import (
     FINAL_STATES,
     HALTED,
     PAUSED,
-    PROMOTED,
     ROLLED_BACK,
     RUNNING,
     STATES,
@@ -208,15 +207,11 @@ class RolloutBook:
 
     def promote_step(self, tool: str, *, actor: str = "anonymous",
                      expected_seq: int | None = None) -> Rollout:
-        """The next step (holds reset); past the last, ``promoted``: the candidate is then the
-        newest visible version for everyone. A halted rollout promoted runs again."""
-        def promoted(r: Rollout, now: int) -> Rollout:
-            if r.step + 1 >= len(r.steps):
-                return replace(r, state=PROMOTED, holds=0)
-            return replace(r, step=r.step + 1, holds=0, step_started_us=now,
-                           state=RUNNING if r.state == HALTED else r.state)
-        return self._move(tool, "promote", (RUNNING, PAUSED, HALTED), promoted, actor,
-                          expected_seq)
+        """The next step (holds reset); reaching the last, ``promoted``: the candidate is then
+        the newest visible version for everyone (:meth:`Rollout.promoted`). A halted rollout
+        promoted runs again."""
+        return self._move(tool, "promote", (RUNNING, PAUSED, HALTED),
+                          lambda r, now: r.promoted(now), actor, expected_seq)
 
     def pause(self, tool: str, *, actor: str = "anonymous",
               expected_seq: int | None = None) -> Rollout:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from toolkeeper.contracts.semver import Version
@@ -95,6 +95,17 @@ class Rollout:
     @property
     def routes(self) -> bool:
         return self.state in ROUTING_STATES
+
+    def promoted(self, now_us: int) -> Rollout:
+        """The rollout one step on: the next share, its interval and holds afresh; reaching the
+        last step (100 percent) ends it ``promoted``: the candidate is then the version in
+        force, the newest visible version for everyone, so no step runs at 100 percent (where
+        the target would have no traffic left to compare with)."""
+        if self.step + 1 >= len(self.steps) - 1:
+            return replace(self, step=len(self.steps) - 1, state=PROMOTED, holds=0,
+                           step_started_us=now_us)
+        return replace(self, step=self.step + 1, holds=0, step_started_us=now_us,
+                       state=RUNNING if self.state == HALTED else self.state)
 
     def sees_candidate(self, principal: Principal) -> bool:
         """Whether ``principal`` is in the candidate's share at this step."""
