@@ -14,7 +14,7 @@ import pytest
 from conformance_kit import demo_app, outcomes, run, served_url
 
 from toolkeeper.client import Target
-from toolkeeper.conformance import NginxProxy, Report, builtin_corpus
+from toolkeeper.conformance import NginxProxy, Report, Transcript, builtin_corpus
 from toolkeeper.conformance.nginx import load_template
 
 _PROTOCOL_ERROR_STATUSES = (400, 404)
@@ -51,6 +51,12 @@ def test_through_the_correct_nginx_every_case_has_its_direct_outcome(
         (c.name, c.observed_status, c.observed_code) for c in direct.cases]
 
 
+def _with_why(transcript: Transcript, finding: str) -> str:
+    """``finding`` as reported: with the case's reason for its level, when it has one."""
+    why = transcript.why_of(finding.split(":", 1)[0])
+    return finding if why is None else f"{finding} ({why})"
+
+
 def test_through_the_faulty_nginx_exactly_the_protocol_error_cases_fail_naming_the_500(
         nginx: str, origin: str, direct: Report) -> None:
     live = {t.name for t in builtin_corpus() if t.mode == "live"}
@@ -68,13 +74,14 @@ def test_through_the_faulty_nginx_exactly_the_protocol_error_cases_fail_naming_t
     undecodable = "response.undecodable: $: the HTTP 500 answer is not JSON"
 
     def expected(name: str) -> tuple[str, int, None, str]:
-        transcript = by_name[name]
+        transcript = by_name[name].on_transport("http")
         if transcript.expect.answer == "status":  # a transport refusal: only its status counts
             status = transcript.expect.status
             want = " or ".join(map(str, status)) if isinstance(status, list) else status
-            return (_OUTCOME[transcript.level_of("expect.status")], 500, None,
-                    f"expect.status: $: HTTP 500 where the case expects {want}")
-        return _OUTCOME[transcript.level_of("response.undecodable")], 500, None, undecodable
+            return (_OUTCOME[transcript.level_of("expect.status")], 500, None, _with_why(
+                transcript, f"expect.status: $: HTTP 500 where the case expects {want}"))
+        return (_OUTCOME[transcript.level_of("response.undecodable")], 500, None,
+                _with_why(transcript, undecodable))
 
     assert found == {name: expected(name) for name in collapsible}
     assert {n: o for n, o in outcomes(proxied).items() if n not in collapsible} == {

@@ -109,17 +109,67 @@ def test_every_negative_case_asserts_its_boundary_and_a_code_or_status() -> None
 SPEC_ROOT = Path("/work/shared/spec/docs/specification")
 
 
+def _sections(file: str) -> dict[str, str]:
+    """A spec page's sections, heading -> its text up to the next heading of any level; the
+    text before the first heading is cited by the page's title (its front matter)."""
+    lines = (SPEC_ROOT / file).read_text("utf-8").splitlines()
+    title = next(line.removeprefix("title:").strip() for line in lines
+                 if line.startswith("title:"))
+    sections: dict[str, list[str]] = {title: []}
+    current = sections[title]
+    for line in lines:
+        if line.startswith("#"):
+            current = sections.setdefault(line.lstrip("#").strip(), [])
+        else:
+            current.append(line)
+    return {name: "\n".join(text) for name, text in sections.items()}
+
+
 def test_every_case_names_a_level_and_a_section_that_exists_in_the_spec_text() -> None:
     if not SPEC_ROOT.is_dir():
         pytest.skip(f"the spec text is not at {SPEC_ROOT}")
     for transcript in builtin_corpus():
-        assert transcript.level in ("MUST", "SHOULD", "reference"), transcript.name
-        cited = transcript.citation
-        assert cited is not None, transcript.name
-        page = SPEC_ROOT / cited.file
-        headings = {line.lstrip("#").strip() for line in page.read_text("utf-8").splitlines()
-                    if line.startswith("#")}
-        assert cited.section in headings, (transcript.name, cited.section)
+        for judged in (transcript, *(transcript.on_transport(t) for t in transcript.level_on)):
+            assert judged.level in ("MUST", "SHOULD", "reference"), transcript.name
+            cited = judged.citation
+            assert cited is not None, transcript.name
+            assert cited.section in _sections(cited.file), (transcript.name, cited.section)
+
+
+def test_a_stdio_level_cites_the_client_duty_it_rests_on() -> None:
+    # A case judged otherwise over stdio because the text puts the duty on the client cites
+    # the stdio text's client rule, and says so in the finding it shows.
+    if not SPEC_ROOT.is_dir():
+        pytest.skip(f"the spec text is not at {SPEC_ROOT}")
+    ruled = {t.name: t.on_transport("stdio") for t in builtin_corpus() if "stdio" in t.level_on}
+    assert sorted(ruled) == sorted(STDIO_CLIENT_DUTY)
+    for name, judged in ruled.items():
+        assert judged.citation is not None
+        text = _sections(judged.citation.file)[judged.citation.section]
+        assert "The client **MUST NOT** write anything to the server's" in " ".join(
+            text.split()), name
+        assert (judged.level, dict(judged.levels)) == ("reference", {}), name
+        assert judged.why is not None and judged.why.startswith("stdio: "), name
+
+
+STDIO_CLIENT_DUTY = ("negative-batch-request", "negative-legacy-batch-request",
+                     "negative-legacy-malformed-json", "negative-legacy-wrong-jsonrpc-version",
+                     "negative-malformed-json", "negative-modern-params-not-object",
+                     "negative-wrong-jsonrpc-version")
+
+
+@pytest.mark.parametrize(("change", "path"), [
+    (lambda v: v.__setitem__("transports", ["http"]), "$.levelOn.stdio"),
+    (lambda v: v["levelOn"]["stdio"].pop("why"), "$.levelOn.stdio"),
+    (lambda v: v["levelOn"].__setitem__("tcp", v["levelOn"]["stdio"]), "$.levelOn"),
+])
+def test_a_transport_level_is_refused_where_it_cannot_apply(change: object, path: str) -> None:
+    value = json.loads(_copy("negative-malformed-json"))
+    change(value)  # type: ignore[operator]
+    with pytest.raises(ConformanceError) as caught:
+        parse_transcript(canonical_text(value).encode(), "negative-malformed-json")
+    assert caught.value.code == "conformance.transcript_invalid"
+    assert caught.value.data["path"] == path
 
 
 def test_a_live_case_without_its_level_or_citation_is_refused() -> None:

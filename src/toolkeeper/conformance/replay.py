@@ -155,6 +155,16 @@ def _called(body: Any) -> tuple[str | None, Any]:
     return (name if isinstance(name, str) else None), params.get("arguments")
 
 
+def _shown(transcript: Transcript, finding: Finding | None) -> str | None:
+    """The finding as reported, with the case's reason for its level when it has one (not
+    with an era's refusal: that is the run's, not the exchange's)."""
+    if finding is None:
+        return None
+    why = transcript.why_of(finding.code) \
+        if transcript.mode == "live" and not finding.code.startswith("era.") else None
+    return str(finding) if why is None else f"{finding} ({why})"
+
+
 def _result(transcript: Transcript, verdict: Verdict, body: Any = ABSENT) -> CaseResult:
     expect = transcript.expect
     outcome, finding = graded(transcript, verdict)
@@ -162,7 +172,7 @@ def _result(transcript: Transcript, verdict: Verdict, body: Any = ABSENT) -> Cas
     return CaseResult(transcript.name, transcript.case_class, transcript.requirements,
                       outcome, expect.boundary, expect.code,
                       verdict.observed_status, verdict.observed_code,
-                      None if finding is None else str(finding), transcript.mode,
+                      _shown(transcript, finding), transcript.mode,
                       transcript.level, _citation(transcript), tool, arguments)
 
 
@@ -178,7 +188,7 @@ def failed(transcript: Transcript, finding: Finding) -> CaseResult:
     expect = transcript.expect
     outcome, _ = graded(transcript, Verdict(False, None, None, (finding,)))
     return CaseResult(transcript.name, transcript.case_class, transcript.requirements, outcome,
-                      expect.boundary, expect.code, finding=str(finding),
+                      expect.boundary, expect.code, finding=_shown(transcript, finding),
                       mode=transcript.mode, level=transcript.level,
                       citation=_citation(transcript))
 

@@ -67,8 +67,10 @@ async def _run_one(transcript: Transcript, estates: Mapping[Era, Estate],
                    fresh: Callable[[], Awaitable[Any]] | None) -> CaseResult:
     if transcript.mode == "recorded":
         return judge_recorded(transcript)
-    if ("stdio" if stdio else "http") not in transcript.transports:
+    transport = "stdio" if stdio else "http"
+    if transport not in transcript.transports:
         return skipped(transcript, "not defined on this transport")
+    transcript = transcript.on_transport(transport)  # its level, citation there
     estate = estates.get(transcript.era)
     if estate is None:
         reason, fatal = refused.get(transcript.era, ("era not selected", False))

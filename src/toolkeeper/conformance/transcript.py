@@ -15,6 +15,7 @@ reports it the same way.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ __all__ = [
     "Recorded",
     "RequestShape",
     "Transcript",
+    "TransportLevel",
     "canonical_text",
     "parse_transcript",
     "transcript_schema",
@@ -153,6 +155,23 @@ class Citation:
 
 
 @dataclass(frozen=True)
+class TransportLevel:
+    """How a case is judged on one transport where that transport's text differs: its level
+    and per-code ``levels``, the text that sets them, and ``why`` (what a finding shows)."""
+
+    level: str
+    citation: Citation
+    why: str
+    levels: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> TransportLevel:
+        cited = value["citation"]
+        return cls(value["level"], Citation(cited["file"], cited["section"]), value["why"],
+                   dict(value.get("levels", {})))
+
+
+@dataclass(frozen=True)
 class Transcript:
     """One case. ``source`` is the value as read (what :func:`canonical_text` writes back)."""
 
@@ -176,6 +195,23 @@ class Transcript:
     citation: Citation | None = None
     levels: Mapping[str, str] = field(default_factory=dict)
     requires: tuple[str, ...] = ()
+    why: str | None = None
+    """Why the case is judged at its level, shown with a finding at that level."""
+    level_on: Mapping[str, TransportLevel] = field(default_factory=dict)
+
+    def on_transport(self, transport: str) -> Transcript:
+        """The case as judged on ``transport`` (``http`` or ``stdio``): its ``levelOn`` entry's
+        level, citation, reason and per-code levels replace the case's, if it has one."""
+        rule = self.level_on.get(transport)
+        if rule is None:
+            return self
+        return dataclasses.replace(self, level=rule.level, citation=rule.citation,
+                                   levels=dict(rule.levels), why=rule.why)
+
+    def why_of(self, code: str) -> str | None:
+        """The reason shown with a finding ``code``: the case's ``why`` when the finding is
+        judged at the case's level (not at a ``levels`` entry's)."""
+        return None if code in self.levels else self.why
 
     def level_of(self, code: str) -> str:
         """The level a finding with ``code`` is judged at (the case's unless ``levels`` says
@@ -202,6 +238,13 @@ def _check_rules(value: Mapping[str, Any], name: str) -> None:
     if value["class"] == "negative" and value["expect"].get("boundary") is None:
         raise _invalid(name, "a negative case names its rejection boundary",
                        "$.expect.boundary")
+    for transport in value.get("levelOn", {}):
+        if value["mode"] == "recorded":
+            raise _invalid(name, "a recorded case is judged the same on every transport",
+                           "$.levelOn")
+        if transport not in value.get("transports", ("http", "stdio")):
+            raise _invalid(name, f"a level for {transport}, where the case does not run",
+                           f"$.levelOn.{transport}")
     if ("response" in value) != (value["mode"] == "recorded"):
         raise _invalid(name, "a recorded case holds a response, and only it", "$.response")
     request = value["request"]
@@ -249,4 +292,6 @@ def parse_transcript(data: bytes, name: str) -> Transcript:
         value.get("level", "MUST"),
         None if "citation" not in value else Citation(value["citation"]["file"],
                                                       value["citation"]["section"]),
-        dict(value.get("levels", {})), tuple(value.get("requires", ())))
+        dict(value.get("levels", {})), tuple(value.get("requires", ())), value.get("why"),
+        {transport: TransportLevel.from_json(rule)
+         for transport, rule in value.get("levelOn", {}).items()})
