@@ -16,7 +16,9 @@ is ``--registry URL``, else ``TOOLKEEPER_REGISTRY``, else the default SQLite fil
 Logs go to stderr (stdout carries the protocol under ``--stdio``), as text or JSON lines.
 Once serving, stderr gets ``toolkeeper gateway on URL`` (``stdio``) and the start-up lines of
 :mod:`~toolkeeper.cli.serve_banner`; over HTTP ``/healthz`` and ``/readyz`` answer beside the
-endpoint and on the metrics listener (:mod:`~toolkeeper.server.health`).
+endpoint and on the metrics listener (:mod:`~toolkeeper.server.health`). With a signing key
+(``[gate]``) it evaluates its registry's running rollouts itself, one replica at a time
+(``[release]``, :mod:`~toolkeeper.cli.serve_rollouts`).
 
 Only what this process can run is listed and served (:mod:`~toolkeeper.server.runnable`): at
 start a warning line names each callable contract without a handler here
@@ -53,6 +55,7 @@ from toolkeeper.cli.serve_banner import banner_lines
 from toolkeeper.cli.serve_config import AUTH_CHOICES, config_from_flags
 from toolkeeper.cli.serve_coverage import Unbound, report_coverage
 from toolkeeper.cli.serve_features import ServeFeatures, build_features
+from toolkeeper.cli.serve_rollouts import evaluator_keys, start_evaluator
 from toolkeeper.cli.serve_upstreams import ServedUpstreams, read_configured
 from toolkeeper.config import GatewayConfig, LegacySettings
 from toolkeeper.config.definitions import default_of
@@ -253,6 +256,7 @@ def _serve(config: GatewayConfig) -> None:
             batch += [(f"handlers {reference}", spec) for spec in user_handlers.contracts()]
             handlers.merge(user_handlers)
         features = build_features(config, registry, stdio=stdio)
+        rollout_keys = evaluator_keys(config)  # a key named but unusable refuses the start
         if not stdio:  # the listener is bound before anything is published
             sock = _bind(config)
         upstreams = ServedUpstreams(registry, configured, log)
@@ -284,14 +288,20 @@ def _serve(config: GatewayConfig) -> None:
         log.warning("no sealing key configured (sealing.keys_file or %s): sealing with a "
                     "random key of this process; its cursors and request state resume only "
                     "here, until it stops", config.sealing.keys_env or "sealing.keys_env")
+    evaluator = None
     try:
         upstreams.start()
+        evaluator = start_evaluator(config, registry, rollout_keys, log=log,
+                                    port=None if sock is None else sock.getsockname()[1],
+                                    call_log=features.observability.call_log)
         _run(config, gateway, features, protocol_out, log, sock,
              banner=lambda url, metrics: [*banner_lines(config, registry, handlers, url=url,
                                                         metrics_url=metrics),
                                           *upstreams.banner()],
              on_stop=upstreams.aclose)
     finally:
+        if evaluator is not None:
+            evaluator.stop()  # before the call log and the registry close
         upstreams.stop()
         features.stop()  # writes the last call-log rows: before the registry closes
         registry.close()

@@ -19,6 +19,7 @@ from toolkeeper.config.model import (
     LoggingSettings,
     MetricsSettings,
     RegistrySettings,
+    ReleaseSettings,
     SealingSettings,
     ServerSettings,
     StdioPrincipalSettings,
@@ -30,7 +31,8 @@ from toolkeeper.config.model import (
 __all__ = [
     "SECTIONS", "SETTINGS", "AuthSettings", "CallLogSettings", "EstateSettings",
     "GateSettings", "GatewayConfig", "JwtIssuerSettings", "LegacySettings", "LimitsSettings",
-    "LoggingSettings", "MetricsSettings", "RegistrySettings", "SealingSettings", "Section",
-    "ServerSettings", "Setting", "StdioPrincipalSettings", "TenantLimits", "ToolLimits",
-    "TrustedKeySettings", "check_tree", "load_config", "parse_config",
+    "LoggingSettings", "MetricsSettings", "RegistrySettings", "ReleaseSettings",
+    "SealingSettings", "Section", "ServerSettings", "Setting", "StdioPrincipalSettings",
+    "TenantLimits", "ToolLimits", "TrustedKeySettings", "check_tree", "load_config",
+    "parse_config",
 ]

@@ -102,6 +102,10 @@ SECTIONS: Final[tuple[Section, ...]] = (
                     "never printed."),
     Section("gate.trusted_keys[]", "One trusted key (`[[gate.trusted_keys]]`, repeat for "
                                    "several); the signing key is trusted as well."),
+    Section("release", "Progressive rollouts (docs/rollouts.md): the gateway evaluates the "
+                       "registry's running rollouts itself, with the `[gate]` signing key (none "
+                       "configured: not here), reading the durable call log; on a shared "
+                       "registry one replica at a time."),
     Section("upstreams[]", "An upstream MCP server put under contract (`[[upstreams]]`, "
                            "repeat for several; docs/upstreams.md): reconciled into the "
                            "registry at start, its tools imported as contracts."),
@@ -357,6 +361,10 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "(PEM) or an HMAC secret (hex).", required=True, check="readable_file"),
     Setting("gate.trusted_keys[].algorithm", STRING, "", "The key's algorithm; empty: told by "
             "the file (PEM: `ed25519`, else `hmac-sha256`).", choices=("hmac-sha256", "ed25519")),
+    # release
+    Setting("release.evaluate_every_s", FLOAT, 5.0, "Seconds between the gateway's looks at "
+            "its rollouts; a rollout whose step interval is up is evaluated at the next look "
+            "(0: this gateway never evaluates).", minimum=0, maximum=_DAY),
     # upstreams
     Setting("upstreams[].name", STRING, None, "The upstream's name (1-64 letters, digits, "
             "`_`, `.` or `-`), unique.", required=True),

@@ -21,10 +21,10 @@ from toolkeeper.server.limits import LimitsSettings, TenantLimits, ToolLimits
 from toolkeeper.server.sealing import SealingSettings
 
 __all__ = [
-    "AuthSettings", "CallLogSettings", "EstateSettings", "GateSettings", "GatewayConfig", "JwtIssuerSettings",
-    "LegacySettings", "LimitsSettings", "LoggingSettings", "MetricsSettings", "RegistrySettings",
-    "SealingSettings", "ServerSettings", "StdioPrincipalSettings", "TenantLimits", "ToolLimits",
-    "TrustedKeySettings", "build_config",
+    "AuthSettings", "CallLogSettings", "EstateSettings", "GateSettings", "GatewayConfig",
+    "JwtIssuerSettings", "LegacySettings", "LimitsSettings", "LoggingSettings", "MetricsSettings",
+    "RegistrySettings", "ReleaseSettings", "SealingSettings", "ServerSettings",
+    "StdioPrincipalSettings", "TenantLimits", "ToolLimits", "TrustedKeySettings", "build_config",
 ]
 
 
@@ -148,6 +148,13 @@ class GateSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ReleaseSettings:
+    """``[release]``: how often the gateway looks at its rollouts (0: never)."""
+
+    evaluate_every_s: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
 class GatewayConfig:
     """Everything ``toolkeeper serve`` is configured with (file, then flags over it)."""
 
@@ -162,6 +169,7 @@ class GatewayConfig:
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
     gate: GateSettings = field(default_factory=GateSettings)
+    release: ReleaseSettings = field(default_factory=ReleaseSettings)
     upstreams: tuple[Mapping[str, Any], ...] = ()
     """Each ``[[upstreams]]`` table in the stored form of
     :meth:`toolkeeper.upstreams.UpstreamDefinition.from_mapping` (unset keys left out)."""
@@ -205,6 +213,7 @@ def build_config(tree: Mapping[str, Any]) -> GatewayConfig:
         logging=_leaves(LoggingSettings, tree["logging"]),
         gate=_leaves(GateSettings, tree["gate"], trusted_keys=tuple(
             _leaves(TrustedKeySettings, key) for key in tree["gate"]["trusted_keys"])),
+        release=_leaves(ReleaseSettings, tree["release"]),
         upstreams=tuple(_upstream(values) for values in tree["upstreams"]),
     )
 
