@@ -36,7 +36,7 @@ from toolkeeper.cli.release_cmds import (
     rollout_line,
 )
 from toolkeeper.errors import ToolkeeperError
-from toolkeeper.gate.canary import Evaluation, evaluate_and_store
+from toolkeeper.gate.canary import Evaluation, due_at_us, evaluate_and_store
 from toolkeeper.gate.keys import SigningKey
 from toolkeeper.gate.rollback import TrustedKey
 from toolkeeper.registry import Registry
@@ -111,7 +111,7 @@ def evaluate_cmd(tool: str, actor: str | None, registry_url: str | None,
 
 
 def _wait_s(rollout: Rollout, every_s: float) -> float:
-    left = rollout.step_started_us / 1e6 + rollout.interval_s - time.time()
+    left = due_at_us(rollout) / 1e6 - time.time()
     return max(0.0, min(every_s, left))
 
 

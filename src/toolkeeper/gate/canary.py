@@ -47,7 +47,7 @@ from toolkeeper.registry.rollouts import (
     RolloutDecision,
 )
 
-__all__ = ["Evaluation", "due", "evaluate_and_store", "evaluate_rollout", "store_checks",
+__all__ = ["Evaluation", "due", "due_at_us", "evaluate_and_store", "evaluate_rollout", "store_checks",
            "transition"]
 
 _SECTIONS = ("transcripts", "sdkDiffs", "proxyEvidence")
@@ -129,10 +129,15 @@ def evaluate_rollout(registry: Registry, rows: CallRows, rollout: Rollout, now_u
     return Evaluation(decision, envelope, moved, record)
 
 
+def due_at_us(rollout: Rollout) -> int:
+    """When ``rollout`` is next evaluated: an interval after its step began or after its last
+    change (a ``hold`` is one), whichever is later; the window still spans the whole step."""
+    return max(rollout.step_started_us, rollout.updated_us) + rollout.interval_s * 1_000_000
+
+
 def due(rollout: Rollout, now_us: int) -> bool:
-    """Whether ``rollout`` is running and its step's interval is up."""
-    return rollout.state == RUNNING and \
-        now_us - rollout.step_started_us >= rollout.interval_s * 1_000_000
+    """Whether ``rollout`` is running and its interval is up (:func:`due_at_us`)."""
+    return rollout.state == RUNNING and now_us >= due_at_us(rollout)
 
 
 def evaluate_and_store(registry: Registry, rows: CallRows, tool: str, now_us: int,
