@@ -60,3 +60,27 @@ def test_text_that_is_not_prometheus_is_refused() -> None:
     with pytest.raises(ToolkeeperError) as caught:
         parse_scrape('toolkeeper_calls_total{tool="t"} twelve\n')
     assert caught.value.code == "gate.metrics_unreadable"
+
+
+STEPPED = """# TYPE toolkeeper_calls counter
+toolkeeper_calls_total{tool="t",version="1.0.0",outcome="ok",rollout_step="none"} 4.0
+toolkeeper_calls_total{tool="t",version="1.0.0",outcome="ok",rollout_step="5"} 6.0
+toolkeeper_calls_total{tool="t",version="1.0.0",outcome="exception",rollout_step="25"} 1.0
+toolkeeper_calls_total{tool="t",version="1.1.0",outcome="ok",rollout_step="25"} 2.0
+# TYPE toolkeeper_call_latency_seconds histogram
+toolkeeper_call_latency_seconds_bucket{tool="t",version="1.0.0",rollout_step="none",le="0.01"} 4.0
+toolkeeper_call_latency_seconds_bucket{tool="t",version="1.0.0",rollout_step="none",le="+Inf"} 4.0
+toolkeeper_call_latency_seconds_bucket{tool="t",version="1.0.0",rollout_step="5",le="0.01"} 5.0
+toolkeeper_call_latency_seconds_bucket{tool="t",version="1.0.0",rollout_step="5",le="+Inf"} 6.0
+toolkeeper_call_latency_seconds_bucket{tool="t",version="1.0.0",rollout_step="25",le="0.01"} 0.0
+toolkeeper_call_latency_seconds_bucket{tool="t",version="1.0.0",rollout_step="25",le="+Inf"} 1.0
+"""
+
+
+def test_a_versions_series_at_every_rollout_step_are_summed() -> None:
+    scraped = parse_scrape(STEPPED)
+    assert scraped.calls == {("t", "1.0.0", "ok"): 10.0, ("t", "1.0.0", "exception"): 1.0,
+                             ("t", "1.1.0", "ok"): 2.0}
+    assert scraped.buckets[("t", "1.0.0")] == {0.01: 9.0, float("inf"): 11.0}
+    window = histogram_window(Scrape(), scraped, "t", "1.0.0", 0, 60, {})
+    assert window.outcomes == {"exception": 1, "ok": 10} and window.buckets == ((10.0, 9),)

@@ -92,14 +92,15 @@ def test_a_scrape_counts_each_call_by_tool_version_and_outcome(
     samples = scrape(obs.metrics_port)
     calls = {labels: value for (name, labels), value in samples.items()
              if name == "toolkeeper_calls_total"}
+    none = ("rollout_step", "none")  # no rollout routes these tools
     assert calls == {
-        (("outcome", "ok"), ("tool", "calc"), ("version", "2.0.0")): 2.0,
-        (("outcome", "exception"), ("tool", "calc"), ("version", "2.0.0")): 1.0,
-        (("outcome", "ok"), ("tool", "calc"), ("version", "1.2.0")): 1.0,
-        (("outcome", "ok"), ("tool", "vault"), ("version", "1.0.0")): 1.0,
+        (("outcome", "ok"), none, ("tool", "calc"), ("version", "2.0.0")): 2.0,
+        (("outcome", "exception"), none, ("tool", "calc"), ("version", "2.0.0")): 1.0,
+        (("outcome", "ok"), none, ("tool", "calc"), ("version", "1.2.0")): 1.0,
+        (("outcome", "ok"), none, ("tool", "vault"), ("version", "1.0.0")): 1.0,
     }
     assert samples[("toolkeeper_call_latency_seconds_count",
-                    (("tool", "calc"), ("version", "2.0.0")))] == 3.0
+                    (none, ("tool", "calc"), ("version", "2.0.0")))] == 3.0
     assert samples[("toolkeeper_validation_failures_total",
                     (("tool", "calc"), ("version", "2.0.0")))] == 1.0
     refusals = {labels[0][1]: value for (name, labels), value in samples.items()
@@ -213,7 +214,7 @@ def test_latencies_land_in_the_first_bucket_at_or_above_them_summed_over_outcome
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for family in
                text_string_to_metric_families(generate_latest(metrics.registry).decode())
                for s in family.samples}
-    calc_labels = (("tool", "calc"), ("version", "2.0.0"))
+    calc_labels = (("rollout_step", "none"), ("tool", "calc"), ("version", "2.0.0"))
 
     def bucket(le: str) -> float:
         return samples[("toolkeeper_call_latency_seconds_bucket", (("le", le), *calc_labels))]
@@ -227,7 +228,7 @@ def test_latencies_land_in_the_first_bucket_at_or_above_them_summed_over_outcome
     assert samples[("toolkeeper_calls_total", (("outcome", "ok"), *calc_labels))] == 3.0
     assert samples[("toolkeeper_calls_total", (("outcome", "error"), *calc_labels))] == 1.0
     assert samples[("toolkeeper_call_latency_seconds_count",
-                    (("tool", "vault"), ("version", "1.0.0")))] == 1.0
+                    (("rollout_step", "none"), ("tool", "vault"), ("version", "1.0.0")))] == 1.0
 
 
 def test_the_bearer_resolver_counts_each_refusal_by_reason(

@@ -2,8 +2,9 @@
 ``every_s`` while it lasts, and at its end. The calls of one tool version are the deltas of
 ``toolkeeper_calls_total{tool,version,outcome}`` and of the
 ``toolkeeper_call_latency_seconds`` histogram between the first and the last scrape (a scrape
-counts every call answered before it, so the counts are exact); the resources are the highest
-readings of any scrape: ``process_resident_memory_bytes``, ``process_open_fds`` and
+counts every call answered before it, so the counts are exact), summed over every other label
+(``rollout_step``: a version's calls at every step of a rollout and outside one); the
+resources are the highest readings of any scrape: ``process_resident_memory_bytes``, ``process_open_fds`` and
 ``toolkeeper_open_streams``. A counter that went down between the scrapes (the gateway
 restarted) refuses the window (``gate.metrics_reset``) rather than miscount it.
 """
@@ -48,10 +49,12 @@ def parse_scrape(text: str) -> Scrape:
             for sample in family.samples:
                 labels = sample.labels
                 if sample.name == "toolkeeper_calls_total":
-                    out.calls[labels["tool"], labels["version"], labels["outcome"]] = sample.value
+                    key = (labels["tool"], labels["version"], labels["outcome"])
+                    out.calls[key] = out.calls.get(key, 0.0) + sample.value
                 elif sample.name == "toolkeeper_call_latency_seconds_bucket":
-                    out.buckets.setdefault((labels["tool"], labels["version"]), {})[
-                        float(labels["le"])] = sample.value
+                    bounds = out.buckets.setdefault((labels["tool"], labels["version"]), {})
+                    le = float(labels["le"])
+                    bounds[le] = bounds.get(le, 0.0) + sample.value
                 elif sample.name in _RESOURCES:
                     out.resources[_RESOURCES[sample.name]] = sample.value
     except (ValueError, KeyError, TypeError) as exc:

@@ -3,10 +3,14 @@
 Every metric lives in a :class:`prometheus_client.CollectorRegistry` of its own (never the
 process-global one), so two gateways in one process (tests) do not share counts. Call counts
 and latencies are fed by the call recorder's flusher (a :class:`CallSink`), never from a
-call's path, into :class:`_CallCounts`: plain per-(tool, version, outcome) bucket counts and
-latency sums, a few list increments per call instead of a prometheus-client Counter and
+call's path, into :class:`_CallCounts`: plain per-(tool, version, outcome, rollout step)
+bucket counts and latency sums, a few list increments per call instead of a prometheus-client Counter and
 Histogram (a lock per increment and a Python loop over the buckets), exposed at scrape time
-as the ``toolkeeper_calls`` counter and the ``toolkeeper_call_latency_seconds`` histogram.
+as the ``toolkeeper_calls`` counter and the ``toolkeeper_call_latency_seconds`` histogram,
+each labelled ``rollout_step``: the share in percent of the step of the tool's rollout that
+served the call (the call record's ``rollout_step``), ``none`` when no rollout routed the tool.
+:meth:`GatewayMetrics.watch` adds the rollouts' own gauges, read at scrape time
+(:class:`~toolkeeper.observability.rollout_metrics.RolloutCollector`).
 HTTP responses by status and open streams are told by the gateway's HTTP app itself (its
 ``observe_responses``, from the send wrapper it has anyway: no ASGI layer per request);
 :class:`MetricsMiddleware`, an ASGI wrapper, counts the same for any other app.
@@ -27,7 +31,7 @@ import socket
 import threading
 import time
 from bisect import bisect_left
-from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, MutableMapping
 from contextlib import suppress
 from http import HTTPStatus
 from socketserver import ThreadingMixIn
@@ -39,8 +43,11 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
+from toolkeeper.observability.rollout_metrics import RolloutCollector
 from toolkeeper.observability.upstream_metrics import UpstreamCollector
 from toolkeeper.registry import Registry
+from toolkeeper.registry.rollout_book import rollout_book
+from toolkeeper.registry.rollouts import Rollout
 from toolkeeper.server.calllog import CallRecord
 
 __all__ = ["GatewayMetrics", "MetricsMiddleware", "MetricsServer", "observe_auth_refusal"]
@@ -56,6 +63,13 @@ _SUM = len(_LE)  # a cell: the count in each bucket (not cumulative), then the l
 
 _active: GatewayMetrics | None = None
 
+_Key = tuple[str, str, str, int | None]
+"""A cell's (tool, version, outcome, rollout step: the share in percent, None for none)."""
+
+
+def _step_label(step: int | None) -> str:
+    return "none" if step is None else str(step)
+
 
 def observe_auth_refusal(reason: str) -> None:
     """Count one refused credential (``missing``, ``expired``, ``bad_signature``, ...) in
@@ -68,16 +82,16 @@ def observe_auth_refusal(reason: str) -> None:
 class _CallCounts:
     """The calls counter and the latency histogram, one custom collector. Written by one
     thread at a time (the call recorder drains under its own lock): :meth:`cell` gives the
-    counts of one (tool, version, outcome), which the writer increments in place; a new cell
+    counts of one (tool, version, outcome, rollout step), which the writer increments in place; a new cell
     is added under ``_lock``, and :meth:`collect` copies every cell under it (a copy of a
     list is one step for the interpreter, so it sees each increment whole)."""
 
     def __init__(self) -> None:
-        self.cells: dict[tuple[str, str, str], list[float]] = {}
-        self._created: dict[tuple[str, str, str], float] = {}
+        self.cells: dict[_Key, list[float]] = {}
+        self._created: dict[_Key, float] = {}
         self._lock = threading.Lock()
 
-    def cell(self, key: tuple[str, str, str]) -> list[float]:
+    def cell(self, key: _Key) -> list[float]:
         with self._lock:
             found = self.cells.get(key)
             if found is None:
@@ -93,28 +107,31 @@ class _CallCounts:
             cells = [(key, list(cell), self._created[key]) for key, cell in self.cells.items()]
         return self._families(cells)
 
-    def _families(self, cells: Iterable[tuple[tuple[str, str, str], list[float], float]] = (),
+    def _families(self, cells: Iterable[tuple[_Key, list[float], float]] = (),
                   ) -> Iterator[Metric]:
         calls = CounterMetricFamily("toolkeeper_calls", "Dispatched tools/call by tool, "
-                                    "version and outcome.", labels=("tool", "version",
-                                                                    "outcome"))
+                                    "version, outcome and rollout step.",
+                                    labels=("tool", "version", "outcome", "rollout_step"))
         latency = HistogramMetricFamily("toolkeeper_call_latency_seconds", "Handler latency "
-                                        "of dispatched calls.", labels=("tool", "version"))
-        merged: dict[tuple[str, str], list[float]] = {}
-        first: dict[tuple[str, str], float] = {}
-        for key, cell, created in cells:
-            calls.add_metric(key, sum(cell[:_SUM]), created=created)
-            into = merged.setdefault(key[:2], [0.0] * (_SUM + 1))
+                                        "of dispatched calls.",
+                                        labels=("tool", "version", "rollout_step"))
+        merged: dict[tuple[str, str, str], list[float]] = {}
+        first: dict[tuple[str, str, str], float] = {}
+        for (tool, version, outcome, step), cell, created in cells:
+            label = _step_label(step)
+            calls.add_metric((tool, version, outcome, label), sum(cell[:_SUM]), created=created)
+            series = (tool, version, label)
+            into = merged.setdefault(series, [0.0] * (_SUM + 1))
             into[:] = [a + b for a, b in zip(into, cell, strict=True)]
-            first[key[:2]] = min(first.get(key[:2], created), created)
-        for (tool, version), cell in merged.items():
+            first[series] = min(first.get(series, created), created)
+        for series, cell in merged.items():
             running, buckets = 0.0, []
             for le, count in zip(_LE, cell, strict=False):  # the cell's last item: the sum
                 running += count
                 buckets.append((le, running))
-            latency.add_metric((tool, version), buckets, cell[_SUM])
-            latency.samples.append(Sample(latency.name + "_created", {
-                "tool": tool, "version": version}, first[tool, version]))
+            latency.add_metric(series, buckets, cell[_SUM])
+            latency.samples.append(Sample(latency.name + "_created", dict(zip(
+                ("tool", "version", "rollout_step"), series, strict=True)), first[series]))
         yield calls
         yield latency
 
@@ -172,12 +189,13 @@ class GatewayMetrics:
                               "gateway last saw the registry change (its start at first).",
                               registry=r)
         self._unsubscribe: Callable[[], None] | None = None
+        self._rollouts: RolloutCollector | None = None
 
     # --- feeds -----------------------------------------------------------------------------
 
     def completed(self, record: CallRecord, at_ns: int, outcome: str,
                   latency_ms: float) -> None:
-        key = (record.tool, record.version, outcome)
+        key = (record.tool, record.version, outcome, record.rollout_step)
         cell = self._cells.get(key)
         if cell is None:
             cell = self._counts.cell(key)
@@ -207,8 +225,18 @@ class GatewayMetrics:
         self.open_streams.dec()
 
     def watch(self, registry: Registry) -> None:
-        """Report ``registry``'s generation (read at scrape time) and last change time."""
+        """Report ``registry``'s generation (read at scrape time) and last change time, and
+        the rollouts that route its tools (:class:`RolloutCollector`, read at scrape time)."""
         self._generation.set_function(lambda: float(registry.generation))
+        if self._rollouts is None:
+            book = rollout_book(registry)
+
+            def routing() -> Mapping[str, Rollout]:
+                registry.generation  # noqa: B018 (caught up with other processes' changes)
+                return book.routing()
+
+            self._rollouts = RolloutCollector(routing)
+            self.registry.register(self._rollouts)
         self._changed.set(time.time())
         self._unsubscribe = registry.subscribe(lambda: self._changed.set(time.time()))
 
