@@ -1,8 +1,9 @@
 """The HTML report opened in headless Chromium (Debian's package, driven by Playwright at its
 binary): it loads with no console error and no request beyond the file itself, shows the
 decision, draws the health windows as SVG charts, renders hostile evidence as text (no script
-runs, no dialog opens) and screenshots to a non-empty PNG. A missing Chromium is a failure
-under CI (``.ci/run`` installs it) and a skip elsewhere."""
+runs, no dialog opens) and screenshots to a non-empty PNG; a rollout's page (its decisions by
+the gate, rollout_report_kit) opens the same way. A missing Chromium is a failure under CI
+(``.ci/run`` installs it) and a skip elsewhere."""
 
 from __future__ import annotations
 
@@ -14,8 +15,13 @@ from typing import Any
 
 import pytest
 from report_kit import DECISION, HOSTILE, decision_for, make_bundle, matrix
+from rollout_report_kit import HOSTILE as HOSTILE_DIGEST
+from rollout_report_kit import KEY, rollout_with_decisions
 
 from toolkeeper.gate.report import render
+from toolkeeper.gate.report_rollout import render_rollout
+from toolkeeper.registry import Registry
+from toolkeeper.registry.rollout_book import rollout_book
 
 _DEBIAN_CHROMIUM = "/usr/bin/chromium"
 
@@ -102,5 +108,26 @@ def test_hostile_evidence_shows_as_text_and_runs_nothing(browser: Any, tmp_path:
         assert opened.page.locator("body script, body img").count() == 0
         assert HOSTILE in opened.page.locator("#transcripts").inner_text()
         assert HOSTILE in opened.page.locator("#proxyEvidence").inner_text()
+    finally:
+        opened.context.close()
+
+
+def test_a_rollouts_page_opens_with_no_console_errors_and_shows_its_decisions(
+        browser: Any, tmp_path: Path) -> None:
+    with Registry.open(rollout_with_decisions(tmp_path), create=False) as registry:
+        book = rollout_book(registry)
+        rollout = book.get("pay")
+        assert rollout is not None
+        made = render_rollout(rollout, book.decisions(rollout), {KEY.key_id: KEY.trusted()})
+    opened = _open(browser, tmp_path, made)
+    page = opened.page
+    try:
+        assert opened.errors == [] and opened.dialogs == []
+        assert page.locator("h1").inner_text() == "Rollout: rolled_back \u2014 pay 2.0.0"
+        assert page.locator("#decisions tbody tr").count() == 2
+        assert page.locator("#decisions td.status").all_inner_texts() == ["promote", "rollback"]
+        assert page.locator("#last-decision #health").count() == 1
+        assert page.locator("body script, body img").count() == 0
+        assert HOSTILE_DIGEST in page.locator("#rollout").inner_text()  # shown as text
     finally:
         opened.context.close()

@@ -30,7 +30,7 @@ from toolkeeper.gate.report_html import (
 )
 from toolkeeper.gate.report_panels import PANELS
 
-__all__ = ["render"]
+__all__ = ["page", "render"]
 
 _STATUSES: Final = ("passed", "failed", "inconclusive", "ignored")
 _CSP: Final = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
@@ -79,6 +79,12 @@ def render(bundle: Mapping[str, Any], decision: Mapping[str, Any],
              for name, heading, panel in PANELS]
     if matrix is not None:
         body.append(_matrix(matrix))
+    return page(title, body)
+
+
+def page(title: str, body: list[str]) -> str:
+    """The self-contained page of ``body`` (HTML already escaped) titled ``title`` (text):
+    the report's styles inline and its content security policy, which loads nothing."""
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en">',
