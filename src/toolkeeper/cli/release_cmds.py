@@ -10,7 +10,10 @@ rollback target under the trusted keys; otherwise the start is refused
 (``release.target_unproven``, exit 1, ``data.refusals`` or ``data.cause`` saying why) and
 nothing is stored. ``--evidence`` is the pre-rollout gate bundle (``toolkeeper gate bundle``):
 its digests are verified and its transcripts, SDK diffs and proxy evidence are kept with the
-rollout, for the evaluator to rebuild a bundle at each interval.
+rollout, for the evaluator to rebuild a bundle at each interval. The start itself is
+:func:`plan_start` (the inputs read and checked), :func:`prove_start` (no rollout of the tool
+not over, the target proven) and :func:`start_rollout` (the rollout stored), which ``upstream
+approve --rollout`` calls as well.
 
 Exit codes: 0 done; 1 refused (``release.target_unproven``, ``release.in_progress``,
 ``release.state_invalid``, ``release.conflict``); 2 bad input (a file, version, option or
@@ -26,6 +29,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 import click
@@ -51,10 +55,14 @@ from toolkeeper.registry.rollout_rows import thawed
 from toolkeeper.registry.rollouts import RUNNING, Rollout, RolloutDecision
 
 __all__ = [
+    "REFUSED_CODES",
+    "StartPlan",
     "actor_of",
     "actor_option",
     "decision_json",
     "open_book",
+    "plan_start",
+    "prove_start",
     "reason_text",
     "register",
     "registry_options",
@@ -62,11 +70,13 @@ __all__ = [
     "release_group",
     "rollout_json",
     "rollout_line",
+    "start_rollout",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
-_REFUSED = frozenset({"release.target_unproven", "release.in_progress", "release.state_invalid",
-                      "release.conflict"})
+REFUSED_CODES = frozenset({"release.target_unproven", "release.in_progress",
+                           "release.state_invalid", "release.conflict"})
+"""The codes of a release refused (exit 1); any other error is bad input (exit 2)."""
 _KEPT_SECTIONS = ("transcripts", "sdkDiffs", "proxyEvidence")
 _DURATION = re.compile(r"(\d+)(s|m|h|d)?")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
@@ -88,7 +98,8 @@ def actor_option(func: F) -> F:
 
 
 def _fail(error: ToolkeeperError, as_json: bool) -> NoReturn:
-    fail(error, as_json=as_json, code=EXIT_REFUSED if error.code in _REFUSED else EXIT_BAD_INPUT)
+    fail(error, as_json=as_json,
+         code=EXIT_REFUSED if error.code in REFUSED_CODES else EXIT_BAD_INPUT)
 
 
 def actor_of(given: str | None) -> str:
@@ -203,6 +214,67 @@ def _proven_evidence(registry: Registry, url: str | None, tool: str, target: Ver
     return evidence
 
 
+@dataclass(frozen=True, slots=True)
+class StartPlan:
+    """What a start is asked for, its files read and its options checked."""
+
+    policy_path: str
+    policy: Any
+    kept: dict[str, Any]
+    """The evidence bundle's digest and the sections the evaluator rebuilds from."""
+    steps: tuple[int, ...]
+    interval_s: int
+    max_holds: int
+    health_since: str
+    handler_refs: tuple[str, ...]
+    demo: bool
+    actor: str
+    config_path: str | None
+
+
+def plan_start(policy_path: str, evidence_path: str, steps_text: str, interval_text: str, *,
+               max_holds: int, health_since: str, handler_refs: tuple[str, ...] = (),
+               demo: bool = False, actor: str | None = None,
+               config_path: str | None = None) -> StartPlan:
+    """A start's inputs, each refused here (bad input) rather than after anything is stored:
+    the steps, the interval, the policy (a window policy) and the bundle (its digests)."""
+    steps, interval_s = _steps(steps_text), _interval(interval_text)
+    policy = read_document(policy_path)
+    WindowPolicy.from_json(policy)  # refused here, not at the first interval
+    return StartPlan(policy_path, policy, _kept_evidence(evidence_path), steps, interval_s,
+                     max_holds, health_since, handler_refs, demo, actor_of(actor), config_path)
+
+
+def prove_start(registry: Registry, url: str | None, plan: StartPlan, tool: str,
+                target: Version) -> dict[str, Any]:
+    """Whether ``tool`` may start a rollout back to ``target``: no rollout of it not over
+    (``release.in_progress``) and the target proven; its signed rollback evidence."""
+    current = rollout_book(registry).get(tool)
+    if current is not None and current.state in (RUNNING, "paused", "halted"):
+        raise ToolkeeperError(f"{tool} has a rollout not over: {rollout_id(current)} "
+                              f"({current.state})", code="release.in_progress",
+                              data={"tool": tool, "state": current.state})
+    return _proven_evidence(registry, url, tool, target, plan.policy_path, plan.health_since,
+                            plan.config_path, plan.handler_refs, plan.demo)
+
+
+def start_rollout(registry: Registry, url: str | None, plan: StartPlan, tool: str,
+                  candidate: Version, target: Version,
+                  evidence: dict[str, Any] | None = None) -> Rollout:
+    """Store the rollout of ``tool`` ``candidate`` against ``target`` at its first step
+    (``evidence``: the target's rollback evidence :func:`prove_start` gave; None: proven
+    now). Refused as :meth:`RolloutBook.start` refuses."""
+    if evidence is None:
+        evidence = prove_start(registry, url, plan, tool, target)
+    now = time.time_ns() // 1000
+    return rollout_book(registry).start(Rollout(
+        tool=tool, candidate=candidate, target=target, steps=plan.steps, step=0, state=RUNNING,
+        salt=secrets.token_hex(16), policy=plan.policy, interval_s=plan.interval_s,
+        max_holds=plan.max_holds, rollback_evidence=evidence, started_us=now,
+        step_started_us=now, updated_us=now, actor=plan.actor,
+        extra={"evidence": plan.kept, "healthSince": plan.health_since}))
+
+
 def rollout_json(rollout: Rollout) -> dict[str, Any]:
     """A rollout as ``--json`` prints it (its salt, the keyed hash's key, is never shown)."""
     evidence = rollout.extra.get("evidence")
@@ -272,30 +344,17 @@ def start_cmd(tool: str, version: str, policy_path: str, evidence_path: str, ste
               registry_url: str | None, config_path: str | None, as_json: bool) -> None:
     """Start rolling TOOL VERSION out against the version in force."""
     try:
-        steps, interval_s = _steps(steps_text), _interval(interval_text)
-        policy = read_document(policy_path)
-        WindowPolicy.from_json(policy)  # refused here, not at the first interval
-        kept = _kept_evidence(evidence_path)
+        plan = plan_start(policy_path, evidence_path, steps_text, interval_text,
+                          max_holds=max_holds, health_since=health_since,
+                          handler_refs=handler_refs, demo=demo, actor=actor,
+                          config_path=config_path)
         candidate = Version.parse(version)
         url = registry_url_of(registry_url, config_path)
     except ToolkeeperError as exc:
         _fail(exc, as_json)
-    with open_book(url, config_path, as_json) as (registry, book):
+    with open_book(url, config_path, as_json) as (registry, _):
         target = _target(registry, tool, candidate, target_text)
-        current = book.get(tool)
-        if current is not None and current.state in (RUNNING, "paused", "halted"):
-            raise ToolkeeperError(f"{tool} has a rollout not over: {rollout_id(current)} "
-                                  f"({current.state})", code="release.in_progress",
-                                  data={"tool": tool, "state": current.state})
-        evidence = _proven_evidence(registry, url, tool, target, policy_path, health_since,
-                                    config_path, handler_refs, demo)
-        now = time.time_ns() // 1000
-        stored = book.start(Rollout(
-            tool=tool, candidate=candidate, target=target, steps=steps, step=0, state=RUNNING,
-            salt=secrets.token_hex(16), policy=policy, interval_s=interval_s,
-            max_holds=max_holds, rollback_evidence=evidence, started_us=now,
-            step_started_us=now, updated_us=now, actor=actor_of(actor),
-            extra={"evidence": kept, "healthSince": health_since}))
+        stored = start_rollout(registry, url, plan, tool, candidate, target)
     if as_json:
         echo_json(rollout_json(stored))
     else:

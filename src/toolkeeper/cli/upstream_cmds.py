@@ -8,7 +8,10 @@ upstream's tools now and applies them (import, drift published or quarantined pe
 ``diff`` shows each pending drift (the classifier's changes with their paths, the description's
 text diff, the new descriptor digest); ``approve`` publishes exactly the descriptor the digest
 names, ``reject`` keeps the contract in force; both record who (``--actor``, default the
-operating-system user as ``os:NAME``) and when.
+operating-system user as ``os:NAME``) and when. ``approve --rollout POLICY --evidence BUNDLE``
+rolls the published version out against the version in force as ``release start`` does
+(:mod:`toolkeeper.cli.upstream_rollout`: what is refused before anything is written, and a
+start refused after the publication, ``upstream.rollout_not_started``).
 
 Exit codes: 0 done; 1 refused (no such upstream, a wrong or stale digest, the upstream busy
 syncing elsewhere; a ``sync`` that left a listed tool unimported, whose report, printed in full,
@@ -29,6 +32,8 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from toolkeeper.cli.output import EXIT_BAD_INPUT, EXIT_REFUSED, echo_json, fail
+from toolkeeper.cli.release_cmds import REFUSED_CODES, plan_start, rollout_json, rollout_line
+from toolkeeper.cli.upstream_rollout import NOT_STARTED, approve_rolled_out
 from toolkeeper.cli.usage import ToolkeeperGroup
 from toolkeeper.contracts.spec import DataClassification, SideEffect
 from toolkeeper.errors import NotFoundError, StoreError, ToolkeeperError
@@ -45,7 +50,8 @@ from toolkeeper.upstreams.sync import sync
 __all__ = ["register"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-_REFUSED_CODES = frozenset({"upstream.digest_mismatch", "upstream.sync_busy", "upstream.exists"})
+_REFUSED_CODES = frozenset({"upstream.digest_mismatch", "upstream.sync_busy", "upstream.exists",
+                            NOT_STARTED, *REFUSED_CODES})
 
 
 def _options(func: F) -> F:
@@ -285,12 +291,52 @@ def _decide(verb: str, name: str, tool: str, digest: str, actor: str | None,
 @click.argument("name")
 @click.argument("tool")
 @click.option("--digest", required=True, help="The new descriptor digest `upstream diff` shows.")
+@click.option("--rollout", "policy_path", default=None, metavar="POLICY",
+              help="Roll the published version out under this health-window policy, as "
+                   "`release start` does, instead of publishing it to every caller at once.")
+@click.option("--evidence", "evidence_path", default=None, metavar="BUNDLE",
+              help="With --rollout: the pre-rollout evidence bundle (`toolkeeper gate bundle`).")
+@click.option("--steps", "steps_text", default="5,25,50,100", show_default=True,
+              metavar="P,P,...", help="With --rollout: the share at each step, percent, to 100.")
+@click.option("--interval", "interval_text", default="5m", show_default=True,
+              metavar="DURATION", help="With --rollout: each evaluation interval (30s, 5m, 1h).")
+@click.option("--max-holds", type=click.IntRange(1, 1000), default=6, show_default=True,
+              help="With --rollout: consecutive holds at one step after which it halts.")
+@click.option("--health-since", default="1h", show_default=True, metavar="TIME|AGE",
+              help="With --rollout: the start of the target's call-log window that must be "
+                   "healthy.")
+@click.option("--config", "config_path", default=None, metavar="FILE",
+              help="With --rollout: the configuration whose [gate] names the keys.")
 @_actor_option
 @_options
-def approve_cmd(name: str, tool: str, digest: str, actor: str | None, registry_url: str | None,
-                as_json: bool) -> None:
-    """Publish exactly the pending descriptor DIGEST names, as the next version."""
-    _decide("approve", name, tool, digest, actor, registry_url, as_json)
+def approve_cmd(name: str, tool: str, digest: str, policy_path: str | None,
+                evidence_path: str | None, steps_text: str, interval_text: str, max_holds: int,
+                health_since: str, config_path: str | None, actor: str | None,
+                registry_url: str | None, as_json: bool) -> None:
+    """Publish exactly the pending descriptor DIGEST names, as the next version (with
+    --rollout: rolled out step by step against the version in force)."""
+    if policy_path is None and evidence_path is None:
+        _decide("approve", name, tool, digest, actor, registry_url, as_json)
+        return
+    try:
+        if policy_path is None or evidence_path is None:
+            missing = "--rollout" if policy_path is None else "--evidence"
+            raise ToolkeeperError(f"a rolled-out approval needs --rollout POLICY and --evidence "
+                                  f"BUNDLE ({missing} is missing)", code="cli.option_missing",
+                                  data={"option": missing})
+        plan = plan_start(policy_path, evidence_path, steps_text, interval_text,
+                          max_holds=max_holds, health_since=health_since, actor=_who(actor),
+                          config_path=config_path)
+    except ToolkeeperError as exc:
+        _fail(exc, as_json)
+    with _upstreams(registry_url, as_json) as ups:
+        decided, rollout = approve_rolled_out(ups, registry_url, name, tool, digest, plan)
+    if as_json:
+        echo_json({**decided.to_dict(), "rollout": rollout_json(rollout)})
+    else:
+        click.echo(f"approved {name}/{tool}: published {decided.published_version} "
+                   f"(by {decided.decided_by} at {decided.decided_at})")
+        click.echo(f"rolling out {rollout_line(rollout)}")
 
 
 @upstream_group.command("reject")

@@ -327,6 +327,13 @@ class Upstreams:
             raise _mismatch(name, tool, digest, pending)
         return row, found
 
+    def approval_row(self, name: str, tool: str, digest: str) -> UpstreamToolRecord:
+        """The upstream tool a pending drift ``digest`` would be approved over (its exposed
+        name and the version in force), refused as :meth:`approve` refuses it
+        (``upstream.digest_mismatch``); nothing is written."""
+        self.definition(name)
+        return self._pending_one(name, tool, digest)[0]
+
     def approve(self, name: str, tool: str, digest: str, *, actor: str) -> DriftRecord:
         """Publish exactly the descriptor ``digest`` names, as the next version at the
         classifier's level against the contract in force; ``upstream.digest_mismatch`` when no
