@@ -123,3 +123,14 @@ def test_the_client_server_and_transport_of_a_report_can_be_named(report: str) -
     assert cell["client"] == {"name": "@modelcontextprotocol/conformance", "version": "0.2.0"}
     assert (cell["server"], cell["transport"]) == ({"name": "gateway", "version": "1.2.3"},
                                                    "stdio")
+
+
+def test_a_report_whose_counts_are_not_counts_is_refused(tmp_path: Path) -> None:
+    report = {"target": "http://127.0.0.1:1/mcp", "era": "2026-07-28", "eraDecision": None,
+              "live": {"passed": "many"}, "selfcheck": {}, "cases": []}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report))
+    done = CliRunner().invoke(cli, ["gate", "matrix", str(path), "--json"])
+    assert done.exit_code == 2
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "gate.matrix_run_invalid"

@@ -70,6 +70,9 @@ _REPORT_SCHEMA: Final[dict[str, Any]] = {
         "target": {"type": "string"},
         "era": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
         "eraDecision": {"type": ["object", "null"]},
+        "live": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
+        "selfcheck": {"type": "object",
+                      "additionalProperties": {"type": "integer", "minimum": 0}},
         "cases": {"type": "array", "items": {
             "type": "object", "required": ["name", "mode", "level", "outcome"],
             "properties": {
@@ -81,7 +84,9 @@ _REPORT_SCHEMA: Final[dict[str, Any]] = {
                              "properties": {"file": {"type": "string"}}}}}},
     },
 }
-"""What the matrix reads of a ``conformance run --json`` report (other keys are left alone)."""
+"""What the matrix reads of a ``conformance run --json`` report, and the counts it carries
+(the matrix counts the cases itself; counts that are not counts mark a report that is not
+one); other keys are left alone."""
 
 
 @cache
