@@ -77,14 +77,16 @@ def test_futurehint_is_kept_in_the_legacy_era_after_the_initialize_handshake(
     assert (run["semanticLoss"], run["changes"], run["acceptable"]) == ([], [], True)
 
 
-def test_the_tools_list_listing_keeps_the_cache_hints_and_drops_only_bookkeeping(
+def test_the_tools_list_listing_keeps_every_field_of_the_result(
         diff: SdkDiffReport) -> None:
     run = _run(diff, "golden-sdk-tools-list-cache-hints")
     value = run["normalized"]["value"]
     assert (value["ttlMs"], value["cacheScope"]) == (0, "private")
     assert value["tools"] == [{"description": "Look up", "inputSchema": {"type": "object"},
                                "name": "lookup"}]
-    assert (run["accountedRemovals"], run["semanticLoss"]) == (["$._meta", "$.resultType"], [])
+    assert (value["resultType"], value["_meta"]) == (
+        "complete", {"io.modelcontextprotocol/serverInfo": {"name": "replay", "version": "0.0.1"}})
+    assert (run["accountedRemovals"], run["semanticLoss"], run["changes"]) == ([], [], [])
     assert run["acceptable"] is True
 
 

@@ -62,6 +62,10 @@ _STREAM_SIGNALS: Final = frozenset({"notifications/tools/list_changed",
 opens a modern listen stream; the legacy era has none)."""
 
 
+_LISTING_KEYS: Final = frozenset({"tools", "nextCursor", "ttlMs", "cacheScope"})
+"""The result fields :class:`ToolListing` holds as its own (or, the cursor, follows)."""
+
+
 @dataclass(frozen=True)
 class ToolListing:
     """Every tool of every page (raw descriptor dicts, in the server's order), and the first
@@ -70,13 +74,17 @@ class ToolListing:
     seed 004) is dropped, and so, in the modern era, is a tool whose ``x-mcp-header``
     annotations are invalid, as clients must (mcp-wire 4.3): ``dropped`` names each (its
     name, or "" when it has none) with the path and reason, and the other tools stay listed.
-    ``warnings`` names listed tools that lack what they should have (a description)."""
+    ``warnings`` names listed tools that lack what they should have (a description).
+    ``fields`` is every other field of the first page's result as the server sent it
+    (``_meta``, ``resultType``, and additive fields the client does not interpret), so an
+    intermediary can hand on what it received; the paging cursor is not among them."""
 
     tools: list[dict[str, Any]]
     ttl_ms: int | None = None
     cache_scope: str | None = None
     dropped: tuple[dict[str, str], ...] = ()
     warnings: tuple[dict[str, str], ...] = ()
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -250,7 +258,8 @@ class ClientSession:
         self._schemas = {tool["name"]: tool["inputSchema"] for tool in tools}
         assert first is not None
         return ToolListing(tools, first.get("ttlMs"), first.get("cacheScope"), tuple(dropped),
-                           tuple(warnings))
+                           tuple(warnings), {key: value for key, value in first.items()
+                                             if key not in _LISTING_KEYS})
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any], *,
                         meta: Mapping[str, Any] | None = None,

@@ -20,7 +20,8 @@ answer, which the client returns as a value (``CallReply.error``), is reported a
 of type ``CallReply.error`` carrying the error's code, as an SDK that raises it would be. A
 ``tools/list`` value is the :class:`~toolkeeper.client.ToolListing` under its wire names
 (``tools``, ``ttlMs``, ``cacheScope``; ``dropped`` and ``warnings`` when not empty), unset ones
-left out. A raised client error is ``{"type", "code", "message"}``: its JSON-RPC code when it
+left out, with the first page's other fields as the server sent them
+(``ToolListing.fields``). A raised client error is ``{"type", "code", "message"}``: its JSON-RPC code when it
 carries one (a refused ``tools/list``), the stable toolkeeper code leading the message.
 ``--manual-input`` changes nothing: the client never runs the input loop itself, so an
 ``input_required`` result is always handed to the caller as a value. ``unsupported`` (with a
@@ -47,7 +48,7 @@ _METHODS: Final = ("tools/call", "tools/list")
 def _listing(listing: ToolListing) -> dict[str, Any]:
     optional = {"ttlMs": listing.ttl_ms, "cacheScope": listing.cache_scope,
                 "dropped": list(listing.dropped), "warnings": list(listing.warnings)}
-    return {"tools": listing.tools,
+    return {**listing.fields, "tools": listing.tools,
             **{key: value for key, value in optional.items() if value not in (None, [])}}
 
 
