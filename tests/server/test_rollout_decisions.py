@@ -261,3 +261,30 @@ def test_release_watch_evaluates_when_the_interval_is_up_until_the_rollout_ends(
     assert done.exit_code == 3, done.output
     outcomes = [json.loads(line)["decision"]["outcome"] for line in done.stdout.splitlines()]
     assert outcomes == ["promote", "hold", "hold", "hold", "hold"]
+
+
+def test_the_policys_resource_rules_judge_the_serving_process(canary: Canary) -> None:
+    from toolkeeper.cli.serve_rollouts import process_readings
+
+    started = _start(canary)
+    strict = {**POLICY, "resources": {"maxRssBytes": 1, "maxOpenFds": 100_000}}
+    rollout_book(canary.registry).update(replace(started, policy=strict),
+                                         expected_seq=started.seq)
+    canary.serve()
+    canary.load()
+    canary.stop()
+    readings = process_readings()
+    assert readings["rssBytes"] > 1 and readings["openFds"] > 0
+    rows = open_call_rows(canary.url, read_only=True)
+    try:
+        asked: list[int] = []
+        evaluation = evaluate_and_store(
+            canary.registry, rows, "pay", time.time_ns() // 1000, KEY, TRUSTED,
+            resources=lambda since_us: asked.append(since_us) or readings)
+    finally:
+        rows.close()
+    assert asked == [started.step_started_us]  # the highest readings over the step
+    verdicts = {r.rule: (r.status, r.measured) for r in evaluation.decision.reasons}
+    assert verdicts["window.resources.rss"] == ("failed", readings["rssBytes"])
+    assert verdicts["window.resources.open_fds"] == ("passed", readings["openFds"])
+    assert evaluation.decision.outcome == "rollback"

@@ -38,6 +38,7 @@ from toolkeeper.cli.release_cmds import (
 from toolkeeper.errors import ToolkeeperError
 from toolkeeper.gate.canary import Evaluation, due_at_us, evaluate_and_store
 from toolkeeper.gate.keys import SigningKey
+from toolkeeper.gate.metric_windows import scrape
 from toolkeeper.gate.rollback import TrustedKey
 from toolkeeper.registry import Registry
 from toolkeeper.registry.call_rows import open_call_rows
@@ -68,14 +69,42 @@ def _signer(config_path: str | None) -> tuple[SigningKey, Mapping[str, TrustedKe
     return signer, trusted
 
 
+class Readings:
+    """The resource readings of a gateway's Prometheus endpoint (``--metrics``), one per look,
+    and their highest since a time (what a rollout's candidate window judges)."""
+
+    def __init__(self, url: str | None) -> None:
+        self._url = url
+        self._taken: list[tuple[int, dict[str, int]]] = []
+
+    def take(self) -> None:
+        if self._url is not None:
+            reading = {k: int(v) for k, v in scrape(self._url).resources.items()}
+            self._taken.append((time.time_ns() // 1000, reading))
+            del self._taken[:-_MAX_READINGS]
+
+    def peaks(self, since_us: int) -> dict[str, int] | None:
+        taken = [reading for at, reading in self._taken if at >= since_us] or [
+            reading for _, reading in self._taken[-1:]]
+        if not taken:
+            return None
+        return {key: max(r[key] for r in taken if key in r)
+                for key in sorted({key for r in taken for key in r})}
+
+
+_MAX_READINGS: Final = 100_000
+
+
 def evaluate_now(registry: Registry, url: str | None, tool: str, signer: SigningKey,
-                 trusted: Mapping[str, TrustedKey], actor: str) -> Evaluation | None:
+                 trusted: Mapping[str, TrustedKey], actor: str,
+                 readings: Readings | None = None) -> Evaluation | None:
     """One evaluation of ``tool``'s running rollout from the call log of the registry at
-    ``url``."""
+    ``url`` (and, with ``readings``, the gateway's resources)."""
     rows = open_call_rows(url, read_only=True)
     try:
         return evaluate_and_store(registry, rows, tool, time.time_ns() // 1000, signer,
-                                  trusted, actor=actor)
+                                  trusted, actor=actor,
+                                  resources=None if readings is None else readings.peaks)
     finally:
         rows.close()
 
@@ -86,17 +115,25 @@ def _decided(evaluation: Evaluation) -> str:
             f"{rollout_line(moved)}")
 
 
+_METRICS = click.option("--metrics", "metrics_url", default=None, metavar="URL",
+                        help="A gateway's Prometheus endpoint: its resource readings (RSS, "
+                             "open descriptors, open streams) for the policy's resource rules.")
+
+
 @click.command("evaluate")
 @click.argument("tool")
+@_METRICS
 @actor_option
 @registry_options
-def evaluate_cmd(tool: str, actor: str | None, registry_url: str | None,
-                 config_path: str | None, as_json: bool) -> None:
+def evaluate_cmd(tool: str, metrics_url: str | None, actor: str | None,
+                 registry_url: str | None, config_path: str | None, as_json: bool) -> None:
     """Decide TOOL's rollout step now: 0 promote, 1 rollback, 3 halt, 4 hold."""
     with open_book(registry_url, config_path, as_json) as (registry, _):
         signer, trusted = _signer(config_path)
+        readings = Readings(metrics_url)
+        readings.take()
         evaluation = evaluate_now(registry, registry_url_of(registry_url, config_path), tool,
-                                  signer, trusted, actor_of(actor))
+                                  signer, trusted, actor_of(actor), readings)
         if evaluation is None:
             raise ToolkeeperError(f"{tool} has no running rollout", code="release.not_running",
                                   data={"tool": tool})
@@ -119,10 +156,11 @@ def _wait_s(rollout: Rollout, every_s: float) -> float:
 @click.argument("tool")
 @click.option("--every", "every_s", type=click.FloatRange(0.1, 3600), default=5.0,
               show_default=True, help="Seconds between looks at the rollout.")
+@_METRICS
 @actor_option
 @registry_options
-def watch_cmd(tool: str, every_s: float, actor: str | None, registry_url: str | None,
-              config_path: str | None, as_json: bool) -> None:
+def watch_cmd(tool: str, every_s: float, metrics_url: str | None, actor: str | None,
+              registry_url: str | None, config_path: str | None, as_json: bool) -> None:
     """Evaluate TOOL's rollout at each interval until it is over: 0 promoted, 1 rolled back
     or aborted, 3 halted."""
     stop = threading.Event()
@@ -132,7 +170,8 @@ def watch_cmd(tool: str, every_s: float, actor: str | None, registry_url: str | 
         with open_book(registry_url, config_path, as_json) as (registry, book):
             signer, trusted = _signer(config_path)
             rollout = _watch(registry, registry_url_of(registry_url, config_path), book, tool,
-                             every_s, stop, signer, trusted, actor_of(actor), as_json)
+                             every_s, stop, signer, trusted, actor_of(actor), as_json,
+                             Readings(metrics_url))
     finally:
         for sig, handler in zip((signal.SIGINT, signal.SIGTERM), previous, strict=True):
             signal.signal(sig, handler)
@@ -144,9 +183,10 @@ def watch_cmd(tool: str, every_s: float, actor: str | None, registry_url: str | 
 def _watch(registry: Registry, url: str | None, book: RolloutBook, tool: str, every_s: float,
            stop: threading.Event,
            signer: SigningKey, trusted: Mapping[str, TrustedKey], actor: str,
-           as_json: bool) -> Rollout | None:
+           as_json: bool, readings: Readings) -> Rollout | None:
     seen = -1
     while not stop.is_set():
+        readings.take()
         rollout: Rollout | None = book.get(tool)
         if rollout is None:
             raise ToolkeeperError(f"{tool} has no rollout", code="release.not_found",
@@ -160,7 +200,8 @@ def _watch(registry: Registry, url: str | None, book: RolloutBook, tool: str, ev
             return rollout
         if rollout.state == RUNNING and _wait_s(rollout, every_s) == 0:
             try:
-                if evaluate_now(registry, url, tool, signer, trusted, actor) is not None:
+                if evaluate_now(registry, url, tool, signer, trusted, actor,
+                                readings) is not None:
                     continue  # shown on the next look, as a replica's would be
             except ToolkeeperError as exc:
                 if exc.code != "release.conflict":  # a replica moved it first

@@ -32,6 +32,7 @@ the evaluation reads). A key that is configured but unusable refuses the start
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import socket
@@ -56,6 +57,20 @@ __all__ = ["EvaluatorKeys", "RolloutEvaluator", "evaluator_actor", "evaluator_ke
            "start_evaluator"]
 
 _log = logging.getLogger("toolkeeper.release")
+_MAX_READINGS = 100_000
+"""The resource readings kept (one per look: at 5 s, about six days of a step)."""
+
+
+def process_readings() -> dict[str, int]:
+    """This process's resident memory and open descriptors, where the system tells them
+    (Linux's ``/proc``); empty elsewhere, and the policy's resource rules are then
+    inconclusive for a rollout this gateway evaluates."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            resident = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        return {"rssBytes": resident, "openFds": len(os.listdir("/proc/self/fd"))}
+    except (OSError, ValueError, IndexError):
+        return {}
 _NOT_HERE = "rollouts are not evaluated here: "
 
 
@@ -115,6 +130,8 @@ class RolloutEvaluator:
         self._flush = flush
         self._log = log
         self._said: dict[str, str] = {}
+        self._readings: collections.deque[tuple[int, dict[str, int]]] = collections.deque(
+            maxlen=_MAX_READINGS)
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -135,12 +152,27 @@ class RolloutEvaluator:
         while not self._stopping.wait(self._every_s):
             self.look()
 
+    def _read(self) -> None:
+        """This process's resource readings now, kept for :meth:`peaks`."""
+        reading = process_readings()
+        if reading:
+            self._readings.append((time.time_ns() // 1000, reading))
+
+    def peaks(self, since_us: int) -> dict[str, int] | None:
+        """The highest of this process's readings since ``since_us`` (None: none taken)."""
+        taken = [reading for at, reading in self._readings if at >= since_us]
+        if not taken:
+            return None
+        return {key: max(r[key] for r in taken if key in r)
+                for key in sorted({key for r in taken for key in r})}
+
     def _window_end_us(self) -> int:
         return time.time_ns() // 1000 - self._lag_us
 
     def look(self) -> list[Evaluation]:
         """Evaluate every running rollout whose interval is up, if this replica holds the
         evaluation lock; the evaluations stored here."""
+        self._read()
         try:
             self._registry.generation_since(0)  # other processes' changes, SQLite's too
             book = rollout_book(self._registry)
@@ -173,7 +205,7 @@ class RolloutEvaluator:
             try:
                 evaluation = evaluate_and_store(self._registry, rows, tool, end_us,
                                                 self._keys.signer, self._keys.trusted,
-                                                actor=self._actor)
+                                                actor=self._actor, resources=self.peaks)
             finally:
                 rows.close()
         except ToolkeeperError as exc:

@@ -23,7 +23,7 @@ rollout.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -103,14 +103,19 @@ def transition(rollout: Rollout, outcome: str, now_us: int) -> Rollout:
 
 
 def evaluate_rollout(registry: Registry, rows: CallRows, rollout: Rollout, now_us: int,
-                     signer: Signer, trusted: Mapping[str, TrustedKey]) -> Evaluation:
-    """Decide on ``rollout``'s current step from the call log ``rows`` up to ``now_us``; the
-    evaluation (nothing is stored here)."""
+                     signer: Signer, trusted: Mapping[str, TrustedKey],
+                     resources: Mapping[str, int] | None = None) -> Evaluation:
+    """Decide on ``rollout``'s current step from the call log ``rows`` up to ``now_us``, with
+    the serving process's highest ``resources`` readings over the step (``rssBytes``,
+    ``openFds``, ``openStreams``: what the policy's resource rules judge; None: not known, so
+    those rules are inconclusive); the evaluation (nothing is stored here)."""
     policy_doc, kept = thawed(rollout.policy), thawed(rollout.extra.get("evidence", {}))
     policy = WindowPolicy.from_json(policy_doc)
     candidate, target = str(rollout.candidate), str(rollout.target)
     found = windows_from_calls(rows, rollout.tool, [candidate, target],
                                rollout.step_started_us, now_us)
+    if resources:
+        found[candidate] = replace(found[candidate], resources=dict(resources))
     windows = health_section(policy, "calls", (rollout.tool, candidate, found[candidate]),
                              (rollout.tool, target, found[target]), registry)
     made = bundle({**{name: kept.get(name) for name in _SECTIONS},
@@ -142,15 +147,20 @@ def due(rollout: Rollout, now_us: int) -> bool:
 
 def evaluate_and_store(registry: Registry, rows: CallRows, tool: str, now_us: int,
                        signer: Signer, trusted: Mapping[str, TrustedKey], *,
-                       actor: str = "release-controller") -> Evaluation | None:
+                       actor: str = "release-controller",
+                       resources: Callable[[int], Mapping[str, int] | None] | None = None
+                       ) -> Evaluation | None:
     """Evaluate ``tool``'s running rollout now and store what it moves to (a compare-and-set:
     ``release.conflict`` when another replica moved it first) with the decision; None when
-    the tool has no running rollout."""
+    the tool has no running rollout. ``resources``: the highest readings since a time (the
+    step's start, µs), for the candidate's window."""
     book = rollout_book(registry)
     rollout = book.get(tool)
     if rollout is None or rollout.state != RUNNING:
         return None
-    evaluation = evaluate_rollout(registry, rows, rollout, now_us, signer, trusted)
+    evaluation = evaluate_rollout(registry, rows, rollout, now_us, signer, trusted,
+                                  None if resources is None else
+                                  resources(rollout.step_started_us))
     stored = book.update(replace(evaluation.rollout, actor=actor), expected_seq=rollout.seq,
                          op=f"evaluate.{evaluation.decision.outcome}")
     record = replace(evaluation.record, seq=stored.seq, state_after=stored.state)
