@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from nginx_kit import require_nginx
 
+from nginx_kit import require_nginx
 from process_kit import serving_gateway
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nginx_kit import require_nginx
 
+from nginx_kit import require_nginx
 from redaction_kit import CORPUS, leaks
 from toolkeeper.conformance import (
     DEFAULT_EXCHANGES,

@@ -11,6 +11,7 @@ import copy
 from typing import Any
 
 import pytest
+
 from decision_kit import (
     CANDIDATE,
     POLICY,
@@ -24,7 +25,6 @@ from decision_kit import (
     sdk_run,
     window,
 )
-
 from toolkeeper.errors import ToolkeeperError
 from toolkeeper.gate.decision import decide
 from toolkeeper.gate.evidence import bundle
