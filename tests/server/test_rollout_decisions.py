@@ -288,3 +288,29 @@ def test_the_policys_resource_rules_judge_the_serving_process(canary: Canary) ->
     assert verdicts["window.resources.rss"] == ("failed", readings["rssBytes"])
     assert verdicts["window.resources.open_fds"] == ("passed", readings["openFds"])
     assert evaluation.decision.outcome == "rollback"
+
+
+def test_release_status_shows_each_step_and_the_last_decisions_windows(
+        canary: Canary, tmp_path: Path) -> None:
+    canary.serve()
+    _start(canary)
+    canary.load()
+    canary.stop()
+    assert _cli(canary, tmp_path, "release", "evaluate", "pay").exit_code == 0  # promote
+    status = json.loads(_cli(canary, tmp_path, "release", "status", "pay").stdout)
+    assert status["decisions"] == 1
+    assert [(s["step"], s["share"], s["outcome"], s["stateAfter"]) for s in status["steps"]] == [
+        (0, 25, "promote", "running")]
+    verdicts = {v["rule"]: (v["status"], v["threshold"]) for v in status["windows"]}
+    assert verdicts == {"window.baseline.error_rate_delta": ("passed", 0.05),
+                        "window.error_rate": ("passed", 0.05),
+                        "window.min_observation": ("passed", 0.0),
+                        "window.min_samples": ("passed", 10)}
+    from click.testing import CliRunner
+
+    from toolkeeper.cli.main import cli
+
+    shown = CliRunner().invoke(cli, ["release", "status", "pay", "--registry", canary.url])
+    assert shown.exit_code == 0
+    assert "  step 1 (25%): promote -> running" in shown.output
+    assert "    window.error_rate passed: measured 0.0, threshold 0.05" in shown.output

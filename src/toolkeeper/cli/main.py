@@ -17,6 +17,7 @@ from toolkeeper.cli import (
     keys_cmd,
     registry_cmds,
     release_cmds,
+    release_status_cmd,
     release_watch_cmd,
     serve_cmd,
     token_cmd,
@@ -37,7 +38,7 @@ def cli() -> None:
 for _module in (contracts_cmds, export_cmd, diff_cmd, registry_cmds, serve_cmd, keys_cmd,
                 calls_cmd, tools_cmd, call_cmd, conformance_cmd, conformance_evidence_cmd,
                 client_config_cmd, token_cmd, upstream_cmds, gate_cmds, release_cmds,
-                release_watch_cmd):
+                release_status_cmd, release_watch_cmd):
     _module.register(cli)
 
 

@@ -361,35 +361,6 @@ def start_cmd(tool: str, version: str, policy_path: str, evidence_path: str, ste
         click.echo(f"started {rollout_line(stored)}")
 
 
-@release_group.command("status")
-@click.argument("tool")
-@registry_options
-def status_cmd(tool: str, registry_url: str | None, config_path: str | None,
-               as_json: bool) -> None:
-    """TOOL's rollout: its record, share, state, and the last decision with its reasons."""
-    with open_book(registry_url, config_path, as_json) as (_, book):
-        rollout = book.get(tool)
-        if rollout is None:
-            raise ToolkeeperError(f"{tool} has no rollout", code="release.not_found",
-                                  data={"tool": tool})
-        decisions = book.decisions(rollout)
-    last = decisions[-1] if decisions else None
-    if as_json:
-        echo_json({"rollout": rollout_json(rollout), "decisions": len(decisions),
-                   "lastDecision": decision_json(last) if last else None})
-        return
-    click.echo(rollout_line(rollout))
-    click.echo(f"  holds {rollout.holds}/{rollout.max_holds}, interval {rollout.interval_s}s, "
-               f"steps {','.join(map(str, rollout.steps))}")
-    if last is None:
-        click.echo("  no decision yet")
-        return
-    click.echo(f"  last decision: {last.outcome} at step {last.step + 1} ({last.share}%) -> "
-               f"{last.state_after}")
-    for reason in last.reasons:
-        click.echo(f"    {reason_text(reason)}")
-
-
 def _operation(name: str, method: str, summary: str) -> None:
     @release_group.command(name, help=summary)
     @click.argument("tool")
