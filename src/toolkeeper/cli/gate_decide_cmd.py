@@ -33,6 +33,7 @@ from toolkeeper.gate.keys import (
     DEMO_KEY,
     SigningKey,
     load_trusted_key,
+    require_signer,
     signing_key_from,
     trusted_keys_from,
 )
@@ -203,10 +204,7 @@ def sign_cmd(bundle_path: str, out_path: str, config_path: str | None,
     """Decide on a bundle and write the decision, signed, as a DSSE envelope."""
     decision, made, signer = _decision(bundle_path, config_path, trust, demo_key, as_json)
     try:
-        if signer is None:
-            raise ToolkeeperError("no signing key is configured (set gate.signing_key_id and "
-                                  "gate.signing_key_file in --config, or TOOLKEEPER_GATE_KEY_ID "
-                                  "and TOOLKEEPER_GATE_KEY_FILE)", code="gate.no_signing_key")
+        signer = require_signer(signer)
         envelope = sign_decision(decision, made["sections"]["policy"]["content"], signer)
         _write(out_path, envelope)
     except ToolkeeperError as exc:

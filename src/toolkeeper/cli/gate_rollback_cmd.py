@@ -42,7 +42,7 @@ from toolkeeper.contracts.spec import ToolSpec
 from toolkeeper.errors import ToolkeeperError
 from toolkeeper.gate import FAILED, HEALTHY, INCONCLUSIVE, WindowPolicy, evaluate
 from toolkeeper.gate.call_windows import windows_from_log
-from toolkeeper.gate.keys import ENV_KEY_FILE, ENV_KEY_ID, signing_key_from, trusted_keys_from
+from toolkeeper.gate.keys import require_signer, signing_key_from, trusted_keys_from
 from toolkeeper.gate.rollback import verify
 from toolkeeper.gate.rollback_evidence import ArtifactResolver, build_evidence
 from toolkeeper.registry import Registry
@@ -82,14 +82,7 @@ def rollback_evidence_cmd(tool: str, version: str, registry_url: str | None,
     1 refused as one, 2 bad input."""
     try:
         config = load_config(config_path, read=read_source)
-        key = signing_key_from(config.gate, os.environ)
-        if key is None:
-            raise ToolkeeperError(
-                "no signing key is configured (set gate.signing_key_id and "
-                f"gate.signing_key_file in --config, or {ENV_KEY_ID} and {ENV_KEY_FILE})",
-                code="gate.no_signing_key",
-                data={"keys": ["gate.signing_key_id", "gate.signing_key_file"],
-                      "variables": [ENV_KEY_ID, ENV_KEY_FILE]})
+        key = require_signer(signing_key_from(config.gate, os.environ))
         trusted = {key.key_id: key.trusted(), **trusted_keys_from(config.gate, os.environ)}
         url = registry_url or config.registry.url or None
         healthy = window_healthy(policy_path, since, until, window_path, url, tool, version)

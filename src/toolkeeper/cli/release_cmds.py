@@ -46,6 +46,7 @@ from toolkeeper.contracts.spec import Status
 from toolkeeper.errors import ToolkeeperError
 from toolkeeper.gate import WindowPolicy
 from toolkeeper.gate.evidence import verify_bundle
+from toolkeeper.gate.keys import require_signer
 from toolkeeper.gate.rollback import verify
 from toolkeeper.gate.rollback_evidence import build_evidence
 from toolkeeper.registry import Registry
@@ -189,11 +190,8 @@ def _proven_evidence(registry: Registry, url: str | None, tool: str, target: Ver
                      handler_refs: tuple[str, ...], demo: bool) -> dict[str, Any]:
     """The target's signed rollback evidence, verified as a rollback target (else
     ``release.target_unproven``)."""
-    signer, trusted = keys(config_path, ())
-    if signer is None:
-        raise ToolkeeperError("no signing key is configured ([gate] of --config, or "
-                              "TOOLKEEPER_GATE_KEY_ID and TOOLKEEPER_GATE_KEY_FILE)",
-                              code="gate.no_signing_key")
+    found, trusted = keys(config_path, ())
+    signer = require_signer(found)
     if registry.get(tool, target) is None:
         raise ToolkeeperError(f"{tool} {target} is not published", code="registry.not_found",
                               data={"name": tool, "version": str(target)})

@@ -36,8 +36,8 @@ from toolkeeper.cli.release_cmds import (
     rollout_line,
 )
 from toolkeeper.errors import ToolkeeperError
-from toolkeeper.gate.canary import Evaluation, due_at_us, evaluate_and_store
-from toolkeeper.gate.keys import SigningKey
+from toolkeeper.gate.canary import Evaluation, ResourcePeaks, due_at_us, evaluate_and_store
+from toolkeeper.gate.keys import SigningKey, require_signer
 from toolkeeper.gate.metric_windows import scrape
 from toolkeeper.gate.rollback import TrustedKey
 from toolkeeper.registry import Registry
@@ -61,38 +61,25 @@ _FINAL_EXIT: Final = {PROMOTED: EXIT_OK, ROLLED_BACK: EXIT_REFUSED, ABORTED: EXI
 
 def _signer(config_path: str | None) -> tuple[SigningKey, Mapping[str, TrustedKey]]:
     signer, trusted = keys(config_path, ())
-    if signer is None:
-        raise ToolkeeperError("no signing key is configured (set gate.signing_key_id and "
-                              "gate.signing_key_file in --config, or TOOLKEEPER_GATE_KEY_ID "
-                              "and TOOLKEEPER_GATE_KEY_FILE): each decision is signed",
-                              code="gate.no_signing_key")
-    return signer, trusted
+    return require_signer(signer, "each decision is signed"), trusted
 
 
 class Readings:
-    """The resource readings of a gateway's Prometheus endpoint (``--metrics``), one per look,
-    and their highest since a time (what a rollout's candidate window judges)."""
+    """The resource readings of a gateway's Prometheus endpoint (``--metrics``), one per look
+    (:class:`~toolkeeper.gate.canary.ResourcePeaks`: their highest since a time is what a
+    rollout's candidate window judges)."""
 
     def __init__(self, url: str | None) -> None:
         self._url = url
-        self._taken: list[tuple[int, dict[str, int]]] = []
+        self._peaks = ResourcePeaks()
 
     def take(self) -> None:
         if self._url is not None:
-            reading = {k: int(v) for k, v in scrape(self._url).resources.items()}
-            self._taken.append((time.time_ns() // 1000, reading))
-            del self._taken[:-_MAX_READINGS]
+            self._peaks.add(time.time_ns() // 1000,
+                            {k: int(v) for k, v in scrape(self._url).resources.items()})
 
     def peaks(self, since_us: int) -> dict[str, int] | None:
-        taken = [reading for at, reading in self._taken if at >= since_us] or [
-            reading for _, reading in self._taken[-1:]]
-        if not taken:
-            return None
-        return {key: max(r[key] for r in taken if key in r)
-                for key in sorted({key for r in taken for key in r})}
-
-
-_MAX_READINGS: Final = 100_000
+        return self._peaks.since(since_us)
 
 
 def evaluate_now(registry: Registry, url: str | None, tool: str, signer: SigningKey,

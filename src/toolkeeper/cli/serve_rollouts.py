@@ -32,7 +32,6 @@ the evaluation reads). A key that is configured but unusable refuses the start
 
 from __future__ import annotations
 
-import collections
 import logging
 import os
 import socket
@@ -44,7 +43,7 @@ from dataclasses import dataclass
 from toolkeeper.config import GatewayConfig
 from toolkeeper.errors import ToolkeeperError
 from toolkeeper.gate.attestation import Signer
-from toolkeeper.gate.canary import Evaluation, due, evaluate_and_store
+from toolkeeper.gate.canary import Evaluation, ResourcePeaks, due, evaluate_and_store
 from toolkeeper.gate.keys import signing_key_from, trusted_keys_from
 from toolkeeper.gate.rollback import TrustedKey
 from toolkeeper.observability.recorder import CallRecorder
@@ -57,8 +56,6 @@ __all__ = ["EvaluatorKeys", "RolloutEvaluator", "evaluator_actor", "evaluator_ke
            "start_evaluator"]
 
 _log = logging.getLogger("toolkeeper.release")
-_MAX_READINGS = 100_000
-"""The resource readings kept (one per look: at 5 s, about six days of a step)."""
 
 
 def process_readings() -> dict[str, int]:
@@ -130,8 +127,7 @@ class RolloutEvaluator:
         self._flush = flush
         self._log = log
         self._said: dict[str, str] = {}
-        self._readings: collections.deque[tuple[int, dict[str, int]]] = collections.deque(
-            maxlen=_MAX_READINGS)
+        self._readings = ResourcePeaks()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -154,17 +150,11 @@ class RolloutEvaluator:
 
     def _read(self) -> None:
         """This process's resource readings now, kept for :meth:`peaks`."""
-        reading = process_readings()
-        if reading:
-            self._readings.append((time.time_ns() // 1000, reading))
+        self._readings.add(time.time_ns() // 1000, process_readings())
 
     def peaks(self, since_us: int) -> dict[str, int] | None:
         """The highest of this process's readings since ``since_us`` (None: none taken)."""
-        taken = [reading for at, reading in self._readings if at >= since_us]
-        if not taken:
-            return None
-        return {key: max(r[key] for r in taken if key in r)
-                for key in sorted({key for r in taken for key in r})}
+        return self._readings.since(since_us)
 
     def _window_end_us(self) -> int:
         return time.time_ns() // 1000 - self._lag_us

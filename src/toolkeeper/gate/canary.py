@@ -23,6 +23,7 @@ rollout.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -47,8 +48,8 @@ from toolkeeper.registry.rollouts import (
     RolloutDecision,
 )
 
-__all__ = ["Evaluation", "due", "due_at_us", "evaluate_and_store", "evaluate_rollout", "store_checks",
-           "transition"]
+__all__ = ["Evaluation", "ResourcePeaks", "due", "due_at_us", "evaluate_and_store",
+           "evaluate_rollout", "store_checks", "transition"]
 
 _SECTIONS = ("transcripts", "sdkDiffs", "proxyEvidence")
 
@@ -132,6 +133,27 @@ def evaluate_rollout(registry: Registry, rows: CallRows, rollout: Rollout, now_u
         envelope=envelope,
         reasons=tuple(r.to_dict() for r in decision.reasons if r.status != PASSED))
     return Evaluation(decision, envelope, moved, record)
+
+
+class ResourcePeaks:
+    """The serving process's resource readings (``rssBytes``, ``openFds``, ``openStreams``),
+    each with when it was taken, the newest ``keep`` of them; :meth:`since` is what a
+    candidate's window judges (:func:`evaluate_and_store`'s ``resources``)."""
+
+    def __init__(self, keep: int = 100_000) -> None:  # one per look: at 5 s, six days of a step
+        self._taken: deque[tuple[int, dict[str, int]]] = deque(maxlen=keep)
+
+    def add(self, at_us: int, reading: Mapping[str, int]) -> None:
+        if reading:
+            self._taken.append((at_us, dict(reading)))
+
+    def since(self, since_us: int) -> dict[str, int] | None:
+        """The highest of each reading taken since ``since_us`` (None: none taken)."""
+        taken = [reading for at, reading in self._taken if at >= since_us]
+        if not taken:
+            return None
+        return {key: max(r[key] for r in taken if key in r)
+                for key in sorted({key for r in taken for key in r})}
 
 
 def due_at_us(rollout: Rollout) -> int:

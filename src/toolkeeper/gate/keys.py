@@ -37,9 +37,20 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key, l
 from toolkeeper.errors import ToolkeeperError
 from toolkeeper.gate.rollback import ED25519, HMAC_SHA256, TrustedKey, sign_ed25519, sign_hmac
 
-__all__ = ["DEMO_KEY", "ENV_KEY_FILE", "ENV_KEY_ID", "ENV_TRUSTED_KEYS", "GateSettingsLike",
-           "SigningKey", "TrustedKeySettingsLike", "load_signing_key", "load_trusted_key",
-           "signing_key_from", "trusted_keys_from"]
+__all__ = [
+    "DEMO_KEY",
+    "ENV_KEY_FILE",
+    "ENV_KEY_ID",
+    "ENV_TRUSTED_KEYS",
+    "GateSettingsLike",
+    "SigningKey",
+    "TrustedKeySettingsLike",
+    "load_signing_key",
+    "load_trusted_key",
+    "require_signer",
+    "signing_key_from",
+    "trusted_keys_from",
+]
 
 ENV_KEY_ID: Final = "TOOLKEEPER_GATE_KEY_ID"
 ENV_KEY_FILE: Final = "TOOLKEEPER_GATE_KEY_FILE"
@@ -212,3 +223,16 @@ def trusted_keys_from(config_gate: GateSettingsLike | None,
         if key_id not in trusted:
             trusted[key_id] = load_trusted_key(None, Path(path))
     return trusted
+
+
+def require_signer(key: SigningKey | None, why: str = "") -> SigningKey:
+    """``key``, or ToolkeeperError ``gate.no_signing_key`` naming the configuration keys and
+    the environment variables that set one (``why``: what needs it, appended)."""
+    if key is None:
+        raise ToolkeeperError(
+            "no signing key is configured (set gate.signing_key_id and gate.signing_key_file "
+            f"in --config, or {ENV_KEY_ID} and {ENV_KEY_FILE})" + (f": {why}" if why else ""),
+            code="gate.no_signing_key",
+            data={"keys": ["gate.signing_key_id", "gate.signing_key_file"],
+                  "variables": [ENV_KEY_ID, ENV_KEY_FILE]})
+    return key
