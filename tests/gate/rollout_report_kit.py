@@ -10,12 +10,12 @@ import hashlib
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 from gateway_kit import OPEN, Driver, contract, gateway_for
 
 from decision_kit import evidence
+from rollout_kit import canary_handlers
 from toolkeeper.contracts.semver import Version
 from toolkeeper.gate.canary import evaluate_and_store
 from toolkeeper.gate.keys import SigningKey
@@ -27,7 +27,6 @@ from toolkeeper.registry.call_rows import open_call_rows
 from toolkeeper.registry.principal import Principal
 from toolkeeper.registry.rollout_book import rollout_book
 from toolkeeper.registry.rollouts import Rollout, bucket
-from toolkeeper.server import ToolHandlers
 
 __all__ = ["HOSTILE", "KEY", "rollout_with_decisions"]
 
@@ -40,23 +39,11 @@ PRINCIPAL = Principal.parse("acme", [], "internal", credential="k-report")
 CALLS = 20
 
 
-def _handlers(fail_every: int | None) -> ToolHandlers:
-    def candidate(arguments: dict[str, Any]) -> dict[str, Any]:
-        if fail_every is not None and arguments["a"] % fail_every == 0:
-            raise RuntimeError("the candidate's defect")
-        return {"ran": "2.0.0"}
-
-    out = ToolHandlers()
-    out.bind("pay", lambda arguments: {"ran": "1.0.0"}, version="1.0.0", inline=True)
-    out.bind("pay", candidate, version="2.0.0", inline=True)
-    return out
-
-
 def _step(registry: Registry, url: str, fail_every: int | None) -> str:
     """Calls to the candidate (routed) and the target (pinned), then the gate's decision."""
     recorder = CallRecorder(open_call_rows(url))
     try:
-        driver = Driver(gateway_for(registry, _handlers(fail_every), PRINCIPAL,
+        driver = Driver(gateway_for(registry, canary_handlers(fail_every), PRINCIPAL,
                                     call_log=recorder).kernel)
         for a in range(CALLS):
             driver.call("pay", {"a": a})

@@ -22,6 +22,7 @@ from gateway_kit import OPEN, contract
 from tenant_kit import StreamPeer
 
 from decision_kit import evidence
+from rollout_kit import canary_handlers
 from toolkeeper.auth.keys import KeyAuthenticator, issue_key
 from toolkeeper.auth.resolver import BearerResolver
 from toolkeeper.contracts.semver import Version
@@ -38,7 +39,7 @@ from toolkeeper.registry.call_rows import open_call_rows
 from toolkeeper.registry.rollout_book import rollout_book
 from toolkeeper.registry.rollout_rows import thawed
 from toolkeeper.registry.rollouts import BUCKETS, Rollout, bucket
-from toolkeeper.server import ToolHandlers, build_gateway
+from toolkeeper.server import build_gateway
 
 RESOURCE = "https://gw.test/mcp"
 PRINCIPALS = 60
@@ -49,32 +50,19 @@ TRUSTED = {KEY.key_id: KEY.trusted()}
 POLICY = {"minSamples": 10, "maxErrorRate": 0.05, "baseline": {"maxErrorRateDelta": 0.05}}
 
 
-def _handlers(fail_every: int | None) -> ToolHandlers:
-    def candidate(arguments: dict[str, Any]) -> dict[str, Any]:
-        if fail_every is not None and arguments["a"] % fail_every == 0:
-            raise RuntimeError("the candidate's defect")
-        return {"ran": "2.0.0"}
-
-    out = ToolHandlers()
-    out.bind("pay", lambda arguments: {"ran": "1.0.0"}, version="1.0.0", inline=True)
-    out.bind("pay", candidate, version="2.0.0", inline=True)
-    return out
-
-
 @dataclass
 class Canary:
     registry: Registry
     url: str
     tokens: dict[str, str]
     recorder: CallRecorder | None = None
-    handlers: ToolHandlers | None = None
 
     def serve(self, fail_every: int | None = None) -> None:
         """A gateway with a durable call log, afresh (the last one's rows flushed)."""
         self.stop()
         self.recorder = CallRecorder(open_call_rows(self.url))
         resolver = BearerResolver(RESOURCE, keys=KeyAuthenticator(key_store(self.registry.store)))
-        self.gateway = build_gateway(self.registry, _handlers(fail_every),
+        self.gateway = build_gateway(self.registry, canary_handlers(fail_every),
                                      resolve_principal=resolver, call_log=self.recorder)
 
     def stop(self) -> None:
