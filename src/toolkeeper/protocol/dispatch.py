@@ -22,6 +22,7 @@ from toolkeeper.protocol.outcome import Finish, Outcome, Pending, Reply
 from toolkeeper.protocol.versions import Era
 
 __all__ = [
+    "LegacyFinish",
     "ServerIdentity",
     "answer_error_reply",
     "error_reply",
@@ -145,15 +146,36 @@ def _finish(cache: CacheHint | None, identity: ServerIdentity, request_id: Reque
     return Reply(message, 200, (), encode_message(message))
 
 
+class LegacyFinish:
+    """The :data:`~toolkeeper.protocol.Finish` of a legacy session's express lane: the result
+    (handed over) without the modern bookkeeping fields, as :func:`run_method` finishes it in
+    that era, made the Reply to a request id with the session's ``headers`` and its body
+    encoded at once. :meth:`failed` answers an exception as that era answers one."""
+
+    __slots__ = ("headers",)
+
+    def __init__(self, headers: tuple[tuple[str, str], ...]) -> None:
+        self.headers = headers
+
+    def __call__(self, request_id: RequestId, result: dict[str, Any]) -> Reply:
+        for key in _MODERN_ONLY:
+            result.pop(key, None)
+        message = result_message(request_id, result)
+        return Reply(message, 200, self.headers, encode_message(message))
+
+    def failed(self, request_id: RequestId, exc: BaseException) -> Reply:
+        return answer_error_reply(request_id, exc, _LEGACY, self.headers)
+
+
 def plain_express(handler: Callable[[Call], MethodResult]) -> Callable[[Call, Finish], Reply]:
     """An express lane for a method whose handler answers at once (never with a Deferred):
-    the handler's result, finished as :func:`run_method` finishes it. (Its exceptions are the
-    kernel's to answer, as they are on the ordinary path.)"""
+    the handler's result, finished as :func:`run_method` finishes it in the call's era. (Its
+    exceptions are the kernel's to answer, as they are on the ordinary path.)"""
     def express(call: Call, finish: Finish) -> Reply:
         result = handler(call)
         if isinstance(result, Deferred):
             raise TypeError(f"{call.method}: a plain express lane got a Deferred")
-        return finish(call.request_id, _own(result))
+        return finish(call.request_id, _own(result) if call.era is not _LEGACY else dict(result))
     return express
 
 

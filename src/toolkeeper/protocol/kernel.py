@@ -47,12 +47,22 @@ from toolkeeper.protocol.headers import (
     MCP_SESSION_ID,
     HeaderView,
 )
-from toolkeeper.protocol.legacy import LegacyPipeline, check_legacy_envelope
+from toolkeeper.protocol.legacy import (
+    LEGACY_BY_RAW,
+    LegacyPipeline,
+    check_legacy_envelope,
+    plain_request,
+)
 from toolkeeper.protocol.meta import claims_modern_envelope
-from toolkeeper.protocol.methods import CacheHint, MethodTable, TransportFacts
+from toolkeeper.protocol.methods import CacheHint, Method, MethodTable, TransportFacts
 from toolkeeper.protocol.modern import ModernPipeline, discover_method
 from toolkeeper.protocol.outcome import Outcome, Reply
-from toolkeeper.protocol.raw_headers import asgi_index
+from toolkeeper.protocol.raw_headers import (
+    RAW_PROTOCOL_VERSION,
+    RAW_SESSION_ID,
+    asgi_index,
+    header_text,
+)
 from toolkeeper.protocol.sessions import LegacySession, Phase, SessionOwner, SessionTable
 from toolkeeper.protocol.stateless import LEGACY_SESSION_MODES, stateless_session
 from toolkeeper.protocol.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS, Era
@@ -209,11 +219,30 @@ class ServerKernel:
             if method is not None:
                 if index is None:
                     index = asgi_index(raw_headers)
-                outcome = (None if index is None
-                           else self._modern.express(message, index, facts, method))
-                if outcome is not None:
-                    return outcome
+                if index is not None:
+                    raw_version = index.get(RAW_PROTOCOL_VERSION)
+                    outcome = (self._legacy_express(message, index, facts, method)
+                               if raw_version is None or raw_version in LEGACY_BY_RAW
+                               else self._modern.express(message, index, facts, method))
+                    if outcome is not None:
+                        return outcome
         return self.handle_http_message(message, facts)
+
+    def _legacy_express(self, message: dict[str, Any], index: Mapping[bytes, bytes],
+                        facts: TransportFacts, method: Method) -> Outcome | None:
+        """The legacy lane of :meth:`handle_asgi` (its ``MCP-Protocol-Version`` a handshake
+        version or absent): a :func:`~toolkeeper.protocol.legacy.plain_request` in the session
+        of its one ``Mcp-Session-Id``, whose principal was found, is judged with that session
+        found once (:meth:`LegacyPipeline.express`); anything else is None, before the session
+        is looked up, for :meth:`handle_http_message` to judge (it answers exactly this way:
+        the headers' era is the legacy one, each appears once, gate 1 passes)."""
+        raw_id = index.get(RAW_SESSION_ID)
+        if raw_id is None or self._stateless or type(self._authenticated[1]) is _Refused:
+            return None
+        request = plain_request(message)
+        if request is None:
+            return None
+        return self._session_call(request, header_text(raw_id), facts, request.id, method)
 
     def handle_http_message(self, message: Any, facts: TransportFacts) -> Outcome:
         if self._authenticated[0] is not facts:  # (not yet, when called directly)
@@ -244,12 +273,20 @@ class ServerKernel:
             if isinstance(inbound, InboundRequest) and inbound.method == "initialize":
                 return self._http_initialize(inbound, facts)
             return error_reply(safe_id(message), invalid_request("Bad Request: Missing session ID"))
+        return self._session_call(inbound, session_id, facts, safe_id(message))
+
+    def _session_call(self, inbound: Any, session_id: str, facts: TransportFacts,
+                      answer_id: RequestId | None, method: Method | None = None) -> Outcome:
+        """Gates 2-5 in the session ``session_id`` names (404 if the request's principal has
+        no such session), through ``method``'s express lane when one is given."""
         session = self._owned_session(session_id, facts)
         if session is None:
-            reply = error_reply(safe_id(message), invalid_request("Session not found"))
+            reply = error_reply(answer_id, invalid_request("Session not found"))
             return msgspec.structs.replace(reply, status=404)
-        return self._legacy.after_envelope(inbound, session, facts,
-                                           ((MCP_SESSION_ID, session_id),))
+        headers = ((MCP_SESSION_ID, session_id),)
+        if method is not None:
+            return self._legacy.express(inbound, session, facts, method, headers)
+        return self._legacy.after_envelope(inbound, session, facts, headers)
 
     def _owner_of(self, facts: TransportFacts) -> SessionOwner | None:
         """Who the request's principal is, as a session owner (a resolver that refuses the

@@ -20,7 +20,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from toolkeeper.errors import JsonRpcError
-from toolkeeper.protocol.dispatch import ServerIdentity, answer_error_reply, error_reply, run_method
+from toolkeeper.protocol.dispatch import (
+    LegacyFinish,
+    ServerIdentity,
+    answer_error_reply,
+    error_reply,
+    run_method,
+)
 from toolkeeper.protocol.envelope import (
     InboundNotification,
     InboundRequest,
@@ -32,16 +38,28 @@ from toolkeeper.protocol.envelope import (
     safe_id,
 )
 from toolkeeper.protocol.faults import invalid_params, invalid_request, method_not_found
-from toolkeeper.protocol.meta import LOG_LEVELS, claims_modern_envelope, read_progress_token
-from toolkeeper.protocol.methods import Call, MethodTable, TransportFacts
+from toolkeeper.protocol.meta import (
+    LOG_LEVELS,
+    PROTOCOL_VERSION_KEY,
+    claims_modern_envelope,
+    read_progress_token,
+)
+from toolkeeper.protocol.methods import Call, Method, MethodTable, TransportFacts
 from toolkeeper.protocol.outcome import Accepted, Outcome, Pending, Reply, ResumablePending
 from toolkeeper.protocol.sessions import LegacySession, Phase
-from toolkeeper.protocol.versions import RESUMABLE_VERSIONS, Era, negotiate_handshake
+from toolkeeper.protocol.versions import (
+    HANDSHAKE_VERSIONS,
+    RESUMABLE_VERSIONS,
+    Era,
+    negotiate_handshake,
+)
 
-__all__ = ["LegacyPipeline", "check_legacy_envelope"]
+__all__ = ["LEGACY_BY_RAW", "LegacyPipeline", "check_legacy_envelope", "plain_request"]
 
 Inbound = InboundRequest | InboundNotification | InboundResponse
 _LEGACY = Era.LEGACY
+LEGACY_BY_RAW: dict[bytes, str] = {v.encode(): v for v in HANDSHAKE_VERSIONS}
+"""A raw ``MCP-Protocol-Version`` value that names a handshake version exactly."""
 
 
 def check_legacy_envelope(message: Any) -> Inbound:
@@ -54,6 +72,25 @@ def check_legacy_envelope(message: Any) -> Inbound:
             "this session serves the handshake protocol era; requests carrying the "
             "2026-07-28 envelope are not accepted on it")
     return inbound
+
+
+def plain_request(message: dict[str, Any]) -> InboundRequest | None:
+    """The request of a message that passes gate 1 as a request in the plainest form (an
+    integer or string id, ``"jsonrpc": "2.0"``, a params object, a ``_meta`` that is absent or
+    an object without the modern envelope's key, no ``result`` or ``error``), else None for
+    :func:`check_legacy_envelope` to judge; ``message["method"]`` is a non-empty string the
+    caller has checked. What it returns is what that gate would have returned."""
+    request_id = message.get("id")
+    if type(request_id) is not int and type(request_id) is not str:
+        return None
+    params = message.get("params")
+    if (type(params) is not dict or message.get("jsonrpc") != "2.0" or "result" in message
+            or "error" in message):
+        return None
+    meta = params.get("_meta")
+    if meta is not None and (type(meta) is not dict or PROTOCOL_VERSION_KEY in meta):
+        return None
+    return InboundRequest(request_id, message["method"], params)
 
 
 class LegacyPipeline:
@@ -116,21 +153,43 @@ class LegacyPipeline:
         try:
             if method is None:
                 raise method_not_found(request.method)
-            call = Call(
-                request_id=request.id, method=request.method, params=request.params,
-                era=Era.LEGACY, protocol_version=session.protocol_version,
-                client_capabilities=session.client_capabilities,
-                client_info=session.client_info, log_level=session.log_level,
-                progress_token=read_progress_token(request.params), facts=facts,
-                principal=self._resolve_principal(facts))
+            call = self._call(request, session, facts)
         except Exception as exc:
             return answer_error_reply(request.id, exc, _LEGACY, headers)
-        outcome = run_method(method, call, self._identity, headers)
-        if (type(outcome) is Pending and session.id is not None
-                and session.protocol_version in RESUMABLE_VERSIONS):
-            return ResumablePending(outcome.request_id, outcome.run, outcome.headers,
-                                    outcome.stream)
-        return outcome
+        return _in_session(run_method(method, call, self._identity, headers), session)
+
+    def express(self, request: InboundRequest, session: LegacySession, facts: TransportFacts,
+                method: Method, headers: tuple[tuple[str, str], ...]) -> Outcome:
+        """Gates 2-5 for a request of a session (from :func:`plain_request`) to ``method``,
+        which has an express lane: the lane answers a call of a live session, its result
+        finished by :class:`~toolkeeper.protocol.dispatch.LegacyFinish`; a call it declines
+        goes on to the handler with the same :class:`Call`; anything else takes the ordinary
+        gates. The answer is the ordinary one (``tests/protocol/test_legacy_express.py``)."""
+        express = method.express
+        if (express is None or session.phase is not Phase.READY or _LEGACY not in method.eras
+                or request.method in self._builtins):
+            return self.after_envelope(request, session, facts, headers)
+        try:
+            call = self._call(request, session, facts)
+        except Exception as exc:
+            return answer_error_reply(request.id, exc, _LEGACY, headers)
+        try:
+            outcome = express(call, LegacyFinish(headers))
+        except Exception as exc:
+            return answer_error_reply(request.id, exc, _LEGACY, headers)
+        if outcome is None:
+            return _in_session(run_method(method, call, self._identity, headers), session)
+        return _in_session(outcome, session, headers)
+
+    def _call(self, request: InboundRequest, session: LegacySession, facts: TransportFacts
+              ) -> Call:
+        return Call(
+            request_id=request.id, method=request.method, params=request.params,
+            era=_LEGACY, protocol_version=session.protocol_version,
+            client_capabilities=session.client_capabilities,
+            client_info=session.client_info, log_level=session.log_level,
+            progress_token=read_progress_token(request.params), facts=facts,
+            principal=self._resolve_principal(facts))
 
     def _initialize(self, session: LegacySession, request: InboundRequest) -> dict[str, Any]:
         if session.phase is not Phase.NEW:
@@ -162,6 +221,20 @@ class LegacyPipeline:
         if self._instructions is not None:
             out["instructions"] = self._instructions
         return out
+
+
+def _in_session(outcome: Outcome, session: LegacySession,
+                headers: tuple[tuple[str, str], ...] | None = None) -> Outcome:
+    """A session's Pending (given the session's ``headers`` if it lacks them), resumable
+    when the session's version allows it."""
+    if type(outcome) is not Pending:
+        return outcome
+    if session.id is not None and session.protocol_version in RESUMABLE_VERSIONS:
+        return ResumablePending(outcome.request_id, outcome.run,
+                                outcome.headers if headers is None else headers, outcome.stream)
+    if headers is None:
+        return outcome
+    return Pending(outcome.request_id, outcome.run, headers, outcome.stream)
 
 
 def _ping(session: LegacySession, request: InboundRequest) -> dict[str, Any]:

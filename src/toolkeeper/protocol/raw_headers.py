@@ -12,13 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from toolkeeper.protocol.headers import MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION
+from toolkeeper.protocol.headers import MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID
 
-__all__ = ["RAW_METHOD", "RAW_NAME", "RAW_PROTOCOL_VERSION", "asgi_index", "header_text"]
+__all__ = ["RAW_METHOD", "RAW_NAME", "RAW_PROTOCOL_VERSION", "RAW_SESSION_ID", "asgi_index",
+           "header_text"]
 
 RAW_PROTOCOL_VERSION: Final = MCP_PROTOCOL_VERSION.encode()
 RAW_METHOD: Final = MCP_METHOD.encode()
 RAW_NAME: Final = MCP_NAME.encode()
+RAW_SESSION_ID: Final = MCP_SESSION_ID.encode()
 
 _LOWER_NAMES: Final[set[bytes]] = set()
 """Short raw header names seen that are lowercase ASCII (a bounded memo)."""

@@ -50,26 +50,26 @@ from toolkeeper.protocol import (
     error_reply,
     missing_capabilities,
 )
+from toolkeeper.protocol.dispatch import LegacyFinish
 from toolkeeper.protocol.faults import internal_error, invalid_params
 from toolkeeper.protocol.sealing import Sealer
-from toolkeeper.protocol.versions import UNSTRUCTURED_VERSIONS
 from toolkeeper.registry import Principal, Registry
 from toolkeeper.server.asking import InputAsker, InputRequired
 from toolkeeper.server.call_outcomes import (
     DEFAULT_MAX_REPORTED_ERRORS,
-    checked_output,
     collection_bound,
     handler_failed,
     invalid_arguments_result,
     refusal_reason,
 )
 from toolkeeper.server.calllog import CallLog, CallRecord, arguments_digest
-from toolkeeper.server.content import ForwardedResult, ToolResult, check_content, text, to_tool_result
+from toolkeeper.server.content import ToolResult, text
 from toolkeeper.server.gate import FASTMCP_META_KEY, SCHEMA_VERSION_KEY, requested_version
 from toolkeeper.server.handler_threads import threaded
 from toolkeeper.server.handlers import HandlerBinding, ToolContext, capability_error
 from toolkeeper.server.limits import TIMEOUT_META_KEY, Admission, CallTimeoutError, bounded, bounded_rest
 from toolkeeper.server.refusals import call_refusal, gate_refusal, limit_refusal
+from toolkeeper.server.result_wire import checked_result, encoded_wire, wire_form
 from toolkeeper.server.resuming import RequestStates, SealedState
 from toolkeeper.server.routes import Route, Routes, closed_schema
 from toolkeeper.server.sources import HandlerSource
@@ -88,6 +88,7 @@ _RETRY_FIELDS: tuple[tuple[str, type, str], ...] = (
     ("requestState", str, "a string"), ("inputResponses", dict, "an object"))
 # The side effects whose requestState runs the tool at most once (toolkeeper.server.resuming).
 _SINGLE_USE = frozenset({SideEffect.WRITE, SideEffect.DESTRUCTIVE})
+_NO_META: Mapping[str, Any] = {}
 
 
 class ToolCalls:
@@ -170,10 +171,10 @@ class ToolCalls:
         if found.issues:
             self._log.refused(call_refusal(call, "invalid_arguments", route.version,
                                            route.rollout_step))
-            return self._wire(call, route, invalid_arguments_result(
+            return encoded_wire(call, route, invalid_arguments_result(
                 found.issues, self._max_errors, truncated=found.truncated))
         if binding is None:
-            return self._wire(call, route, ToolResult(
+            return encoded_wire(call, route, ToolResult(
                 (text(f"Tool {name!r} has no handler on this gateway."),), is_error=True))
         if binding.inline:
             return self._run_inline(call, route, binding, arguments)
@@ -228,7 +229,11 @@ class ToolCalls:
         if arguments is None:
             arguments = {}
         principal = call.principal
-        meta = params["_meta"]  # the envelope made _meta a dict
+        meta = params.get("_meta")  # modern: the envelope made it a dict; legacy: or absent
+        if type(meta) is not dict:
+            if meta is not None:
+                return None
+            meta = _NO_META
         requested = meta.get(SCHEMA_VERSION_KEY)
         if (type(name) is not str or type(arguments) is not dict or FASTMCP_META_KEY in meta
                 or "requestState" in params or "inputResponses" in params
@@ -293,8 +298,8 @@ class ToolCalls:
                 return finish(call.request_id,
                               self._failed_wire(call, route, handle, started, exc))
             try:
-                result = self._result(route, value)
-                reply = finish(call.request_id, self._out(call, route, result))
+                result = checked_result(route, value)
+                reply = finish(call.request_id, wire_form(call, route, result))
             except Exception as exc:
                 return finish(call.request_id,
                               self._failed_wire(call, route, handle, started, exc))
@@ -302,6 +307,8 @@ class ToolCalls:
                                 (time.perf_counter() - started) * 1000.0)
             return reply
         except Exception as exc:
+            if isinstance(finish, LegacyFinish):
+                return finish.failed(call.request_id, exc)
             return error_reply(call.request_id, exc)
         finally:
             if slot is not None:
@@ -399,52 +406,20 @@ class ToolCalls:
         """A handler's value as the checked wire result, its content encoded once here: a value
         that is not JSON is the handler's failure, like an exception. The call log completed."""
         try:
-            result = self._result(route, value)
-            wire = self._wire(call, route, result)
+            result = checked_result(route, value)
+            wire = encoded_wire(call, route, result)
         except Exception as exc:
             return self._failed_wire(call, route, handle, started, exc)
         self._log.completed(handle, "error" if result.is_error else "ok",
                             (time.perf_counter() - started) * 1000.0)
         return wire
 
-    def _result(self, route: Route, value: Any) -> ToolResult:
-        """A handler's value as a ToolResult, its content blocks checked and its structured
-        content checked against the output schema (raises for a value that is not a result or
-        a block a client could not parse)."""
-        result = value if type(value) is ToolResult else to_tool_result(value)
-        check_content(result.content)
-        if route.output_validator is not None:
-            result = checked_output(route.plan.spec, route.output_validator, result)
-        return result
-
     def _failed_wire(self, call: Call, route: Route, handle: int, started: float,
                      exc: BaseException) -> dict[str, Any]:
         """:func:`~toolkeeper.server.call_outcomes.handler_failed`, as sent (a timed-out
         call's ``_meta`` marked)."""
-        out = self._wire(call, route, handler_failed(self._log, route.plan.spec, handle,
-                                                     started, exc))
+        out = encoded_wire(call, route, handler_failed(self._log, route.plan.spec, handle,
+                                                    started, exc))
         if isinstance(exc, CallTimeoutError):
             out["_meta"][TIMEOUT_META_KEY] = {"timeoutS": exc.timeout_s}
-        return out
-
-    def _wire(self, call: Call, route: Route, result: ToolResult) -> dict[str, Any]:
-        """The result as sent: its content and structured content encoded to JSON here (as
-        ``msgspec.Raw``, spliced into the reply verbatim), so one that cannot be raises now, in
-        the tool's call, not later in the transport."""
-        out = self._out(call, route, result)
-        if "structuredContent" in out:
-            out["structuredContent"] = Raw(encode_message(out["structuredContent"]))
-        out["content"] = Raw(encode_message(out["content"]))
-        return out
-
-    def _out(self, call: Call, route: Route, result: ToolResult) -> dict[str, Any]:
-        """The result's wire form for the call's era, with a ``_meta`` dict of its own."""
-        out = result.to_wire()
-        if ("structuredContent" in out and call.era is Era.LEGACY
-                and (call.protocol_version in UNSTRUCTURED_VERSIONS
-                     or not isinstance(out["structuredContent"], Mapping))):
-            del out["structuredContent"]
-        out["_meta"] = route.meta.copy()  # the proxied dict's copy: dict(proxy) is 5x slower
-        if result.__class__ is not ToolResult and isinstance(result, ForwardedResult):
-            result.with_meta(out)  # the upstream's _meta under ours
         return out

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from toolkeeper.protocol import Accepted, Pending, RequestId, error_reply
+from toolkeeper.protocol import Accepted, Pending, Reply, RequestId, error_reply
 from toolkeeper.protocol.faults import request_cancelled
 from toolkeeper.protocol.headers import MCP_SESSION_ID
 from toolkeeper.protocol.outcome import ResumablePending
 from toolkeeper.transports.asgi_io import Receive, Send, encode_headers, send_reply
 from toolkeeper.transports.asks import LegacyChannel, PendingAsks
-from toolkeeper.transports.pending import Cancellable, PlainExchange, answer_pending
+from toolkeeper.transports.pending import PlainExchange, answer_pending
 from toolkeeper.transports.replay import ReplayConfig
 from toolkeeper.transports.resumable import ResumableStreams
 
@@ -58,13 +58,13 @@ class LegacyCalls:
                                     exchange.close_stream)
             await answer_pending(pending, receive, send, partial(send_reply, send), extra,
                                  json_only=False, keepalive_s=self._keepalive_s,
-                                 cancellable=self._cancellable(pending, session_id),
+                                 cancellable=_SessionRequest(self.in_flight, session_id, pending),
                                  exchange=exchange, emit=channel)
             return
         plain = PlainExchange(send, extra, json_only)
         await answer_pending(pending, receive, send, partial(send_reply, send), extra,
                              json_only=json_only, keepalive_s=self._keepalive_s,
-                             cancellable=self._cancellable(pending, session_id),
+                             cancellable=_SessionRequest(self.in_flight, session_id, pending),
                              exchange=plain,
                              emit=None if json_only else LegacyChannel(plain.emit, self.asks,
                                                                        session_id))
@@ -95,20 +95,30 @@ class LegacyCalls:
         await self.resumable.resume(session_id, last_event_id, receive, send,
                                     [(MCP_SESSION_ID.encode(), session_id.encode("latin-1"))])
 
-    def _cancellable(self, pending: Pending, session_id: str) -> Cancellable:
-        """A legacy request in a session can be cancelled by a ``notifications/cancelled``
-        naming its id in the same session, while its handler runs; it is then answered
-        -32800 (mcp-wire 5)."""
-        key = (session_id, pending.request_id)
-        in_flight = self.in_flight
 
-        def register(cancel: Callable[[], None]) -> Callable[[], None]:
-            in_flight[key] = cancel
+class _SessionRequest:
+    """A legacy request in a session can be cancelled by a ``notifications/cancelled``
+    naming its id in the same session, while its handler runs; it is then answered -32800
+    (mcp-wire 5). (A :class:`~toolkeeper.transports.pending.Cancellable`, made per call:
+    its registration and its reply are made only for a handler that suspends.)"""
 
-            def unregister() -> None:
-                if in_flight.get(key) is cancel:
-                    del in_flight[key]
-            return unregister
+    __slots__ = ("_in_flight", "_key", "_pending")
 
-        return Cancellable(register, error_reply(pending.request_id, request_cancelled(),
-                                                 pending.headers))
+    def __init__(self, in_flight: dict[tuple[str, RequestId], Callable[[], None]],
+                 session_id: str, pending: Pending) -> None:
+        self._in_flight = in_flight
+        self._key = (session_id, pending.request_id)
+        self._pending = pending
+
+    def register(self, cancel: Callable[[], None]) -> Callable[[], None]:
+        in_flight, key = self._in_flight, self._key
+        in_flight[key] = cancel
+
+        def unregister() -> None:
+            if in_flight.get(key) is cancel:
+                del in_flight[key]
+        return unregister
+
+    def reply(self) -> Reply:
+        pending = self._pending
+        return error_reply(pending.request_id, request_cancelled(), pending.headers)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
@@ -48,14 +47,14 @@ class Exchange(Protocol):
                     ) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Cancellable:
+class Cancellable(Protocol):
     """How a client may cancel a pending request: ``register(cancel)`` is called when its
-    handler suspends and returns the function that unregisters it; ``reply`` answers it once
-    cancelled."""
+    handler suspends and returns the function that unregisters it; ``reply()`` answers it
+    once cancelled (made only then)."""
 
-    register: Callable[[Callable[[], None]], Callable[[], None]]
-    reply: Reply
+    def register(self, cancel: Callable[[], None]) -> Callable[[], None]: ...
+
+    def reply(self) -> Reply: ...
 
 
 class PlainExchange:
@@ -195,7 +194,7 @@ async def answer_pending(pending: Pending, receive: Receive, send: Send, send_re
     except asyncio.CancelledError:
         if exchange.cancelled and cancellable is not None:
             request.uncancel()
-            await exchange.finish(cancellable.reply, send_reply)
+            await exchange.finish(cancellable.reply(), send_reply)
         elif not exchange.disconnected:
             if exchange.committed:
                 # The server cancels a streamed answer (it is stopping): end the stream with
