@@ -5,6 +5,7 @@ real ASGI app and gateway: eagerly in the request's task, resumed there after a 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -178,3 +179,20 @@ def test_a_request_cancelled_by_the_server_stays_cancelled() -> None:
         return False
 
     assert asyncio.run(scenario()) is True
+
+
+def test_a_json_only_answer_watches_its_client_in_one_task_while_the_handler_waits() -> None:
+    async def scenario() -> tuple[int, list[MutableMapping[str, Any]]]:
+        blocked = asyncio.Event()
+        exchange = Exchange("t.blocked")
+        serving = asyncio.ensure_future(_serve(exchange, blocked))
+        await asyncio.wait_for(blocked.wait(), 10)
+        tasks = len(asyncio.all_tasks()) - 1  # this scenario's own task left out
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(serving, 10)
+        return tasks, exchange.sent
+
+    tasks, sent = asyncio.run(scenario())
+    assert tasks == 2  # the request's task and its one watcher (no timer, no other task)
+    assert sent == []

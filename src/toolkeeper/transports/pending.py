@@ -138,7 +138,15 @@ class PlainExchange:
     async def watch(self, receive: Receive, request: asyncio.Task[Any], keepalive_s: float
                     ) -> None:
         """Until cancelled: keepalives (SSE mode) and, when the client leaves (a disconnect,
-        or a send that found the connection closed), cancel ``request``."""
+        or a send that found the connection closed), cancel ``request``. JSON only: nothing
+        is written while the handler runs (``emit`` drops notifications), so only a disconnect
+        can tell, and it is awaited in this task alone."""
+        if self.json_only:
+            if not self.disconnected:
+                await until_disconnect(receive)
+                self.disconnected = True
+            request.cancel()
+            return
         self._gone = gone = asyncio.Event()
         if self.disconnected:
             gone.set()
