@@ -245,6 +245,8 @@ def start_server(kind: str, folder: Path, timeout: float = 60.0, *, python: str 
             except subprocess.TimeoutExpired:
                 os.kill(process.pid, signal.SIGKILL)
                 process.wait(timeout=15)
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 def run_wrk(wrk: str, server: Server, script: Path, seconds: float) -> dict[str, Any]:

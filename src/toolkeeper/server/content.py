@@ -153,8 +153,9 @@ class ForwardedResult(ToolResult, frozen=True):
         meta = result.get("_meta")
         kept = ({key: value for key, value in meta.items()
                  if not key.startswith(RESERVED_META_PREFIX)}
-                if isinstance(meta, Mapping) else {})
-        extra = {key: value for key, value in result.items() if key not in _OWN_FIELDS}
+                if meta and isinstance(meta, Mapping) else {})
+        extra = ({} if result.keys() <= _OWN_FIELDS
+                 else {key: value for key, value in result.items() if key not in _OWN_FIELDS})
         if "structuredContent" in result:
             return cls(tuple(content), result["structuredContent"], is_error, extra, kept)
         return cls(tuple(content), is_error=is_error, extra=extra, meta=kept)

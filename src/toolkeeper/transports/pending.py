@@ -120,6 +120,9 @@ class PlainExchange:
         await asyncio.sleep(0)
 
     async def finish(self, reply: Reply, send_reply: SendReply) -> None:
+        if self.json_only:  # the only writer: the watcher writes nothing in this mode
+            await self.write_final(reply, send_reply)
+            return
         async with self.lock:
             await self.write_final(reply, send_reply)
 

@@ -91,6 +91,8 @@ def fault_result(upstream: str, code: str, message: str) -> ForwardedResult:
 
 def forwarded_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
     """The caller's ``_meta`` as sent on: the keys of this hop left out."""
+    if not meta:
+        return {}
     return {key: value for key, value in meta.items()
             if key not in _HOP_KEYS and not key.startswith(RESERVED_META_PREFIX)}
 
@@ -198,8 +200,9 @@ class UpstreamTools:
                     hear: Callable[[Any], None] | None) -> ForwardedResult:
         upstream = binding.upstream
         retry = _retry(ctx)
-        capabilities = {key: ctx.client_capabilities[key] for key in _PASSED_CAPABILITIES
-                        if key in ctx.client_capabilities}
+        declared = ctx.client_capabilities
+        capabilities = {key: declared[key] for key in _PASSED_CAPABILITIES
+                        if key in declared} if declared else {}
         for round_ in range(1, MAX_ROUNDS + 1):
             try:
                 reply = await self._connections.call(
