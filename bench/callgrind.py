@@ -54,6 +54,10 @@ ASGI_LOOPS = tuple(f"asgi-{config}{'' if era == 'modern' else '-legacy'}"
                    for config in ("anonymous", "demo", "deploy", "deploy-jwt"))
 """The deployment loops (``--asgi``): one request through the ASGI app ``serve`` builds for
 each configuration of ``bench/deployment.py``, in each era (legacy: one open session)."""
+SDK_LOOP = "asgi-sdk"
+"""The same modern request through the official SDK's ASGI app (``bench/gateway_servers.py
+sdk``: ``MCPServer``, stateless, JSON responses), its lifespan started: the baseline of the
+``asgi-*`` loops, counted like them (``--loop asgi-sdk``; ``--asgi`` includes it)."""
 PAGE_LOOPS = {"page-one": "one page", "page-first": "first page", "page-cached": "cached page",
               "page-write": "write bytes"}
 """The ``bench/pages.py`` rows counted by ``--pages``."""
@@ -72,6 +76,9 @@ def _child(loop: str, calls: int) -> None:
         return
     if loop in ASGI_LOOPS:
         _asgi(loop, calls)
+        return
+    if loop == SDK_LOOP:
+        _asgi_sdk(calls)
         return
     import gateway  # the bench modules sit beside this script
     from gateway_floor import CountingCallLog, Floor, bench_floor
@@ -283,6 +290,60 @@ def _asgi(loop: str, calls: int) -> None:
         built.stop()
 
 
+def _asgi_sdk(calls: int) -> None:
+    """``calls`` requests (after one warm-up) through the SDK's ASGI app, every status and
+    reply checked; the client stays connected until each answer is complete."""
+    import deployment
+    import gateway_servers
+
+    app = gateway_servers.build("sdk")
+    body = deployment.call_body("modern")
+    scope = deployment.scope_of(deployment.call_headers("modern", None), body)
+
+    async def call() -> bytes:
+        sent: list[dict[str, Any]] = []
+        done = asyncio.Event()
+        given = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await done.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                done.set()
+
+        await app(dict(scope), receive, send)
+        done.set()
+        reply = b"".join(m.get("body", b"") for m in sent[1:])
+        if sent[0]["status"] != 200 or b"PMT-771: HELD" not in reply:
+            raise AssertionError(f"{SDK_LOOP}: {sent[0]['status']} {reply[:300]!r}")
+        return reply
+
+    async def run() -> None:
+        inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        await inbox.put({"type": "lifespan.startup"})
+        lifespan = asyncio.ensure_future(app({"type": "lifespan", "asgi": {"version": "3.0"}},
+                                             inbox.get, outbox.put))
+        if (await outbox.get())["type"] != "lifespan.startup.complete":
+            raise AssertionError(f"{SDK_LOOP}: the app did not start")
+        await call()
+        os.getppid()  # the mark (--dump-before=getppid)
+        for _ in range(calls):
+            await call()
+        os.getppid()
+        await inbox.put({"type": "lifespan.shutdown"})
+        await lifespan
+
+    asyncio.run(run())
+
+
 _KEY_ENV = "TOOLKEEPER_BENCH_RSA_KEY"
 """A PEM private key file the parent makes once for every ``jwt`` run: generating an RSA key
 costs a varying number of instructions (a random prime search), which would not cancel out
@@ -353,7 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", nargs=2, metavar=("LOOP", "CALLS"), help=argparse.SUPPRESS)
     parser.add_argument("--small", type=int, default=1000)
     parser.add_argument("--large", type=int, default=3000)
-    parser.add_argument("--loop", choices=(*LOOPS, *ASGI_LOOPS, *PAGE_LOOPS, "rollout"),
+    parser.add_argument("--loop", choices=(*LOOPS, *ASGI_LOOPS, SDK_LOOP, *PAGE_LOOPS,
+                                           "rollout"),
                         action="append")
     parser.add_argument("--asgi", action="store_true",
                         help="the deployment loops through the ASGI app (bench/deployment.py)")
@@ -373,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     shared = tempfile.TemporaryDirectory()
     _share_rsa_key(shared.name)
     loops = args.loop or (tuple(PAGE_LOOPS) if args.pages
-                          else ASGI_LOOPS if args.asgi else LOOPS)
+                          else (*ASGI_LOOPS, SDK_LOOP) if args.asgi else LOOPS)
     sources: list[Path | None] = ([None if str(src) == "." else src for src in args.src]
                                   if args.src else [None])
     by_source: dict[Path | None, dict[str, float]] = {src: {} for src in sources}
@@ -381,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         counts = []
         for src in sources:
             for loop in loops:
-                if loop in ASGI_LOOPS:
+                if loop in ASGI_LOOPS or loop == SDK_LOOP:
                     counts.append((src, loop, pool.submit(_count_marked, loop, args.large, src),
                                    None))
                 else:
@@ -409,6 +471,10 @@ def main(argv: list[str] | None = None) -> int:
                 loop = f"asgi-{config}{suffix}"
                 if base and loop in counted:
                     print(f"{loop} / asgi-anonymous{suffix} {counted[loop] / base:.3f}x{where}")
+        sdk = counted.get(SDK_LOOP)
+        for loop in ("asgi-anonymous", "asgi-deploy"):
+            if sdk and loop in counted:
+                print(f"{SDK_LOOP} / {loop} {sdk / counted[loop]:.2f}x{where}")
     for loop in ("jwt", "key", "observed", "observed-jwt", "observed-key"):
         if "dispatch" in results and loop in results:
             print(f"{loop} / dispatch {results[loop] / results['dispatch']:.3f}x")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -51,3 +52,9 @@ def test_each_configuration_answers_the_call_in_both_eras(
         assert asyncio.run(calls()) == [200, 200]
     finally:
         built.stop()
+
+
+def test_the_sdk_baseline_loop_answers_the_same_call_through_the_sdk_app() -> None:
+    run = subprocess.run([sys.executable, str(BENCH / "callgrind.py"), "--child", "asgi-sdk",
+                          "3"], capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
