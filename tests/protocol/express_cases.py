@@ -446,6 +446,7 @@ def _named_cases() -> list[tuple[str, list[Mutation], str | None]]:
         ("handler-output-good", [call("t.goodout", {})], "express"),
         ("handler-is-error", [call("t.iserror", {})], "express"),
         ("handler-unconvertible-value", [call("t.weird", {})], "express"),
+        ("handler-result-field-not-json", [call("t.unencodable", {})], "express"),
         ("handler-notifies-tools-changed", [call("t.changed", {})], "express"),
         ("handler-chatty-silent", [call("t.chatty", {"note": "n"})], "express"),
         ("handler-chatty-debug-progress", [call("t.chatty", {"note": "n"}), meta(LEVEL, "debug"),

@@ -58,6 +58,7 @@ from toolkeeper.server import (
     build_gateway,
     text,
 )
+from toolkeeper.server.content import ForwardedResult
 
 __all__ = [
     "EXTRA_CONTRACTS",
@@ -112,6 +113,7 @@ EXTRA_CONTRACTS: Final = (
     _contract("t.goodout", _NOTE["properties"], output=_OUT),
     _contract("t.iserror", _NOTE["properties"]),
     _contract("t.weird", _NOTE["properties"]),
+    _contract("t.unencodable", _NOTE["properties"]),
     _contract("t.changed", _NOTE["properties"]),
     _contract("t.chatty", _NOTE["properties"]),
     _contract("t.suspend", _NOTE["properties"]),
@@ -189,6 +191,9 @@ def _test_handlers() -> ToolHandlers:
     async def weird(arguments: dict[str, Any], ctx: ToolContext) -> Any:
         return _Unconvertible()
 
+    async def unencodable(arguments: dict[str, Any], ctx: ToolContext) -> ForwardedResult:
+        return ForwardedResult((text("fine content"),), extra={"futureHint": float("inf")})
+
     async def changed(arguments: dict[str, Any], ctx: ToolContext) -> str:
         ctx.notify_tools_changed()
         return "changed"
@@ -225,6 +230,7 @@ def _test_handlers() -> ToolHandlers:
     handlers.bind("t.goodout", goodout)
     handlers.bind("t.iserror", iserror)
     handlers.bind("t.weird", weird)
+    handlers.bind("t.unencodable", unencodable)
     handlers.bind("t.changed", changed)
     handlers.bind("t.chatty", chatty)
     handlers.bind("t.suspend", suspend)

@@ -255,6 +255,7 @@ CASES: Final = tuple(case(*spec) for spec in (
                                           version(b"2025-03-26")], "express"),
     ("handler-is-error", [call("t.iserror", {})], "express"),
     ("handler-unconvertible", [call("t.weird", {})], "express"),
+    ("handler-result-field-not-json", [call("t.unencodable", {})], "express"),
     ("handler-tools-changed", [call("t.changed", {})], "express"),
     ("handler-chatty", [call("t.chatty", {"note": "n"}), meta(TOKEN, 7)], "express"),
     ("handler-chatty-debug-session", [call("t.chatty", {"note": "n"}), meta(TOKEN, "t"),

@@ -196,3 +196,20 @@ def test_a_json_only_answer_watches_its_client_in_one_task_while_the_handler_wai
     tasks, sent = asyncio.run(scenario())
     assert tasks == 2  # the request's task and its one watcher (no timer, no other task)
     assert sent == []
+
+
+def test_a_receive_that_fails_while_a_json_only_handler_waits_counts_as_the_client_leaving(
+        ) -> None:
+    async def scenario() -> tuple[Exchange, Gateway]:
+        blocked = asyncio.Event()
+
+        async def fail_once_blocked() -> dict[str, Any]:
+            await blocked.wait()
+            raise OSError("connection reset")
+
+        exchange = Exchange("t.blocked", fail_once_blocked)
+        return exchange, await _serve(exchange, blocked)
+
+    exchange, gateway = asyncio.run(scenario())
+    assert exchange.sent == []
+    assert gateway.call_log.records[-1].outcome == "cancelled"  # type: ignore[attr-defined]

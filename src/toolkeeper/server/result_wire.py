@@ -31,11 +31,15 @@ def checked_result(route: Route, value: Any) -> ToolResult:
 def encoded_wire(call: Call, route: Route, result: ToolResult) -> dict[str, Any]:
     """The result as sent: its content and structured content encoded to JSON here (as
     ``msgspec.Raw``, spliced into the reply verbatim), so one that cannot be raises now, in
-    the tool's call, not later in the transport."""
+    the tool's call, not later in the transport. A result of a subclass (a
+    :class:`~toolkeeper.server.content.ForwardedResult`: its own fields and ``_meta``) has the
+    rest checked here too, as the express lanes' whole-reply encoding checks it."""
     out = wire_form(call, route, result)
     if "structuredContent" in out:
         out["structuredContent"] = Raw(encode_message(out["structuredContent"]))
     out["content"] = Raw(encode_message(out["content"]))
+    if result.__class__ is not ToolResult:
+        encode_message(out)
     return out
 
 

@@ -146,7 +146,8 @@ class PlainExchange:
         can tell, and it is awaited in this task alone."""
         if self.json_only:
             if not self.disconnected:
-                await until_disconnect(receive)
+                with contextlib.suppress(Exception):  # a receive that fails: gone too
+                    await until_disconnect(receive)
                 self.disconnected = True
             request.cancel()
             return
