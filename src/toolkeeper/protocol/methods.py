@@ -116,12 +116,14 @@ class Method:
     """For methods with ``x-mcp-header`` arguments (``tools/call``): the input schema whose
     annotations the ``Mcp-Param-*`` headers are checked against, or None to skip."""
     express: Callable[[Call, Finish], Outcome | None] | None = None
-    """The method's express lane (modern era, HTTP): given a call that passed the ladder up to
-    the ``Mcp-Param-*`` rung, the whole answer for the common case, its result finished with
-    the kernel's ``Finish`` (handed over: a dict of its own with a ``_meta`` dict of its own,
-    which the kernel stamps in place); or None, before anything is dispatched or logged, to take the
-    ordinary path (rung 15, then ``handler``) with the same call. It must answer exactly as
-    that path would; an exception it raises is answered as the ordinary path answers one."""
+    """The method's express lane (HTTP, either era): given a call that passed the ladder up to
+    the ``Mcp-Param-*`` rung (modern) or the gates up to dispatch in a live session (legacy),
+    the whole answer for the common case, its result finished with the kernel's ``Finish`` of
+    the call's era (handed over: a dict of its own, with a ``_meta`` dict of its own in the
+    modern era, which the kernel stamps in place); or None, before anything is dispatched or
+    logged, to take the ordinary path (modern: rung 15, then ``handler``; legacy: ``handler``)
+    with the same call. It must answer exactly as that path would; an exception it raises is
+    answered as the ordinary path answers one."""
 
 
 class MethodTable:
@@ -146,7 +148,8 @@ class MethodTable:
         return method if method is not None and era in method.eras else None
 
     def express(self, name: str) -> Method | None:
-        """The modern-era method ``name`` when it has an express lane."""
+        """The method ``name`` when it has an express lane (and serves the modern era; the
+        legacy lane checks the method serves that era too)."""
         return self._express.get(name)
 
     def names(self, era: Era) -> list[str]:

@@ -90,8 +90,9 @@ class ResumablePending(Pending, frozen=True):
 Outcome = Reply | Accepted | Pending
 
 Finish = Callable[[RequestId, dict[str, Any]], Reply]
-"""Finishes a modern result the way the kernel does (``resultType``, cache hints,
-``serverInfo``) and makes it the Reply to a request id, its body encoded at once (a result
-that is not JSON raises there, msgspec's TypeError or ValueError); the kernel hands one to an
-express lane. The result is handed over: the result dict and its ``_meta`` dict (which it must
-have) are the callee's to change."""
+"""Finishes a result the way the kernel does in the call's era (modern: ``resultType``, cache
+hints, ``serverInfo``; legacy: those fields stripped, the session's header on the reply, see
+:class:`~toolkeeper.protocol.dispatch.LegacyFinish`) and makes it the Reply to a request id,
+its body encoded at once (a result that is not JSON raises there, msgspec's TypeError or
+ValueError); the kernel hands one to an express lane. The result is handed over: the result
+dict and (modern) its ``_meta`` dict, which it must have, are the callee's to change."""
