@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, Final
 
 import pytest
+from http_served_kit import Served
 from stream_kit import Pairs, Sent, body_of, sent_by, status
 
-from conftest import Served
 from toolkeeper.contracts.spec import DataClassification, ToolSpec, spec_from_mapping
 from toolkeeper.demo import demo_handlers, install_demo
 from toolkeeper.errors import ContractError, StoreError

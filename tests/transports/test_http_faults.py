@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 from http_kit import error_code, legacy_headers, modern_body, modern_headers, post
+from http_served_kit import Served, start
 
-from conftest import Served, start
 from toolkeeper.transports import HttpConfig
 
 LIST = modern_headers("tools/list")

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import httpx
 from http_kit import error_code, legacy_headers, modern_body, modern_headers, post
-
-from conftest import Served
+from http_served_kit import Served
 
 
 def _initialize(served: Served, client: httpx.Client) -> str:

@@ -16,8 +16,8 @@ from http_kit import (
     post,
     sse_events,
 )
+from http_served_kit import Gates, Served
 
-from conftest import Gates, Served
 from toolkeeper.protocol import encode_header_value
 
 SUPPORTED = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]

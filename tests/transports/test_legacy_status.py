@@ -11,8 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from http_kit import legacy_headers, modern_body, modern_headers, post
-
-from conftest import Served
+from http_served_kit import Served
 
 RETIRED_PIN = {"name": "db.query", "arguments": {"sql": "select 1", "timeout_ms": 5},
                "_meta": {"schemaVersion": "3.0.0"}}

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from http_served_kit import Served
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-
-from conftest import Served
 
 
 async def _session(url: str, mode: str) -> tuple[str, list[str], str, bool, object]:

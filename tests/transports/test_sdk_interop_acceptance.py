@@ -11,10 +11,9 @@ from typing import Any
 
 import anyio
 import pytest
+from http_served_kit import Served
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
-
-from conftest import Served
 
 MODES = [("auto", "2026-07-28"), ("2026-07-28", "2026-07-28"), ("legacy", "2025-11-25")]
 SEED_BAD = {"reference": "PMT771", "include_legs": "yes", "urgent": True}
