@@ -297,49 +297,23 @@ def _asgi_sdk(calls: int) -> None:
     import gateway_servers
 
     app = gateway_servers.build("sdk")
+    exchange = deployment.connected_exchanger(app)
     body = deployment.call_body("modern")
     scope = deployment.scope_of(deployment.call_headers("modern", None), body)
 
-    async def call() -> bytes:
-        sent: list[dict[str, Any]] = []
-        done = asyncio.Event()
-        given = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal given
-            if not given:
-                given = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await done.wait()
-            return {"type": "http.disconnect"}
-
-        async def send(message: dict[str, Any]) -> None:
-            sent.append(message)
-            if message["type"] == "http.response.body" and not message.get("more_body"):
-                done.set()
-
-        await app(dict(scope), receive, send)
-        done.set()
-        reply = b"".join(m.get("body", b"") for m in sent[1:])
-        if sent[0]["status"] != 200 or b"PMT-771: HELD" not in reply:
-            raise AssertionError(f"{SDK_LOOP}: {sent[0]['status']} {reply[:300]!r}")
-        return reply
+    async def call() -> None:
+        status, _, reply = await exchange(scope, body)
+        if status != 200 or b"PMT-771: HELD" not in reply:
+            raise AssertionError(f"{SDK_LOOP}: {status} {reply[:300]!r}")
 
     async def run() -> None:
-        inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        await inbox.put({"type": "lifespan.startup"})
-        lifespan = asyncio.ensure_future(app({"type": "lifespan", "asgi": {"version": "3.0"}},
-                                             inbox.get, outbox.put))
-        if (await outbox.get())["type"] != "lifespan.startup.complete":
-            raise AssertionError(f"{SDK_LOOP}: the app did not start")
+        stop = await deployment.start_lifespan(app)
         await call()
         os.getppid()  # the mark (--dump-before=getppid)
         for _ in range(calls):
             await call()
         os.getppid()
-        await inbox.put({"type": "lifespan.shutdown"})
-        await lifespan
+        await stop()
 
     asyncio.run(run())
 
@@ -390,20 +364,25 @@ _TOTALS = re.compile(rb"^totals:\s*(\d+)", re.MULTILINE)
 
 
 def _count_marked(loop: str, calls: int, src: Path | None) -> float:
-    """Instructions per call of a loop that marks its start and end with ``os.getppid()``:
-    one valgrind run, dumped at each mark; the second part divided by ``calls``."""
+    return marked_count([__file__, "--child", loop, str(calls)], calls, src)
+
+
+def marked_count(script: list[str], calls: int, src: Path | None) -> float:
+    """Instructions per call of a loop (``python *script``) that marks its start and end
+    with ``os.getppid()``: one valgrind run, dumped at each mark; the second part divided by
+    ``calls``. ``src``: import toolkeeper from there."""
     env = dict(os.environ, PYTHONHASHSEED="0")
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
     with tempfile.TemporaryDirectory() as tmp:
         run = subprocess.run(
             ["valgrind", "--tool=callgrind", "--dump-before=getppid",
-             f"--callgrind-out-file={tmp}/out", sys.executable, __file__, "--child", loop,
-             str(calls)], env=env, capture_output=True, timeout=3600, check=False)
+             f"--callgrind-out-file={tmp}/out", sys.executable, *script],
+            env=env, capture_output=True, timeout=3600, check=False)
         part = Path(tmp) / "out.2"
         found = _TOTALS.search(part.read_bytes()) if part.exists() else None
     if run.returncode != 0 or found is None:
-        raise SystemExit(f"callgrind run failed ({loop}, {calls}): "
+        raise SystemExit(f"callgrind run failed ({' '.join(script[1:])}): "
                          f"{run.stderr.decode(errors='replace')[-2000:]}")
     return int(found.group(1)) / calls
 

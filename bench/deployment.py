@@ -23,6 +23,7 @@ app. :func:`legacy_session` opens a legacy (2025-11-25) session through the app 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import inspect
 import json
@@ -37,7 +38,7 @@ from typing import Any
 from toolkeeper.protocol import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, encode_message
 
 __all__ = ["CONFIGS", "ERAS", "Assembled", "assemble", "call_body", "call_headers",
-           "legacy_session_asgi", "serve_http"]
+           "connected_exchanger", "legacy_session_asgi", "serve_http", "start_lifespan"]
 
 CONFIGS = ("anonymous", "demo", "deploy", "deploy-jwt")
 ERAS = ("modern", "legacy")
@@ -231,6 +232,57 @@ def scope_of(headers: list[tuple[str, str]], body: bytes) -> dict[str, Any]:
 
 
 Exchange = Callable[[dict[str, Any], bytes], Awaitable[tuple[int, dict[bytes, bytes], bytes]]]
+
+
+def connected_exchanger(app: Any) -> Exchange:
+    """:func:`exchanger` for a client that stays connected until its answer is complete (a
+    handler that waits is not cancelled by an early disconnect)."""
+
+    async def exchange(scope: dict[str, Any], body: bytes
+                       ) -> tuple[int, dict[bytes, bytes], bytes]:
+        sent: list[dict[str, Any]] = []
+        done = asyncio.Event()
+        given = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await done.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                done.set()
+
+        await app(dict(scope), receive, send)
+        done.set()
+        start = sent[0]
+        return (start["status"], dict(start.get("headers", ())),
+                b"".join(m.get("body", b"") for m in sent[1:]))
+
+    return exchange
+
+
+async def start_lifespan(app: Any) -> Callable[[], Awaitable[None]]:
+    """Start ``app``'s lifespan (the SDK's session manager, the forwarding's connections);
+    returns the coroutine function that shuts it down."""
+    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    await inbox.put({"type": "lifespan.startup"})
+    task = asyncio.ensure_future(app({"type": "lifespan", "asgi": {"version": "3.0"}},
+                                     inbox.get, outbox.put))
+    started = await outbox.get()
+    if started["type"] != "lifespan.startup.complete":
+        raise AssertionError(f"the app did not start: {started}")
+
+    async def stop() -> None:
+        await inbox.put({"type": "lifespan.shutdown"})
+        await task
+
+    return stop
 
 
 def exchanger(app: Any) -> Exchange:

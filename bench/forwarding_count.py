@@ -29,8 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
-import subprocess
 import sys
 import tempfile
 from contextlib import ExitStack
@@ -39,7 +37,6 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROWS = ("native", "suspending", "forwarded", "client")
-_TOTALS = re.compile(rb"^totals:\s*(\d+)", re.MULTILINE)
 
 
 def _suspending_app() -> Any:
@@ -62,48 +59,17 @@ def _suspending_app() -> Any:
     return app
 
 
-async def _started(app: Any) -> asyncio.Future[Any]:
-    """The app's lifespan started (the forwarding's connections open at startup): the task
-    serving it."""
-    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    await inbox.put({"type": "lifespan.startup"})
-    lifespan = asyncio.ensure_future(app({"type": "lifespan", "asgi": {"version": "3.0"}},
-                                         inbox.get, outbox.put))
-    started = await outbox.get()
-    if started["type"] != "lifespan.startup.complete":
-        raise AssertionError(f"the app did not start: {started}")
-    return lifespan
-
-
 def _asgi_call(app: Any) -> Any:
     import deployment
 
+    exchange = deployment.connected_exchanger(app)
     body = deployment.call_body("modern")
     scope = deployment.scope_of(deployment.call_headers("modern", None), body)
 
     async def call() -> None:
-        sent: list[dict[str, Any]] = []
-        done = asyncio.Event()
-        given = False
-
-        async def receive() -> dict[str, Any]:  # the client stays until it has its answer
-            nonlocal given
-            if not given:
-                given = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await done.wait()
-            return {"type": "http.disconnect"}
-
-        async def send(message: dict[str, Any]) -> None:
-            sent.append(message)
-            if message["type"] == "http.response.body" and not message.get("more_body"):
-                done.set()
-
-        await app(dict(scope), receive, send)
-        done.set()
-        if sent[0]["status"] != 200 or b'"isError":false' not in sent[-1]["body"]:
-            raise AssertionError(f"not the lookup's answer: {sent}")
+        status, _, reply = await exchange(scope, body)
+        if status != 200 or b'"isError":false' not in reply:
+            raise AssertionError(f"not the lookup's answer: {status} {reply[:300]!r}")
 
     return call
 
@@ -121,11 +87,12 @@ async def _loop(row: str, url: str, calls: int) -> None:
             if reply.result is None or reply.result.get("isError"):
                 raise AssertionError(f"the upstream did not answer: {reply}")
     else:
+        import deployment
         import gateway_servers
 
         app = (_suspending_app() if row == "suspending"
                else gateway_servers.build("toolkeeper" if row == "native" else "forwarded"))
-        lifespan = await _started(app)
+        stop = await deployment.start_lifespan(app)
         call = _asgi_call(app)
     for _ in range(20):  # warm: the session open, the views and routes cached
         await call()
@@ -133,25 +100,16 @@ async def _loop(row: str, url: str, calls: int) -> None:
     for _ in range(calls):
         await call()
     os.getppid()
-    if row != "client":
-        lifespan.cancel()
+    if row == "client":
+        await session.aclose()
+    else:
+        await stop()
 
 
 def _count(row: str, url: str, calls: int, src: Path | None) -> float:
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    if src is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
-    with tempfile.TemporaryDirectory() as tmp:
-        run = subprocess.run(
-            ["valgrind", "--tool=callgrind", "--dump-before=getppid",
-             f"--callgrind-out-file={tmp}/out", sys.executable, __file__, "--child", row, url,
-             str(calls)], env=env, capture_output=True, timeout=3600, check=False)
-        part = Path(tmp) / "out.2"
-        found = _TOTALS.search(part.read_bytes()) if part.exists() else None
-    if run.returncode != 0 or found is None:
-        raise SystemExit(f"callgrind run failed ({row}): "
-                         f"{run.stderr.decode(errors='replace')[-2000:]}")
-    return int(found.group(1)) / calls
+    from callgrind import marked_count
+
+    return marked_count([__file__, "--child", row, url, str(calls)], calls, src)
 
 
 def main(argv: list[str] | None = None) -> int:
