@@ -297,14 +297,7 @@ def _asgi_sdk(calls: int) -> None:
     import gateway_servers
 
     app = gateway_servers.build("sdk")
-    exchange = deployment.connected_exchanger(app)
-    body = deployment.call_body("modern")
-    scope = deployment.scope_of(deployment.call_headers("modern", None), body)
-
-    async def call() -> None:
-        status, _, reply = await exchange(scope, body)
-        if status != 200 or b"PMT-771: HELD" not in reply:
-            raise AssertionError(f"{SDK_LOOP}: {status} {reply[:300]!r}")
+    call = deployment.checked_call(app, b"PMT-771: HELD")
 
     async def run() -> None:
         stop = await deployment.start_lifespan(app)

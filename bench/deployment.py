@@ -38,7 +38,8 @@ from typing import Any
 from toolkeeper.protocol import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, encode_message
 
 __all__ = ["CONFIGS", "ERAS", "Assembled", "assemble", "call_body", "call_headers",
-           "connected_exchanger", "legacy_session_asgi", "serve_http", "start_lifespan"]
+           "checked_call", "connected_exchanger", "legacy_session_asgi", "serve_http",
+           "start_lifespan"]
 
 CONFIGS = ("anonymous", "demo", "deploy", "deploy-jwt")
 ERAS = ("modern", "legacy")
@@ -264,6 +265,22 @@ def connected_exchanger(app: Any) -> Exchange:
                 b"".join(m.get("body", b"") for m in sent[1:]))
 
     return exchange
+
+
+def checked_call(app: Any, expected: bytes) -> Callable[[], Awaitable[None]]:
+    """One modern ``tools/call`` of the lookup through ``app`` (a client that stays connected
+    until its answer is complete): AssertionError unless the status is 200 and the body holds
+    ``expected``."""
+    exchange = connected_exchanger(app)
+    body = call_body("modern")
+    scope = scope_of(call_headers("modern", None), body)
+
+    async def call() -> None:
+        status, _, reply = await exchange(scope, body)
+        if status != 200 or expected not in reply:
+            raise AssertionError(f"not the lookup's answer: {status} {reply[:300]!r}")
+
+    return call
 
 
 async def start_lifespan(app: Any) -> Callable[[], Awaitable[None]]:

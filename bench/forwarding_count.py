@@ -59,21 +59,6 @@ def _suspending_app() -> Any:
     return app
 
 
-def _asgi_call(app: Any) -> Any:
-    import deployment
-
-    exchange = deployment.connected_exchanger(app)
-    body = deployment.call_body("modern")
-    scope = deployment.scope_of(deployment.call_headers("modern", None), body)
-
-    async def call() -> None:
-        status, _, reply = await exchange(scope, body)
-        if status != 200 or b'"isError":false' not in reply:
-            raise AssertionError(f"not the lookup's answer: {status} {reply[:300]!r}")
-
-    return call
-
-
 async def _loop(row: str, url: str, calls: int) -> None:
     os.environ["BENCH_UPSTREAM_URL"] = url
     if row == "client":
@@ -93,7 +78,7 @@ async def _loop(row: str, url: str, calls: int) -> None:
         app = (_suspending_app() if row == "suspending"
                else gateway_servers.build("toolkeeper" if row == "native" else "forwarded"))
         stop = await deployment.start_lifespan(app)
-        call = _asgi_call(app)
+        call = deployment.checked_call(app, b'"isError":false')
     for _ in range(20):  # warm: the session open, the views and routes cached
         await call()
     os.getppid()  # the mark: callgrind dumps its counts here
