@@ -134,6 +134,9 @@ class Assembled:
     registry: Any
     token: str | None
     http: Any
+    logging: Any
+    """The configuration's ``[logging]`` settings (serve's defaults: ``info``, access lines
+    of errors only)."""
 
     def stop(self) -> None:
         self.features.stop()
@@ -216,7 +219,7 @@ def assemble(name: str, folder: Path, port: int = 8000, *,
                          if k in fields and v is not None})
     app = features.observability.wrap_app(create_asgi_app(gateway.kernel, http,
                                                           changes=gateway.changes))
-    return Assembled(name, app, gateway, features, registry, token, http)
+    return Assembled(name, app, gateway, features, registry, token, http, config.logging)
 
 
 # --- in process: one request through the ASGI app ---------------------------------------------
@@ -353,15 +356,27 @@ async def legacy_session_asgi(app: Any, token: str | None) -> str:
 
 def serve_http(name: str, folder: Path, announce: Callable[[int], None]) -> None:
     """Serve configuration ``name`` through ``serve``'s runner on a free loopback port
-    (``announce`` learns it) until SIGTERM; the token is written to ``folder/token``."""
+    (``announce`` learns it) until SIGTERM; the token is written to ``folder/token``. Its
+    logging is configured as ``serve`` configures it (the configuration's ``[logging]``, to
+    standard error), so the per-request cost of uvicorn's access log is measured too."""
+    import sys
+
+    from toolkeeper.server.logs import configure_logging
     from toolkeeper.transports.runner import run_foreground
 
     port = _free_port()
     built = assemble(name, folder, port)
     (folder / "token").write_text(built.token or "")
+    settings = built.logging
+    configure_logging(settings.level, sys.stderr, log_format=settings.format,
+                      access=settings.access)
+    # ``access`` only where this checkout's runner takes it (``--src`` runs an older one).
+    access = ({"access": settings.access}
+              if "access" in inspect.signature(run_foreground).parameters else {})
     try:
         run_foreground(built.app, host="127.0.0.1", port=port, path="/mcp",
-                       log_level="warning", on_ready=lambda running: announce(running.port))
+                       log_level=settings.level, on_ready=lambda running: announce(running.port),
+                       **access)
     finally:
         built.stop()
 

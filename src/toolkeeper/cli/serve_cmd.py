@@ -384,7 +384,7 @@ def _run(config: GatewayConfig, gateway: Gateway, features: ServeFeatures,
     try:  # SIGTERM and SIGINT end it gracefully, with status 0
         run_foreground(features.observability.wrap_app(app), host=server.host,
                        port=server.port, path=server.path, log_level=config.logging.level,
-                       on_ready=ready, sock=sock)
+                       on_ready=ready, sock=sock, access=config.logging.access)
     except OSError as exc:
         fail(f"cannot listen on {server.host}:{server.port}: {exc.strerror or exc}",
              code=EXIT_BAD_INPUT)

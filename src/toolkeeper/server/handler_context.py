@@ -89,10 +89,11 @@ class HandlerContext:
         ``progress`` and ``total`` must be finite numbers and ``message`` a string (ValueError
         otherwise, whether or not anything is sent: JSON has no NaN, and a client drops a
         progress without one or with a message that is not a string)."""
-        if not (isinstance(progress, _NUMBER) and progress.__class__ is not bool
-                and -_INF < progress < _INF) or (total is not None and not (
-                    isinstance(total, _NUMBER) and total.__class__ is not bool
-                    and -_INF < total < _INF)):  # inline: progress is called in loops
+        if not (progress.__class__ is int and (total is None or total.__class__ is int)) and (
+                not (isinstance(progress, _NUMBER) and progress.__class__ is not bool
+                     and -_INF < progress < _INF) or (total is not None and not (
+                         isinstance(total, _NUMBER) and total.__class__ is not bool
+                         and -_INF < total < _INF))):  # inline: progress is called in loops
             raise ValueError(f"progress {progress!r} of {total!r}: not finite numbers")
         if message is not None and message.__class__ is not str:
             raise ValueError(f"progress message {message!r}: not a string")

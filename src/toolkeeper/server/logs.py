@@ -14,7 +14,9 @@ through the same redaction.
 uvicorn's access lines (``uvicorn.access``, at INFO) pass through :class:`AccessFilter`
 (``logging.access``): ``all`` keeps every line, ``errors`` (the default) only those of an answer
 with status 400 or above, ``off`` none. A successful request is already counted by the call log
-and ``toolkeeper_http_responses_total``; a line for each would only repeat them.
+and ``toolkeeper_http_responses_total``; a line for each would only repeat them. Under
+``serve``'s runner the same choice is made before a record exists
+(:mod:`toolkeeper.transports.access_lines`), so a quiet line costs nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Final, TextIO
 
 from toolkeeper.contracts.redaction import redact_text
+from toolkeeper.transports.access_lines import ACCESS_MODES, quiet
 
 __all__ = ["ACCESS_MODES", "LOG_FORMAT", "AccessFilter", "JsonFormatter", "RedactingFormatter",
            "configure_logging"]
@@ -70,11 +73,7 @@ _FORMATTERS: Final[dict[str, Callable[[], logging.Formatter]]] = {
 """``logging.format`` (``--log-format``) to the formatter of each line."""
 
 
-ACCESS_MODES: Final = ("all", "errors", "off")
-"""The values of ``logging.access``."""
-
 _ACCESS_LOGGER: Final = "uvicorn.access"
-_STATUS_ARG: Final = 4  # uvicorn's access record: (client, method, path, http version, status)
 
 
 class AccessFilter(logging.Filter):
@@ -92,12 +91,7 @@ class AccessFilter(logging.Filter):
             return True
         if self.mode == "off":
             return False
-        args = record.args
-        if isinstance(args, tuple) and len(args) > _STATUS_ARG:
-            status = args[_STATUS_ARG]
-            if type(status) is int:
-                return status >= 400
-        return True
+        return not quiet(record.args)
 
 
 _SERVER_LOGGERS = ("uvicorn", "uvicorn.error", _ACCESS_LOGGER)

@@ -43,6 +43,8 @@ from typing import Any, ClassVar, Final
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from toolkeeper.transports.access_lines import ErrorLines
+
 __all__ = ["DESCRIPTOR_HEADROOM", "bounded_protocol", "effective_cap", "per_ip_cap"]
 
 DESCRIPTOR_HEADROOM: Final = 128
@@ -155,10 +157,19 @@ class _Admitted:
     (listed first among the bases, so these run around the protocol's own)."""
 
     limits: ClassVar[_Limits]
+    errors_only_access: ClassVar[bool] = False
+    """``logging.access = "errors"``: the requests' access logger is :class:`ErrorLines`."""
     _head_timer: asyncio.TimerHandle | None = None
     _counted_ip: str | None = None
     loop: asyncio.AbstractEventLoop
     connections: set[Any]
+    access_log: bool
+    access_logger: Any  # uvicorn's logging.Logger, or ErrorLines in its place
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.errors_only_access and self.access_log:
+            self.access_logger = ErrorLines(self.access_logger)
 
     def connection_made(self, transport: Any) -> None:  # an asyncio.Transport
         super().connection_made(transport)  # type: ignore[misc]  # the protocol's, by the MRO
@@ -219,14 +230,17 @@ _PROTOCOLS["auto"] = _PROTOCOLS.get("httptools", _BoundedH11)
 
 
 def bounded_protocol(head_timeout_s: float, max_connections: int,
-                     http: str = "auto", max_per_ip: int | None = None
-                     ) -> type[asyncio.Protocol]:
+                     http: str = "auto", max_per_ip: int | None = None, *,
+                     errors_only_access: bool = False) -> type[asyncio.Protocol]:
     """The uvicorn HTTP protocol class for one server with these bounds. ``http``: ``"auto"``
     (httptools when installed, else h11, as uvicorn chooses), ``"httptools"`` or ``"h11"``.
     ``max_connections`` is used as given (see :func:`effective_cap`); ``max_per_ip``: the
-    open connections one peer address may hold (None: the cap, see :func:`per_ip_cap`)."""
+    open connections one peer address may hold (None: the cap, see :func:`per_ip_cap`).
+    ``errors_only_access``: an access line only for a status of 400 or more
+    (:mod:`~toolkeeper.transports.access_lines`)."""
     base = _PROTOCOLS.get(http)
     if base is None:
         raise ValueError(f"HTTP implementation {http!r} is unknown or not installed")
     return type(base.__name__, (base,),
-                {"limits": _Limits(head_timeout_s, max_connections, max_per_ip)})
+                {"limits": _Limits(head_timeout_s, max_connections, max_per_ip),
+                 "errors_only_access": errors_only_access})

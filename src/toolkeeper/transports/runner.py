@@ -105,8 +105,14 @@ def _bounds(app: ASGIApp) -> HttpConfig:
     return config if isinstance(config, HttpConfig) else HttpConfig()
 
 
-def _config(app: ASGIApp, log_level: str, host: str = "127.0.0.1", port: int = 8000
-            ) -> uvicorn.Config:
+def _config(app: ASGIApp, log_level: str, host: str = "127.0.0.1", port: int = 8000,
+            access: str = "all") -> uvicorn.Config:
+    """uvicorn's settings for ``app``: its connection bounds, and its access lines
+    (:mod:`~toolkeeper.transports.access_lines`). uvicorn's proxy-headers middleware is off:
+    nothing in the gateway reads the client address or scheme it would rewrite from
+    ``X-Forwarded-For`` and ``X-Forwarded-Proto`` (the connection bounds count the TCP peer),
+    so it would only make every request pay for a header scan; an access line names the TCP
+    peer."""
     bounds = _bounds(app)
     cap = effective_cap(bounds.max_connections)
     if cap < bounds.max_connections:
@@ -114,11 +120,14 @@ def _config(app: ASGIApp, log_level: str, host: str = "127.0.0.1", port: int = 8
                      "limit less its headroom)", cap, bounds.max_connections)
     return uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
                           log_config=None,  # its loggers propagate to the process's own
-                          ws="none", access_log=log_level in ("debug", "info"),
+                          ws="none",
+                          proxy_headers=False,
+                          access_log=log_level in ("debug", "info") and access != "off",
                           timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
                           http=bounded_protocol(
                               bounds.head_timeout_s, cap,
-                              max_per_ip=per_ip_cap(bounds.max_connections_per_ip, cap)),
+                              max_per_ip=per_ip_cap(bounds.max_connections_per_ip, cap),
+                              errors_only_access=access == "errors"),
                           # uvicorn hands it to loop.call_later, which takes a float
                           timeout_keep_alive=bounds.idle_timeout_s,  # type: ignore[arg-type]
                           backlog=bounds.backlog)
@@ -128,12 +137,13 @@ class ServerThread:
     """uvicorn in a daemon thread; ``start()`` returns where it listens, ``stop()`` ends it."""
 
     def __init__(self, app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
-                 path: str = "/mcp", log_level: str = "warning") -> None:
+                 path: str = "/mcp", log_level: str = "warning", access: str = "all") -> None:
         self._app = app
         self._host = host
         self._port = port
         self._path = path
         self._log_level = log_level
+        self._access = access
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -142,7 +152,8 @@ class ServerThread:
             raise RuntimeError("server already started")
         sock = listen(self._host, self._port, _bounds(self._app).backlog)
         port = sock.getsockname()[1]
-        self._server = _Server(_config(self._app, self._log_level), self._app)
+        self._server = _Server(_config(self._app, self._log_level, access=self._access),
+                               self._app)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
                                         name=f"toolkeeper-http-{port}", daemon=True)
         self._thread.start()
@@ -176,15 +187,16 @@ def serve_in_thread(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
 def run_foreground(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 8000,
                    path: str = "/mcp", log_level: str = "info",
                    on_ready: Callable[[RunningServer], None] | None = None,
-                   sock: socket.socket | None = None) -> None:
+                   sock: socket.socket | None = None, access: str = "all") -> None:
     """Serve until interrupted (SIGINT/SIGTERM), in the calling (main) thread, and return. The
     socket is bound first (an OSError says the address is unusable; ``sock``: one the caller
     bound already, with :func:`listen`), then ``on_ready`` learns the port. A signal that
     arrives before uvicorn listens for signals (while ``on_ready`` runs, say) is not lost: the
-    server stops as soon as it has started."""
+    server stops as soon as it has started. ``access``: which access lines uvicorn logs at
+    ``debug`` or ``info`` (``logging.access``: ``all``, ``errors``, ``off``)."""
     if sock is None:
         sock = listen(host, port, _bounds(app).backlog)
-    server = _Server(_config(app, log_level, host=host, port=port), app)
+    server = _Server(_config(app, log_level, host=host, port=port, access=access), app)
 
     def stop(signum: int, frame: object) -> None:
         # Also what runs when uvicorn, its shutdown done, raises the signal it caught again.
