@@ -174,3 +174,15 @@ def test_a_deferred_view_with_its_raw_index_reads_one_value_as_the_decoded_view_
         view = HeaderView.deferred(raw, index)
         assert view.get(name) == decoded.get(name), name
         assert view.pairs == decoded.pairs
+
+
+@pytest.mark.parametrize("raw", [
+    [(b"host", "h")], [(b"host", b"h"), (b"accept", bytearray(b"a"))], [(b"host", None)],
+    [(b"host", b"h"), (b"host", b"h")], [(b"Host", b"h")], [("host", b"h")],
+], ids=["str-value", "bytearray-value", "none-value", "repeated", "upper-case", "str-name"])
+def test_raw_pairs_other_than_unique_lowercase_bytes_have_no_index(raw: list[Any]) -> None:
+    from toolkeeper.protocol.raw_headers import asgi_index
+
+    assert asgi_index(raw) is None
+    assert asgi_index([(b"host", b"h"), (b"accept", b"a")]) == {b"host": b"h", b"accept": b"a"}
+    assert asgi_index([]) == {}

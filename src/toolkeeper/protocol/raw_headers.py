@@ -24,6 +24,7 @@ RAW_SESSION_ID: Final = MCP_SESSION_ID.encode()
 
 _LOWER_NAMES: Final[set[bytes]] = set()
 """Short raw header names seen that are lowercase ASCII (a bounded memo)."""
+_BYTES_ONLY: Final = frozenset({bytes})
 _MEMO_MAX: Final = 512
 _MEMO_LENGTH: Final = 64
 
@@ -39,9 +40,8 @@ def asgi_index(raw: Sequence[tuple[bytes, bytes]]) -> dict[bytes, bytes] | None:
             return None
     except (TypeError, ValueError):
         return None
-    for value in index.values():
-        if type(value) is not bytes:
-            return None
+    if not _BYTES_ONLY.issuperset(map(type, index.values())):  # the loop in C
+        return None
     if _LOWER_NAMES.issuperset(index):
         return index
     for name in index.keys() - _LOWER_NAMES:

@@ -44,6 +44,7 @@ from typing import Any, ClassVar, Final
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from toolkeeper.transports.access_lines import ErrorLines
+from toolkeeper.transports.one_write import OneWrite
 
 __all__ = ["DESCRIPTOR_HEADROOM", "bounded_protocol", "effective_cap", "per_ip_cap"]
 
@@ -165,6 +166,7 @@ class _Admitted:
     connections: set[Any]
     access_log: bool
     access_logger: Any  # uvicorn's logging.Logger, or ErrorLines in its place
+    _one_write: OneWrite
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -172,7 +174,8 @@ class _Admitted:
             self.access_logger = ErrorLines(self.access_logger)
 
     def connection_made(self, transport: Any) -> None:  # an asyncio.Transport
-        super().connection_made(transport)  # type: ignore[misc]  # the protocol's, by the MRO
+        self._one_write = OneWrite(transport, self.loop)  # a response's head and body: one write
+        super().connection_made(self._one_write)  # type: ignore[misc]  # by the MRO
         ip = _peer_ip(transport)
         self._head_timer = self.limits.admit(self.loop, transport, len(self.connections), ip)
         if self._head_timer is not None:
@@ -194,6 +197,7 @@ class _BoundedH11(_Admitted, H11Protocol):
         if self.cycle is not cycle:  # a request head completed
             _cancel(self._head_timer)
             self._head_timer = None
+            self._one_write.hold_next()
 
     def on_response_complete(self) -> None:
         # Armed first: a pipelined request that the base class then starts cancels it.
@@ -216,6 +220,8 @@ else:
                 timer.cancel()
                 self._head_timer = None
             super().on_headers_complete()
+            if not self.pipeline:  # its answer is the next write (a pipelined one's is not)
+                self._one_write.hold_next()
 
         def on_response_complete(self) -> None:
             waiting = not self.pipeline  # else the next request's head is already complete

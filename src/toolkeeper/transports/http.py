@@ -138,6 +138,8 @@ class StreamableHTTPApp:
         # The express lane's verdict on the raw (type, host, origin, accept) values, memoized
         # when they are 1 KiB together at most (see _express_checks).
         self._express_verdict = lru_cache(maxsize=256)(self._judge_raw)
+        # A Content-Length of ASCII digits shorter than the body limit's is under it.
+        self._short_length = len(str(self._config.max_body_bytes))
         self.express = True
         """POSTs whose header names are all lowercase and unrepeated take the express lane:
         the transport's checks on the raw values, the kernel's
@@ -305,7 +307,8 @@ class StreamableHTTPApp:
         the other four values get one memoized verdict per combination."""
         length = index.get(b"content-length")
         try:
-            if length is not None and length_refusal(
+            if length is not None and not (
+                    length.isdigit() and len(length) < self._short_length) and length_refusal(
                     [header_text(length)], self._config.max_body_bytes) is not None:
                 return None
             content_type, host = index.get(b"content-type"), index.get(b"host")
