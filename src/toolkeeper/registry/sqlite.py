@@ -18,7 +18,6 @@ database at all is refused and left as it was. A read-only store opens the file 
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -50,6 +49,7 @@ from toolkeeper.registry.rows import (
 )
 from toolkeeper.registry.store import AuditEntry, AuditRecord, Snapshot
 from toolkeeper.registry.upstream_backends import SQLiteUpstreams
+from toolkeeper.registry.wal_header import WalIndexHeader
 
 __all__ = ["SQLiteStore"]
 
@@ -145,9 +145,6 @@ class _SQLiteTransaction:
                              code="registry.wrong_name")
 
 
-_WAL_HEADER_BYTES = 48
-"""The first copy of the WAL index header (``-shm``), which holds the change counter."""
-
 
 class SQLiteStore(SQLiteUpstreams, SQLiteRollouts):
     """A registry store in one SQLite file; safe across threads and processes."""
@@ -163,7 +160,7 @@ class SQLiteStore(SQLiteUpstreams, SQLiteRollouts):
         self._lock = threading.Lock()
         self._closed = False
         self._wal = False
-        self._shm: int | None = None
+        self._shm = WalIndexHeader(self.path)
         self._wal_header = b""
         self._revocations = (b"", 0)  # (WAL index header, revoked keys): key_revocations
         mode = "ro" if read_only else "rwc" if self._create else "rw"
@@ -336,12 +333,8 @@ class SQLiteStore(SQLiteUpstreams, SQLiteRollouts):
         with self._lock:
             self._check_open()
             header, count = self._revocations
-            if header and self._shm is not None:
-                try:
-                    if os.pread(self._shm, _WAL_HEADER_BYTES, 0) == header:
-                        return count
-                except OSError:
-                    pass
+            if header and self._shm.unchanged(header):
+                return count
             header = self._read_wal_header()  # before the query: a commit after it moves it
         with self._read() as conn:
             row = conn.execute("SELECT COUNT(*) FROM api_keys WHERE revoked_at IS NOT NULL"
@@ -371,12 +364,8 @@ class SQLiteStore(SQLiteUpstreams, SQLiteRollouts):
 
     def stale(self) -> bool:
         with self._lock:
-            if self._shm is not None and self._wal_header:
-                try:
-                    if os.pread(self._shm, _WAL_HEADER_BYTES, 0) == self._wal_header:
-                        return False  # nothing committed since data_version was last read
-                except OSError:
-                    pass
+            if self._wal_header and self._shm.unchanged(self._wal_header):
+                return False  # nothing committed since data_version was last read
         current = self._pragma_data_version()
         if current == self._data_version:
             return False
@@ -398,18 +387,7 @@ class SQLiteStore(SQLiteUpstreams, SQLiteRollouts):
     def _read_wal_header(self) -> bytes:
         """(Under the lock.) The WAL index header as it reads now, b"" when unknown: not in
         WAL mode, or no ``-shm`` file (opened once; it exists while a connection is open)."""
-        if not self._wal:
-            return b""
-        if self._shm is None:
-            try:
-                self._shm = os.open(f"{self.path}-shm", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-            except OSError:
-                return b""
-        try:
-            header = os.pread(self._shm, _WAL_HEADER_BYTES, 0)
-        except OSError:
-            return b""
-        return header if len(header) == _WAL_HEADER_BYTES else b""
+        return self._shm.read() if self._wal else b""
 
     def ping(self) -> None:
         """A new read-only connection to the file reads its schema table: the store's own
@@ -432,9 +410,7 @@ class SQLiteStore(SQLiteUpstreams, SQLiteRollouts):
             if not self._closed:
                 self._closed = True
                 self._conn.close()
-                if self._shm is not None:
-                    os.close(self._shm)
-                    self._shm = None
+                self._shm.close()
 
     def _check_open(self) -> None:
         if self._closed:
