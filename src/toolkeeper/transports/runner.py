@@ -112,7 +112,7 @@ def _config(app: ASGIApp, log_level: str, host: str = "127.0.0.1", port: int = 8
     nothing in the gateway reads the client address or scheme it would rewrite from
     ``X-Forwarded-For`` and ``X-Forwarded-Proto`` (the connection bounds count the TCP peer),
     so it would only make every request pay for a header scan; an access line names the TCP
-    peer."""
+    peer. Nor is there a ``Server`` header: it would name the software, to every client."""
     bounds = _bounds(app)
     cap = effective_cap(bounds.max_connections)
     if cap < bounds.max_connections:
@@ -122,6 +122,7 @@ def _config(app: ASGIApp, log_level: str, host: str = "127.0.0.1", port: int = 8
                           log_config=None,  # its loggers propagate to the process's own
                           ws="none",
                           proxy_headers=False,
+                          server_header=False,  # not naming the software: one header less
                           access_log=log_level in ("debug", "info") and access != "off",
                           timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
                           http=bounded_protocol(
