@@ -119,6 +119,9 @@ def _is_stream(start: Message) -> bool:
     """Whether the response's Content-Type is ``text/event-stream`` (the first Content-Type
     field decides: the transport writes one, first, in every response it starts)."""
     headers: Iterable[tuple[bytes, bytes]] = start.get("headers", ())
+    if type(headers) is list and headers and (first := headers[0])[0] == b"content-type":
+        value: bytes = first[1]  # as the transport starts them
+        return value.startswith(b"text/event-stream")
     for name, value in headers:
         if name == b"content-type" or name.lower() == b"content-type":
             return value.startswith(b"text/event-stream")
