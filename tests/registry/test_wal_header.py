@@ -4,6 +4,7 @@ is mapped, is compared without a read system call. A missing ``-shm`` file reads
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -60,3 +61,29 @@ def test_a_database_without_a_shm_file_has_no_header(tmp_path: Path) -> None:
     assert header.read() == b"" and not header.unchanged(b"x" * WAL_HEADER_BYTES)
     header.close()
     header.close()  # idempotent
+
+
+def _shm_locks(database: Path) -> list[str]:
+    """This process's locks on the database's ``-shm`` file, as ``/proc/locks`` lists them."""
+    inode = (database.parent / f"{database.name}-shm").stat().st_ino
+    pid = str(os.getpid())
+    return [line for line in Path("/proc/locks").read_text().splitlines()
+            if f":{inode} " in line and pid in line.split()]
+
+
+@pytest.mark.skipif(not Path("/proc/locks").exists(), reason="reads locks through /proc")
+def test_closing_one_of_two_stores_on_a_file_keeps_the_other_s_shared_memory_lock(
+        tmp_path: Path) -> None:
+    database = tmp_path / "registry.db"
+    first = SQLiteStore(database)
+    try:
+        first.stale()
+        held = _shm_locks(database)
+        assert held  # SQLite's lock on -shm while a connection is open
+        second = SQLiteStore(database)
+        second.stale()
+        second.close()  # closing a descriptor of -shm would drop every lock of the process
+        assert _shm_locks(database) == held
+        assert not first.stale()
+    finally:
+        first.close()

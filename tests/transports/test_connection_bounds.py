@@ -250,8 +250,9 @@ def test_under_a_small_descriptor_limit_a_larger_idle_flood_starves_no_client() 
 def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The runner's servers use this uvicorn HTTP implementation for the test."""
     http: str = request.param
-    monkeypatch.setattr(runner, "bounded_protocol",
-                        lambda head, cap, **bounds: bounded_protocol(head, cap, http, **bounds))
+    monkeypatch.setattr(runner, "bounded_protocol",  # in place of the runner's own choice
+                        lambda head, cap, http=http, **bounds: bounded_protocol(
+                            head, cap, request.param, **bounds))
     return http
 
 

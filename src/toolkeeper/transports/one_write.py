@@ -7,9 +7,10 @@ for every answer, although the gateway sends the two messages back to back (the 
 also costs the client a second wake-up). :class:`OneWrite` holds the first write after a
 request's head is complete (:meth:`OneWrite.hold_next`, called by the runner's protocol
 classes) and sends it together with the next one. A head with nothing after it in the same
-event-loop step (a stream whose first event comes later, a response without a body, a
-``100 Continue``) is sent at the loop's next turn, so nothing waits longer than that; closing
-the connection sends what is held first, aborting it drops it.
+event-loop step (a stream whose first event comes later, a response without a body) is sent at
+the loop's next turn, so nothing waits longer than that; an interim response (``100
+Continue``) is sent at once and the head after it is held; closing the connection sends what
+is held first, aborting it drops it.
 
 Everything else is the transport's own (``is_closing``, ``get_extra_info``, reading and
 writing flow control, the write buffer's size).
@@ -18,9 +19,13 @@ writing flow control, the write buffer's size).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Final
 
 __all__ = ["OneWrite"]
+
+_INTERIM: Final = b"HTTP/1.1 1"
+"""How an interim (1xx) response begins: complete in itself, and awaited by the client."""
+_INTERIM_LENGTH: Final = len(_INTERIM)
 
 
 class OneWrite:
@@ -44,6 +49,9 @@ class OneWrite:
             self._held = None
             self._transport.write(held + data)
         elif self._hold:
+            if data[:_INTERIM_LENGTH] == _INTERIM:  # 100 Continue: out now, the head to come
+                self._transport.write(data)
+                return
             self._hold = False
             self._held = bytes(data)
             self._loop.call_soon(self.release)

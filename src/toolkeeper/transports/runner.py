@@ -106,7 +106,7 @@ def _bounds(app: ASGIApp) -> HttpConfig:
 
 
 def _config(app: ASGIApp, log_level: str, host: str = "127.0.0.1", port: int = 8000,
-            access: str = "all") -> uvicorn.Config:
+            access: str = "all", http: str = "auto") -> uvicorn.Config:
     """uvicorn's settings for ``app``: its connection bounds, and its access lines
     (:mod:`~toolkeeper.transports.access_lines`). uvicorn's proxy-headers middleware is off:
     nothing in the gateway reads the client address or scheme it would rewrite from
@@ -126,7 +126,7 @@ def _config(app: ASGIApp, log_level: str, host: str = "127.0.0.1", port: int = 8
                           access_log=log_level in ("debug", "info") and access != "off",
                           timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
                           http=bounded_protocol(
-                              bounds.head_timeout_s, cap,
+                              bounds.head_timeout_s, cap, http=http,
                               max_per_ip=per_ip_cap(bounds.max_connections_per_ip, cap),
                               errors_only_access=access == "errors"),
                           # uvicorn hands it to loop.call_later, which takes a float
@@ -138,8 +138,10 @@ class ServerThread:
     """uvicorn in a daemon thread; ``start()`` returns where it listens, ``stop()`` ends it."""
 
     def __init__(self, app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
-                 path: str = "/mcp", log_level: str = "warning", access: str = "all") -> None:
+                 path: str = "/mcp", log_level: str = "warning", access: str = "all",
+                 http: str = "auto") -> None:
         self._app = app
+        self._http = http  # uvicorn's HTTP implementation: auto, httptools or h11
         self._host = host
         self._port = port
         self._path = path
@@ -153,8 +155,8 @@ class ServerThread:
             raise RuntimeError("server already started")
         sock = listen(self._host, self._port, _bounds(self._app).backlog)
         port = sock.getsockname()[1]
-        self._server = _Server(_config(self._app, self._log_level, access=self._access),
-                               self._app)
+        self._server = _Server(_config(self._app, self._log_level, access=self._access,
+                                       http=self._http), self._app)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
                                         name=f"toolkeeper-http-{port}", daemon=True)
         self._thread.start()
