@@ -38,8 +38,7 @@ from typing import Any
 from toolkeeper.protocol import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, encode_message
 
 __all__ = ["CONFIGS", "ERAS", "Assembled", "assemble", "call_body", "call_headers",
-           "checked_call", "connected_exchanger", "legacy_session_asgi", "serve_http",
-           "start_lifespan"]
+           "checked_call", "exchanger", "legacy_session_asgi", "serve_http", "start_lifespan"]
 
 CONFIGS = ("anonymous", "demo", "deploy", "deploy-jwt")
 ERAS = ("modern", "legacy")
@@ -238,43 +237,11 @@ def scope_of(headers: list[tuple[str, str]], body: bytes) -> dict[str, Any]:
 Exchange = Callable[[dict[str, Any], bytes], Awaitable[tuple[int, dict[bytes, bytes], bytes]]]
 
 
-def connected_exchanger(app: Any) -> Exchange:
-    """:func:`exchanger` for a client that stays connected until its answer is complete (a
-    handler that waits is not cancelled by an early disconnect)."""
-
-    async def exchange(scope: dict[str, Any], body: bytes
-                       ) -> tuple[int, dict[bytes, bytes], bytes]:
-        sent: list[dict[str, Any]] = []
-        done = asyncio.Event()
-        given = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal given
-            if not given:
-                given = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await done.wait()
-            return {"type": "http.disconnect"}
-
-        async def send(message: dict[str, Any]) -> None:
-            sent.append(message)
-            if message["type"] == "http.response.body" and not message.get("more_body"):
-                done.set()
-
-        await app(dict(scope), receive, send)
-        done.set()
-        start = sent[0]
-        return (start["status"], dict(start.get("headers", ())),
-                b"".join(m.get("body", b"") for m in sent[1:]))
-
-    return exchange
-
-
 def checked_call(app: Any, expected: bytes) -> Callable[[], Awaitable[None]]:
     """One modern ``tools/call`` of the lookup through ``app`` (a client that stays connected
     until its answer is complete): AssertionError unless the status is 200 and the body holds
     ``expected``."""
-    exchange = connected_exchanger(app)
+    exchange = exchanger(app, connected=True)
     body = call_body("modern")
     scope = scope_of(call_headers("modern", None), body)
 
@@ -305,13 +272,16 @@ async def start_lifespan(app: Any) -> Callable[[], Awaitable[None]]:
     return stop
 
 
-def exchanger(app: Any) -> Exchange:
-    """One request through ``app``: (status, response headers, body)."""
+def exchanger(app: Any, *, connected: bool = False) -> Exchange:
+    """One request through ``app``: (status, response headers, body). ``connected``: the
+    client stays connected until its answer is complete (a handler that waits is then not
+    cancelled by an early disconnect); else it has left once the request is read."""
 
     async def exchange(scope: dict[str, Any], body: bytes
                        ) -> tuple[int, dict[bytes, bytes], bytes]:
         sent: list[dict[str, Any]] = []
         request = {"type": "http.request", "body": body, "more_body": False}
+        answered = asyncio.Event() if connected else None
         given = False
 
         async def receive() -> dict[str, Any]:
@@ -319,12 +289,19 @@ def exchanger(app: Any) -> Exchange:
             if not given:
                 given = True
                 return request
+            if answered is not None:
+                await answered.wait()
             return {"type": "http.disconnect"}
 
         async def send(message: dict[str, Any]) -> None:
             sent.append(message)
+            if (answered is not None and message["type"] == "http.response.body"
+                    and not message.get("more_body")):
+                answered.set()
 
         await app(dict(scope), receive, send)
+        if answered is not None:
+            answered.set()
         start = sent[0]
         return (start["status"], dict(start.get("headers", ())),
                 b"".join(m.get("body", b"") for m in sent[1:]))
