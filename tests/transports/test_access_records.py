@@ -14,7 +14,7 @@ import pytest
 
 from toolkeeper.registry import Registry
 from toolkeeper.server import build_app
-from toolkeeper.transports import ServerThread
+from toolkeeper.transports import serve_in_thread
 from toolkeeper.transports.access_lines import ErrorLines, quiet
 
 ACCESS = logging.getLogger("uvicorn.access")
@@ -51,16 +51,11 @@ def seen() -> Iterator[_Seen]:
 
 def _statuses(access: str, seen: _Seen, headers: dict[str, str] | None = None) -> list[int]:
     app, _ = build_app(Registry.open("memory:"))
-    thread = ServerThread(app, log_level="info", access=access)
-    running = thread.start()
-    try:
-        with httpx.Client(timeout=10, headers=headers) as http:
-            for _ in range(3):
-                assert http.get(running.base_url + "/elsewhere").status_code == 404
-                assert http.post(running.url, json=LIST, headers=LIST_HEADERS
-                                 ).status_code == 200
-    finally:
-        thread.stop()
+    with (serve_in_thread(app, log_level="info", access=access) as running,
+          httpx.Client(timeout=10, headers=headers) as http):
+        for _ in range(3):
+            assert http.get(running.base_url + "/elsewhere").status_code == 404
+            assert http.post(running.url, json=LIST, headers=LIST_HEADERS).status_code == 200
     assert all(isinstance(record.args, tuple) for record in seen.records)
     return [record.args[4] for record in seen.records]  # type: ignore[index]
 

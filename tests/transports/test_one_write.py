@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ import pytest
 
 from toolkeeper.registry import Registry
 from toolkeeper.server import build_app
-from toolkeeper.transports import ServerThread
+from toolkeeper.transports import serve_in_thread
 from toolkeeper.transports.one_write import OneWrite
 
 
@@ -129,11 +131,16 @@ def _request(port: int) -> bytes:
             f"Content-Length: {len(LIST)}\r\n\r\n").encode() + LIST
 
 
+def _lengths(head: bytes) -> list[int]:
+    """The Content-Length values of a response head."""
+    return [int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")]
+
+
 def _whole(first: bytes) -> bool:
     head, _, body = first.partition(b"\r\n\r\n")
-    lengths = [line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")
-               if line.lower().startswith(b"content-length:")]
-    return len(lengths) == 1 and len(body) == int(lengths[0])
+    lengths = _lengths(head)
+    return len(lengths) == 1 and len(body) == lengths[0]
 
 
 def _writes() -> int:
@@ -154,8 +161,7 @@ def _read_answer(sock: socket.socket, first: bytes = b"") -> tuple[bytes, bytes]
         assert chunk, data
         data += chunk
     head, _, rest = data.partition(b"\r\n\r\n")
-    length = int(next(line.split(b":", 1)[1] for line in head.split(b"\r\n")
-                      if line.lower().startswith(b"content-length:")))
+    length = _lengths(head)[0]
     while len(rest) < length:
         chunk = sock.recv(1 << 20)
         assert chunk, rest
@@ -166,29 +172,33 @@ def _read_answer(sock: socket.socket, first: bytes = b"") -> tuple[bytes, bytes]
 IMPLEMENTATIONS = pytest.mark.parametrize("http", ["httptools", "h11"])
 
 
+@contextmanager
+def _connection(http: str) -> Iterator[tuple[int, socket.socket]]:
+    """A kept-alive connection to a gateway served with uvicorn's ``http`` implementation:
+    (its port, the socket)."""
+    app: Any
+    app, _ = build_app(Registry.open("memory:"))
+    with (serve_in_thread(app, http=http) as running,
+          socket.create_connection(("127.0.0.1", running.port), timeout=10) as sock):
+        yield running.port, sock
+
+
 @IMPLEMENTATIONS
 @pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="counts writes through /proc")
 def test_each_answer_of_a_kept_alive_connection_is_one_write_and_arrives_whole(
         http: str) -> None:
-    app: Any
-    app, _ = build_app(Registry.open("memory:"))
-    thread = ServerThread(app, http=http)
-    running = thread.start()
     requests = 40
-    try:
-        with socket.create_connection(("127.0.0.1", running.port), timeout=10) as sock:
-            sock.sendall(_request(running.port))  # the connection's first answer, not counted
+    with _connection(http) as (port, sock):
+        sock.sendall(_request(port))  # the connection's first answer, not counted
+        first = sock.recv(1 << 20)
+        assert _whole(first)
+        assert b"\r\nserver:" not in first.partition(b"\r\n\r\n")[0].lower()
+        before = _writes()
+        for _ in range(requests):
+            sock.sendall(_request(port))
             first = sock.recv(1 << 20)
-            assert _whole(first)
-            assert b"\r\nserver:" not in first.partition(b"\r\n\r\n")[0].lower()
-            before = _writes()
-            for _ in range(requests):
-                sock.sendall(_request(running.port))
-                first = sock.recv(1 << 20)
-                assert first.startswith(b"HTTP/1.1 200 ") and _whole(first), first[:200]
-            written = _writes() - before
-    finally:
-        thread.stop()
+            assert first.startswith(b"HTTP/1.1 200 ") and _whole(first), first[:200]
+        written = _writes() - before
     # one a request (a stray write elsewhere in the process may add a few); two without it
     assert requests <= written < requests * 3 // 2, written
 
@@ -197,25 +207,18 @@ def test_each_answer_of_a_kept_alive_connection_is_one_write_and_arrives_whole(
 @pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="counts writes through /proc")
 def test_an_interim_100_continue_goes_out_at_once_and_the_answer_after_it_whole(
         http: str) -> None:
-    app: Any
-    app, _ = build_app(Registry.open("memory:"))
-    thread = ServerThread(app, http=http)
-    running = thread.start()
-    head, _, body = _request(running.port).partition(b"\r\n\r\n")
     requests = 10
-    try:
-        with socket.create_connection(("127.0.0.1", running.port), timeout=10) as sock:
-            before = _writes()
-            for _ in range(requests):
-                sock.sendall(head + b"\r\nExpect: 100-continue\r\n\r\n")
-                interim = sock.recv(1 << 20)  # the body is not sent until this arrives
-                assert interim == b"HTTP/1.1 100 Continue\r\n\r\n", interim
-                sock.sendall(body)
-                answer, rest = _read_answer(sock)
-                assert answer.startswith(b"HTTP/1.1 200 ") and rest == b""
-            written = _writes() - before
-    finally:
-        thread.stop()
+    with _connection(http) as (port, sock):
+        head, _, body = _request(port).partition(b"\r\n\r\n")
+        before = _writes()
+        for _ in range(requests):
+            sock.sendall(head + b"\r\nExpect: 100-continue\r\n\r\n")
+            interim = sock.recv(1 << 20)  # the body is not sent until this arrives
+            assert interim == b"HTTP/1.1 100 Continue\r\n\r\n", interim
+            sock.sendall(body)
+            answer, rest = _read_answer(sock)
+            assert answer.startswith(b"HTTP/1.1 200 ") and rest == b""
+        written = _writes() - before
     # the interim response and the answer: two writes a request (three if the interim one
     # took the hold meant for the head)
     assert 2 * requests <= written < 2 * requests + requests // 2, written
@@ -223,20 +226,12 @@ def test_an_interim_100_continue_goes_out_at_once_and_the_answer_after_it_whole(
 
 @IMPLEMENTATIONS
 def test_pipelined_requests_are_answered_in_order_each_whole(http: str) -> None:
-    app: Any
-    app, _ = build_app(Registry.open("memory:"))
-    thread = ServerThread(app, http=http)
-    running = thread.start()
-    requests = [_request(running.port).replace(b'"id": 1', f'"id": {n}'.encode())
-                for n in (7, 8, 9)]
-    try:
-        with socket.create_connection(("127.0.0.1", running.port), timeout=10) as sock:
-            sock.sendall(b"".join(requests))
-            rest = b""
-            for n in (7, 8, 9):
-                answer, rest = _read_answer(sock, rest)
-                assert answer.startswith(b"HTTP/1.1 200 "), answer[:100]
-                assert json.loads(answer.partition(b"\r\n\r\n")[2])["id"] == n
-            assert rest == b""
-    finally:
-        thread.stop()
+    with _connection(http) as (port, sock):
+        sock.sendall(b"".join(_request(port).replace(b'"id": 1', f'"id": {n}'.encode())
+                              for n in (7, 8, 9)))
+        rest = b""
+        for n in (7, 8, 9):
+            answer, rest = _read_answer(sock, rest)
+            assert answer.startswith(b"HTTP/1.1 200 "), answer[:100]
+            assert json.loads(answer.partition(b"\r\n\r\n")[2])["id"] == n
+        assert rest == b""

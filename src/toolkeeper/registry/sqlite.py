@@ -145,7 +145,6 @@ class _SQLiteTransaction:
                              code="registry.wrong_name")
 
 
-
 class SQLiteStore(SQLiteUpstreams, SQLiteRollouts):
     """A registry store in one SQLite file; safe across threads and processes."""
 

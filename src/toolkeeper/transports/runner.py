@@ -141,12 +141,12 @@ class ServerThread:
                  path: str = "/mcp", log_level: str = "warning", access: str = "all",
                  http: str = "auto") -> None:
         self._app = app
-        self._http = http  # uvicorn's HTTP implementation: auto, httptools or h11
         self._host = host
         self._port = port
         self._path = path
         self._log_level = log_level
-        self._access = access
+        self._access = access  # which access lines (logging.access: all, errors, off)
+        self._http = http  # uvicorn's HTTP implementation: auto, httptools or h11
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -177,9 +177,12 @@ class ServerThread:
 
 @contextlib.contextmanager
 def serve_in_thread(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
-                    path: str = "/mcp", log_level: str = "warning") -> Iterator[RunningServer]:
-    """Serve ``app`` on ``host`` (an ephemeral port by default) for the ``with`` block."""
-    thread = ServerThread(app, host=host, port=port, path=path, log_level=log_level)
+                    path: str = "/mcp", log_level: str = "warning", access: str = "all",
+                    http: str = "auto") -> Iterator[RunningServer]:
+    """Serve ``app`` on ``host`` (an ephemeral port by default) for the ``with`` block
+    (``access`` and ``http`` as :class:`ServerThread` takes them)."""
+    thread = ServerThread(app, host=host, port=port, path=path, log_level=log_level,
+                          access=access, http=http)
     running = thread.start()
     try:
         yield running
